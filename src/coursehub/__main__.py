@@ -1,0 +1,5 @@
+"""``python -m coursehub`` is the ``coursehub`` command."""
+
+from coursehub.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""The ``coursehub`` command: one entry point with a sub-command per part.
+
+Each part owns a ``cli`` module with a ``register(subparsers)`` function that
+adds its sub-command and sets ``func`` on the parsed namespace. Those modules
+import nothing heavy at module level, so ``coursehub --help`` never loads
+torch, scipy or matplotlib.
+
+Errors a user can meet (:class:`coursehub.errors.CoursehubError`) are printed
+as one line, ``coursehub: error: ...``, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from coursehub import __version__
+from coursehub.errors import CoursehubError
+
+# sub-command -> module that registers it, in the order shown by --help.
+COMMAND_MODULES: tuple[str, ...] = ("coursehub.pendulum.cli",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every part's sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="coursehub",
+        description="Teach computational AI on shared JupyterHub servers.",
+    )
+    parser.add_argument("--version", action="version", version=f"coursehub {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit status.
+
+    Returns
+    -------
+    int
+        0 on success, 2 on a user error (bad argument, missing or corrupt
+        file), or the status a sub-command chose.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        status = func(args)
+    except CoursehubError as exc:
+        print(f"coursehub: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("coursehub: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)

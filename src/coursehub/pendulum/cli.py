@@ -1,0 +1,38 @@
+"""``coursehub pendulum ...``: generate, train, evaluate, pipeline.
+
+Each sub-command's arguments are declared by ``add_arguments(parser)`` in its
+own module and carried out by that module's ``run(args) -> int``; the module
+is imported only when its sub-command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+# sub-command -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("coursehub.pendulum.dataset", "simulate trajectories and write a dataset file"),
+    "train": ("coursehub.pendulum.train", "train the LSTM forecaster with explicit threads"),
+    "evaluate": ("coursehub.pendulum.evaluate", "DP-Buffat-v1 metrics, baselines and plots"),
+    "pipeline": ("coursehub.pendulum.pipeline", "generate, train and evaluate at a small size"),
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coursehub pendulum`` and its sub-commands to ``subparsers``."""
+    parser = subparsers.add_parser("pendulum", help="the double-pendulum teaching workload")
+    commands = parser.add_subparsers(dest="pendulum_command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(name, help=help_text, description=module.__doc__.split("\n")[0])
+        module.add_arguments(sub)
+        sub.set_defaults(func=_runner(module_name))
+
+
+def _runner(module_name: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        return int(importlib.import_module(module_name).run(args))
+
+    return run
