@@ -1,0 +1,131 @@
+"""``coursehub run [--threads N] [--gpus N] [--mem 4G] [--timeout 30m] [--no-wait] -- SCRIPT ...``.
+
+``SCRIPT`` may also be ``-m MODULE`` (``coursehub run --threads 2 -- -m
+coursehub.pendulum.train lstm 5 2``). The options are read as text and
+checked here, so that a bad value gives one ``coursehub: error: ...`` line and
+exit status 2 with nothing started. The run ends with one summary line; the
+exit status is the job's (128 + N for a job ended by signal N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from typing import Any
+
+from coursehub.errors import UsageError
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options shared by ``coursehub run`` and ``%coursehub_run``."""
+    parser.add_argument(
+        "--threads", default="1", metavar="N", help="threads (CPU slots), default 1"
+    )
+    parser.add_argument("--gpus", default="0", metavar="N", help="GPUs, default 0")
+    parser.add_argument("--mem", metavar="SIZE", help="memory limit, e.g. 4G or 512M")
+    parser.add_argument("--timeout", metavar="DURATION", help="time limit, e.g. 30m, 90s, 1h")
+    parser.add_argument("--name", help="short name for the job id and log")
+    parser.add_argument("--log", metavar="PATH", help="log file (default: in the runs directory)")
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
+        help="script and its arguments, or -m MODULE and its arguments",
+    )  # fmt: skip
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coursehub run`` to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "run", help="run a script in a fresh interpreter with explicit threads, memory, GPUs",
+        description="Run a script (or -m MODULE) in a fresh interpreter with explicit threads, "
+        "memory and time limits and GPUs, then print a one-line summary.",
+    )  # fmt: skip
+    add_run_arguments(parser)
+    parser.add_argument("--no-wait", action="store_true", help="start it and return; see the log")
+    parser.set_defaults(func=run_command)
+
+
+def parse_count(text: str, option: str, minimum: int) -> int:
+    """Return ``text`` as an integer >= ``minimum``, or raise UsageError naming ``option``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        kind = "positive" if minimum > 0 else "non-negative"
+        raise UsageError(f"{option} must be a {kind} integer, got {text!r}")
+    return value
+
+
+def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, Any]]:
+    """Return ``(script, script_args, options)`` for :func:`coursehub.runner.api.make_spec`.
+
+    Raises
+    ------
+    UsageError
+        No script, or a bad ``--threads``/``--gpus`` value.
+    """
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    module = command[:1] == ["-m"]
+    if module:
+        command = command[1:]
+    if not command:
+        raise UsageError("no script given: coursehub run [OPTIONS] -- SCRIPT [ARGS...]")
+    options: dict[str, Any] = {
+        "module": module,
+        "n_threads": parse_count(args.threads, "--threads", 1),
+        "gpus": parse_count(args.gpus, "--gpus", 0),
+        "mem_limit": args.mem,
+        "timeout_s": args.timeout,
+        "name": args.name,
+        "log_path": args.log,
+    }
+    return command[0], command[1:], options
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Carry out ``coursehub run``; return the job's exit status."""
+    from coursehub.runner.api import make_spec, run
+    from coursehub.runner.local import LocalBackend
+
+    script, script_args, options = spec_options(args)
+    backend = LocalBackend()
+    spec = make_spec(script, script_args, **options)
+    backend.validate(spec)
+    if args.no_wait:
+        return start_detached(args, backend)
+    result = run(script, script_args, backend=backend, **options)
+    return result.returncode if result.returncode >= 0 else 128 - result.returncode
+
+
+def start_detached(args: argparse.Namespace, backend: Any) -> int:
+    """Start ``coursehub run`` (without ``--no-wait``) in its own session; print its log path."""
+    from coursehub.runner.api import make_spec
+    from coursehub.runner.local import new_job_id
+
+    script, script_args, options = spec_options(args)
+    log = args.log or str(
+        backend.runs_dir / f"{new_job_id(make_spec(script, script_args, **options))}.log"
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "coursehub",
+        "run",
+        "--threads",
+        args.threads,
+        "--gpus",
+        args.gpus,
+    ]
+    for flag, value in (("--mem", args.mem), ("--timeout", args.timeout), ("--name", args.name)):
+        argv += [flag, value] if value else []
+    argv += ["--log", log, "--", *(["-m"] if options["module"] else []), script, *script_args]
+    subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env=dict(os.environ),
+    )  # fmt: skip
+    print(f"[coursehub] submitted: output in {log} (result in {log.removesuffix('.log')}.json)")
+    return 0

@@ -1,0 +1,400 @@
+"""The local backend: each job a fresh interpreter on this machine, admitted, confined, watched.
+
+For one job, in order (all in a supervisor thread, so :meth:`LocalBackend.submit`
+returns at once):
+
+1. wait for CPU and GPU slots in arrival order (:mod:`coursehub.runner.slots`);
+2. make its limits: ``systemd-run --scope`` where systemd is PID 1 and we
+   are root, else a job cgroup (:class:`coursehub.resources.JobCgroup`, v1 or
+   v2) where the cgroup filesystem is writable, else the memory watchdog
+   of :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
+3. start ``[python, -m, coursehub.runner.bootstrap, ...]`` in its own session
+   (process group) with the explicit environment of :func:`plan_env`,
+   holding the slot locks too (``pass_fds``);
+4. copy its output, live, to the log file and to ``on_output``;
+5. on timeout or cancel: SIGTERM to the group, SIGKILL after ``grace_s``;
+6. reap it with ``os.wait4`` (CPU time, peak RSS), kill what is left of
+   the group, remove the cgroup, release the slots, write ``<job id>.json``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import dataclasses
+import json
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from coursehub.errors import CoursehubError, UsageError
+from coursehub.resources import (
+    CgroupStats,
+    CgroupUnavailableError,
+    JobCgroup,
+    describe_duration,
+    describe_mem,
+    gpu_inventory,
+    systemd_available,
+    systemd_run_command,
+)
+from coursehub.resources.cgroups import JOBS_PARENT, systemd_scope_result
+from coursehub.runner.core import (
+    CGROUP_PROCS_VAR,
+    Backend,
+    Job,
+    JobSpec,
+    RunResult,
+    default_runs_dir,
+    plan_command,
+    plan_env,
+    render_summary,
+)
+from coursehub.runner.monitor import TreeMonitor
+from coursehub.runner.slots import (
+    AdmissionCancelledError,
+    SlotLease,
+    SlotPool,
+    default_cpu_budget,
+    default_gpu_jobs,
+    default_slots_dir,
+    describe_queue,
+)
+from coursehub.runner.validate import check_target
+
+OutputSink = Callable[[str], None]
+
+
+def new_job_id(spec: JobSpec) -> str:
+    """Return a fresh job id: ``20250101-120000-train-1a2b3c``."""
+    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in spec.display_name)[:40]
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{stem or 'job'}-{secrets.token_hex(3)}"
+
+
+class LocalBackend(Backend):
+    """Run jobs on this machine.
+
+    Parameters
+    ----------
+    runs_dir
+        Where logs and result files go (default :func:`default_runs_dir`).
+    slots
+        Admission pool; default: ``$COURSEHUB_SLOTS_DIR`` with
+        :func:`default_cpu_budget` CPUs and :func:`default_gpu_jobs` jobs per GPU.
+    on_output
+        Called with each piece of output text as it arrives (None: log only).
+    use_cgroups
+        Confine jobs with systemd or cgroups where possible.
+    grace_s
+        Seconds between SIGTERM and SIGKILL when a job is stopped.
+    cgroup_parent
+        Name of the cgroup that holds the job cgroups.
+    sample_s
+        Seconds between two memory samples.
+    """
+
+    def __init__(
+        self,
+        runs_dir: Path | None = None,
+        slots: SlotPool | None = None,
+        on_output: OutputSink | None = None,
+        use_cgroups: bool = True,
+        grace_s: float = 5.0,
+        cgroup_parent: str = JOBS_PARENT,
+        sample_s: float = 0.1,
+    ) -> None:
+        self.runs_dir = Path(runs_dir) if runs_dir else default_runs_dir()
+        self.on_output = on_output
+        self.use_cgroups = use_cgroups
+        self.grace_s = grace_s
+        self.cgroup_parent = cgroup_parent
+        self.sample_s = sample_s
+        self._slots = slots
+
+    @property
+    def slots(self) -> SlotPool:
+        """The admission pool (built on first use)."""
+        if self._slots is None:
+            n_gpus = len(gpu_inventory())
+            self._slots = SlotPool(
+                default_slots_dir(), default_cpu_budget(), n_gpus, default_gpu_jobs()
+            )
+        return self._slots
+
+    def validate(self, spec: JobSpec) -> None:
+        """Check the target, the thread count against the CPU budget and the GPUs asked for."""
+        check_target(spec)
+        n_threads, gpus = spec.resources.threads, spec.resources.gpus
+        if n_threads > self.slots.cpu_budget:
+            raise UsageError(
+                f"{n_threads} threads is more than this machine's CPU budget of "
+                f"{self.slots.cpu_budget} (set COURSEHUB_CPU_BUDGET to change it)"
+            )
+        if gpus > self.slots.gpu_count:
+            raise UsageError(
+                f"{gpus} GPU(s) asked for, but this machine has {self.slots.gpu_count}"
+            )
+
+    def submit(self, spec: JobSpec, on_output: OutputSink | None = None) -> LocalJob:
+        """Validate ``spec`` then queue and start the job; return at once.
+
+        ``on_output`` (default: the backend's) receives the job's output text,
+        from the job's supervisor thread. With ``spec.log_path`` set, the job
+        id is that file's stem.
+        """
+        self.validate(spec)
+        job_id = Path(spec.log_path).stem if spec.log_path else new_job_id(spec)
+        log_path = Path(spec.log_path) if spec.log_path else self.runs_dir / f"{job_id}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        job = LocalJob(self, spec, job_id, log_path, on_output or self.on_output)
+        job.start()
+        return job
+
+
+class LocalJob(Job):
+    """A job of :class:`LocalBackend`; see the module docstring for its life."""
+
+    def __init__(
+        self,
+        backend: LocalBackend,
+        spec: JobSpec,
+        job_id: str,
+        log_path: Path,
+        on_output: OutputSink | None = None,
+    ) -> None:
+        self.backend, self.spec, self.on_output = backend, spec, on_output
+        self.job_id, self.log_path = job_id, log_path
+        self.pid: int | None = None
+        self.cgroup: JobCgroup | None = None
+        self.enforcement = "none"
+        self.queued_s = 0.0
+        self._state = "queued"
+        self._result: RunResult | None = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._cancel = threading.Event()
+        self._write_lock = threading.Lock()
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed by the supervisor
+        self._thread = threading.Thread(target=self._supervise, name=f"job-{job_id}", daemon=True)
+
+    def start(self) -> None:
+        """Start the supervisor thread."""
+        self._thread.start()
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def poll(self) -> RunResult | None:
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def wait(self, timeout_s: float | None = None) -> RunResult:
+        if not self._done.wait(timeout_s):
+            raise TimeoutError(f"job {self.job_id} still {self._state} after {timeout_s} s")
+        result = self.poll()
+        assert result is not None
+        return result
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def note(self, text: str) -> None:
+        """Write a runner line (``[coursehub] ...``) to the log and the output sink."""
+        self._emit(f"[coursehub] {text}\n".encode(), f"[coursehub] {text}\n")
+
+    def _emit(self, data: bytes, text: str) -> None:
+        with self._write_lock:
+            if self._log.closed:  # a straggler holding the pipe after the job's end
+                return
+            self._log.write(data)
+            self._log.flush()
+            if self.on_output is not None and text:
+                self.on_output(text)
+
+    def _supervise(self) -> None:
+        try:
+            lease = self._admit()
+            if lease is not None:
+                try:
+                    self._result = self._run(lease)
+                finally:
+                    lease.release()
+        except BaseException as exc:  # the caller of wait() gets it
+            self._error = exc if isinstance(exc, Exception) else CoursehubError(str(exc))
+        finally:
+            self._state = "done"
+            self._log.close()
+            self._done.set()
+
+    def _admit(self) -> SlotLease | None:
+        res = self.spec.resources
+        started = time.monotonic()
+        try:
+            lease = self.backend.slots.acquire(
+                res.threads, res.gpus, lambda ahead: self.note(describe_queue(ahead)), self._cancel
+            )
+        except AdmissionCancelledError:
+            self._result = self._finish(-signal.SIGTERM, 0.0, 0.0, 0, "cancelled while queued")
+            return None
+        self.queued_s = time.monotonic() - started
+        return lease
+
+    def _run(self, lease: SlotLease) -> RunResult:
+        spec, backend = self.spec, self.backend
+        fraction = 1.0 / backend.slots.gpu_jobs if backend.slots.gpu_jobs > 1 else None
+        env = plan_env(spec, os.environ, lease.gpu_indices, fraction)
+        argv, self.enforcement, unit = self._confine(plan_command(spec), env)
+        self._state = "running"
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv, env=env, cwd=spec.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=lease.fds,
+            )  # fmt: skip
+        except OSError:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            raise
+        self.pid = proc.pid
+        ended = False
+        try:
+            if self.cgroup is not None:
+                with contextlib.suppress(ProcessLookupError):  # already gone: nothing to move
+                    self.cgroup.add_pid(proc.pid)
+            reader = threading.Thread(target=self._copy_output, args=(proc,), daemon=True)
+            reader.start()
+            status, rusage, monitor, reason = self._watch(proc, started)
+            ended = True
+            elapsed = time.monotonic() - started
+            _kill_group(proc.pid)
+            reader.join(timeout=5)
+        finally:
+            _kill_group(proc.pid)
+            if not ended:
+                proc.wait()
+            stats = self.cgroup.stats() if self.cgroup is not None else None
+            if self.cgroup is not None:
+                self.cgroup.remove()
+        returncode = os.waitstatus_to_exitcode(status)
+        proc.returncode = returncode
+        reason = reason or self._kernel_reason(returncode, stats, unit)
+        peak = max(rusage.ru_maxrss * 1024, monitor.peak_rss_bytes)
+        cpu_s = rusage.ru_utime + rusage.ru_stime
+        monitor.close()
+        return self._finish(
+            returncode,
+            elapsed,
+            cpu_s,
+            peak,
+            reason,
+            monitor.gpu_peak_bytes,
+            lease.gpu_indices,
+            stats,
+        )
+
+    def _confine(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], str, str | None]:
+        """Return (command, enforcement, systemd unit) and make the job cgroup if one is used."""
+        res, backend = self.spec.resources, self.backend
+        if backend.use_cgroups and os.geteuid() == 0 and systemd_available():
+            unit = f"coursehub-{self.job_id}.scope"
+            return systemd_run_command(argv, unit, res.cpus, res.mem_limit), "systemd", unit
+        if backend.use_cgroups:
+            try:
+                self.cgroup = JobCgroup.create(
+                    self.job_id, res.cpus, res.mem_limit, parent=backend.cgroup_parent
+                )
+            except CgroupUnavailableError as exc:
+                self.note(f"limits not enforced by cgroups ({exc}); memory watched by sampling")
+            else:
+                env[CGROUP_PROCS_VAR] = os.pathsep.join(str(p) for p in self.cgroup.procs_files)
+                return argv, f"cgroup v{self.cgroup.plan.version}", None
+        return argv, "watchdog", None
+
+    def _watch(
+        self, proc: subprocess.Popen[bytes], started: float
+    ) -> tuple[int, resource.struct_rusage, TreeMonitor, str | None]:
+        """Sample until the job ends; stop it on timeout, cancel or (watchdog) memory."""
+        spec, backend = self.spec, self.backend
+        monitor = TreeMonitor(proc.pid, watch_gpus=bool(spec.resources.gpus))
+        mem_limit = spec.resources.mem_limit if self.enforcement == "watchdog" else None
+        reason: str | None = None
+        term_at: float | None = None
+        while True:
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                return status, rusage, monitor, reason
+            rss = monitor.sample()
+            now = time.monotonic()
+            if reason is None and mem_limit is not None and rss > mem_limit:
+                reason = f"exceeded its memory limit of {describe_mem(mem_limit)}"
+                _kill_group(proc.pid)
+            elif reason is None and spec.timeout_s and now - started > spec.timeout_s:
+                reason = f"exceeded its time limit of {describe_duration(spec.timeout_s)}"
+                term_at = now
+                _kill_group(proc.pid, signal.SIGTERM)
+            elif reason is None and self._cancel.is_set():
+                reason, term_at = "cancelled", now
+                _kill_group(proc.pid, signal.SIGTERM)
+            if term_at is not None and now - term_at > backend.grace_s:
+                _kill_group(proc.pid)
+            time.sleep(backend.sample_s)
+
+    def _kernel_reason(
+        self, returncode: int, stats: CgroupStats | None, unit: str | None
+    ) -> str | None:
+        """Return the memory-kill reason when the kernel's OOM killer ended the job."""
+        mem_limit = self.spec.resources.mem_limit
+        if returncode == 0 or mem_limit is None:
+            return None
+        oom = False
+        if unit is not None:
+            oom = systemd_scope_result(unit) == "oom-kill"
+        elif stats is not None:
+            oom_kills, hits = stats.oom_kills, stats.mem_limit_hits
+            oom = bool(oom_kills) or (oom_kills is None and hits > 0 and returncode == -9)
+        return f"exceeded its memory limit of {describe_mem(mem_limit)}" if oom else None
+
+    def _finish(self, returncode: int, elapsed_s: float, cpu_s: float, peak: int,
+                reason: str | None, gpu_peak: int | None = None,
+                gpu_indices: tuple[int, ...] = (), stats: CgroupStats | None = None,
+                ) -> RunResult:  # fmt: skip
+        result = RunResult(
+            job_id=self.job_id, returncode=returncode, elapsed_s=elapsed_s, cpu_s=cpu_s,
+            n_threads=self.spec.resources.threads, peak_rss_bytes=peak,
+            gpu_peak_bytes=gpu_peak, log_path=self.log_path, killed_reason=reason,
+            enforcement=self.enforcement, queued_s=self.queued_s, gpu_indices=gpu_indices,
+            cgroup=stats,
+        )  # fmt: skip
+        self.note(render_summary(result).removeprefix("[coursehub] "))
+        write_result(result, self.log_path.with_suffix(".json"))
+        return result
+
+    def _copy_output(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        fd = proc.stdout.fileno()
+        while chunk := os.read(fd, 65536):
+            self._emit(chunk, decoder.decode(chunk))
+        proc.stdout.close()
+
+
+def write_result(result: RunResult, path: Path) -> None:
+    """Write ``result`` as JSON to ``path`` atomically (temp file, then ``os.replace``)."""
+    data = dataclasses.asdict(result)
+    data["log_path"] = str(result.log_path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
