@@ -1,0 +1,350 @@
+"""Academic years, portals, courses, their TD/TP groups and material.
+
+Every function takes an open :class:`~sqlalchemy.orm.Session`, flushes its
+changes (so that ids exist and uniqueness errors surface) and never commits:
+the caller owns the transaction (``with session.begin():`` or
+:func:`coursehub.catalog.db.session_scope`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
+from coursehub.catalog.models import (
+    AcademicYear,
+    Course,
+    CourseGroup,
+    CourseMaterial,
+    GroupKind,
+    Membership,
+    Portal,
+    ResourceProfile,
+    Role,
+    utcnow,
+)
+
+_YEAR_LABEL = re.compile(r"^(\d{4})-(\d{4})$")
+_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+_GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+#: Fields of a course that :func:`update_course` may change.
+EDITABLE_FIELDS = frozenset({"title", "description", "portal", "profile"})
+
+
+def parse_year_label(label: str) -> int:
+    """Return the start year of a label such as ``"2025-2026"``.
+
+    Raises
+    ------
+    ValidationError
+        If the label is not ``YYYY-YYYY`` with consecutive years.
+    """
+    match = _YEAR_LABEL.match(label.strip())
+    if not match or int(match[2]) != int(match[1]) + 1:
+        raise ValidationError(f"academic year {label!r} must look like 2025-2026")
+    return int(match[1])
+
+
+def make_course_id(code: str, start_year: int) -> str:
+    """Return nbgrader's ``course_id`` for a UE code and a year: ``"mlmeca-2025"``.
+
+    ``make_course_id("MLMECA", 2025) == "mlmeca-2025"``. Lower case; every
+    run of characters other than ``a-z0-9`` becomes one ``-``, so the result
+    is a safe hub group suffix and directory name.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", code.strip().lower()).strip("-")
+    if not slug:
+        raise ValidationError(f"UE code {code!r} has no letter or digit")
+    return f"{slug}-{start_year}"
+
+
+def create_year(session: Session, label: str, is_active: bool = True) -> AcademicYear:
+    """Add an academic year (``"2025-2026"``); :class:`ConflictError` if it exists."""
+    start_year = parse_year_label(label)
+    if session.scalar(select(AcademicYear).where(AcademicYear.start_year == start_year)):
+        raise ConflictError(f"academic year {label} already exists")
+    year = AcademicYear(label=label.strip(), start_year=start_year, is_active=is_active)
+    session.add(year)
+    session.flush()
+    return year
+
+
+def get_year(session: Session, label: str) -> AcademicYear:
+    """Return the year labelled ``label``; :class:`NotFoundError` if there is none."""
+    year = session.scalar(select(AcademicYear).where(AcademicYear.label == label.strip()))
+    if year is None:
+        raise NotFoundError(f"no academic year {label!r}")
+    return year
+
+
+def set_year_active(session: Session, year: AcademicYear, is_active: bool) -> AcademicYear:
+    """Open or close a year; the hub sync only considers the courses of active years."""
+    year.is_active = is_active
+    session.flush()
+    return year
+
+
+def list_years(session: Session, active_only: bool = False) -> list[AcademicYear]:
+    """Return the academic years, newest first."""
+    query = select(AcademicYear).order_by(AcademicYear.start_year.desc())
+    if active_only:
+        query = query.where(AcademicYear.is_active)
+    return list(session.scalars(query))
+
+
+def create_portal(session: Session, code: str, name: str) -> Portal:
+    """Add a discipline portal (``"MECA"``, ``"Mécanique"``); :class:`ConflictError` if taken."""
+    code = _check_code(code, "portal code")
+    if session.scalar(select(Portal).where(Portal.code == code)):
+        raise ConflictError(f"portal {code} already exists")
+    portal = Portal(code=code, name=name.strip() or code)
+    session.add(portal)
+    session.flush()
+    return portal
+
+
+def get_portal(session: Session, code: str) -> Portal:
+    """Return the portal with ``code``; :class:`NotFoundError` if there is none."""
+    portal = session.scalar(select(Portal).where(Portal.code == code.strip()))
+    if portal is None:
+        raise NotFoundError(f"no portal {code!r}")
+    return portal
+
+
+def list_portals(session: Session, year: AcademicYear | None = None) -> list[Portal]:
+    """Return the portals by code; with ``year``, only those with a course that year."""
+    query = select(Portal).order_by(Portal.code)
+    if year is not None:
+        query = query.where(Portal.courses.any(Course.year_pk == year.id))
+    return list(session.scalars(query))
+
+
+def create_course(
+    session: Session,
+    code: str,
+    title: str,
+    year: AcademicYear,
+    portal: Portal,
+    description: str = "",
+    profile: ResourceProfile | None = None,
+) -> Course:
+    """Add a course unit (UE) for a year; its ``course_id`` is :func:`make_course_id`.
+
+    Raises
+    ------
+    ValidationError
+        If the code or title is empty or malformed.
+    ConflictError
+        If the code already exists that year, or the derived ``course_id`` is taken.
+    """
+    code = _check_code(code, "UE code")
+    if not title.strip():
+        raise ValidationError(f"course {code}: the title is empty")
+    course_id = make_course_id(code, year.start_year)
+    if session.scalar(select(Course).where(Course.course_id == course_id)):
+        raise ConflictError(f"course {course_id} already exists ({code}, {year.label})")
+    course = Course(
+        code=code,
+        title=title.strip(),
+        description=description.strip(),
+        course_id=course_id,
+        year=year,
+        portal=portal,
+        profile=profile,
+    )
+    session.add(course)
+    session.flush()
+    return course
+
+
+def get_course(session: Session, course_id: str) -> Course:
+    """Return the course whose nbgrader ``course_id`` is given; :class:`NotFoundError` if none."""
+    course = session.scalar(select(Course).where(Course.course_id == course_id.strip()))
+    if course is None:
+        raise NotFoundError(f"no course {course_id!r}")
+    return course
+
+
+def list_courses(
+    session: Session,
+    year: AcademicYear | None = None,
+    portal: Portal | None = None,
+    include_archived: bool = False,
+) -> list[Course]:
+    """Return courses ordered by year (newest first) then UE code, filtered as asked."""
+    query = select(Course).join(Course.year).order_by(AcademicYear.start_year.desc(), Course.code)
+    if year is not None:
+        query = query.where(Course.year_pk == year.id)
+    if portal is not None:
+        query = query.where(Course.portal_pk == portal.id)
+    if not include_archived:
+        query = query.where(Course.archived.is_(False))
+    return list(session.scalars(query))
+
+
+def update_course(session: Session, course: Course, **changes: object) -> Course:
+    """Change a course's ``title``, ``description``, ``portal`` or ``profile``.
+
+    The UE code and year are fixed once created (the ``course_id`` derives
+    from them and names the hub groups). :class:`ValidationError` for any
+    other field or an empty title.
+    """
+    unknown = set(changes) - EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(
+            f"course {course.course_id}: cannot edit {', '.join(sorted(unknown))}"
+        )
+    if "title" in changes and not str(changes["title"]).strip():
+        raise ValidationError(f"course {course.course_id}: the title is empty")
+    for name, value in changes.items():
+        setattr(course, name, value.strip() if isinstance(value, str) else value)
+    session.flush()
+    return course
+
+
+def archive_course(session: Session, course: Course, archived: bool = True) -> Course:
+    """Archive (hide from current lists and hub sync) or restore a course."""
+    course.archived = archived
+    session.flush()
+    return course
+
+
+def record_sync(session: Session, course: Course, status: str, at: datetime | None = None) -> None:
+    """Store the outcome of a hub sync of ``course`` (``status``, e.g. ``"ok"``), at ``at``/now."""
+    course.last_sync_at = at or utcnow()
+    course.last_sync_status = status[:200]
+    session.flush()
+
+
+def add_group(session: Session, course: Course, name: str, kind: str = "TD") -> CourseGroup:
+    """Add a TD or TP sub-group (``"G1"``) to a course; :class:`ConflictError` if it exists."""
+    name = check_group_name(name)
+    if kind not in GroupKind.__members__:
+        raise ValidationError(f"group {name}: kind must be TD or TP, got {kind!r}")
+    if any(group.name == name for group in course.groups):
+        raise ConflictError(f"course {course.course_id} already has a group {name}")
+    group = CourseGroup(course=course, name=name, kind=kind)
+    session.add(group)
+    session.flush()
+    return group
+
+
+def check_group_name(name: str) -> str:
+    """Return ``name`` stripped, or raise :class:`ValidationError` if it cannot name a group."""
+    name = name.strip()
+    if not _GROUP_NAME.match(name):
+        raise ValidationError(
+            f"group name {name!r} must be 1-32 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def get_group(course: Course, name: str) -> CourseGroup:
+    """Return the course's group called ``name``; :class:`NotFoundError` if none."""
+    for group in course.groups:
+        if group.name == name.strip():
+            return group
+    raise NotFoundError(f"course {course.course_id} has no group {name!r}")
+
+
+def remove_group(session: Session, course: Course, name: str) -> None:
+    """Delete a group; its members stay in the course without a group."""
+    group = get_group(course, name)
+    for membership in list(group.memberships):
+        membership.group = None
+    course.groups.remove(group)
+    session.flush()
+
+
+def set_material(
+    session: Session, course: Course, git_url: str, branch: str = "main", subpath: str = ""
+) -> CourseMaterial:
+    """Set (or replace) the git repository holding a course's notebooks."""
+    if not git_url.strip():
+        raise ValidationError(f"course {course.course_id}: the git URL is empty")
+    if course.material is None:
+        course.material = CourseMaterial(git_url=git_url.strip())
+    course.material.git_url = git_url.strip()
+    course.material.branch = branch.strip() or "main"
+    course.material.subpath = subpath.strip().strip("/")
+    session.flush()
+    return course.material
+
+
+@dataclass
+class GroupCount:
+    """A group of a course with the number of its students."""
+
+    name: str
+    kind: str
+    n_students: int
+
+
+@dataclass
+class CourseDetail:
+    """What the course page shows: the course, its team, groups, students and resources."""
+
+    course: Course
+    team: list[Membership] = field(default_factory=list)
+    students: list[Membership] = field(default_factory=list)
+    groups: list[GroupCount] = field(default_factory=list)
+
+    @property
+    def profile(self) -> ResourceProfile | None:
+        """The course's resource profile (None: the hub's defaults)."""
+        return self.course.profile
+
+    @property
+    def material(self) -> CourseMaterial | None:
+        """Where the course's notebooks come from."""
+        return self.course.material
+
+
+def course_detail(session: Session, course: Course) -> CourseDetail:
+    """Return the course with its team (by role), students (by name) and group sizes."""
+    members = sorted(
+        course.memberships, key=lambda m: (m.person.last_name.lower(), m.person.username)
+    )
+    order = list(Role)
+    team = sorted(
+        (m for m in members if m.role != Role.STUDENT), key=lambda m: order.index(Role(m.role))
+    )
+    students = [m for m in members if m.role == Role.STUDENT]
+    counts: dict[int | None, int] = dict(
+        session.execute(
+            select(Membership.group_pk, func.count())
+            .where(Membership.course_pk == course.id, Membership.role == Role.STUDENT.value)
+            .group_by(Membership.group_pk)
+        ).all()
+    )
+    groups = [GroupCount(g.name, g.kind, counts.get(g.id, 0)) for g in course.groups]
+    return CourseDetail(course=course, team=team, students=students, groups=groups)
+
+
+def catalog_tree(
+    session: Session, include_archived: bool = False
+) -> dict[AcademicYear, dict[Portal, list[Course]]]:
+    """Return years (newest first) -> portals (by code) -> courses (by UE code)."""
+    tree: dict[AcademicYear, dict[Portal, list[Course]]] = {}
+    for year in list_years(session):
+        tree[year] = {}
+    courses = list_courses(session, include_archived=include_archived)
+    for course in sorted(courses, key=lambda c: (c.portal.code, c.code)):
+        tree[course.year].setdefault(course.portal, []).append(course)
+    return tree
+
+
+def _check_code(code: str, what: str) -> str:
+    code = code.strip()
+    if not _CODE.match(code):
+        raise ValidationError(
+            f"{what} {code!r} must be 1-32 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return code

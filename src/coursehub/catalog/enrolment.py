@@ -1,0 +1,385 @@
+"""Enrol a roster into a course: plan (pure, previewable), then apply (one transaction).
+
+The web app and ``coursehub roster import`` share these steps:
+:func:`coursehub.catalog.roster.parse_roster` reads the file,
+:func:`plan_roster` compares it with the course (additions, updates and, in
+``sync`` mode, removals), :func:`render_plan` shows the preview, and
+:func:`apply_roster` writes it all or nothing. A web "confirm" step re-parses
+and re-plans the uploaded bytes, then applies; :func:`apply_roster` refuses a
+plan that the course has outgrown since (:class:`ConflictError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from coursehub.catalog.courses import check_group_name, get_course
+from coursehub.catalog.errors import ConflictError, RosterError, ValidationError
+from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.roster import RosterRow, parse_roster
+
+MODES = ("add", "sync")
+#: Person fields a roster sets, in the order the preview lists changes.
+PERSON_FIELDS = ("student_number", "last_name", "first_name", "email")
+_CHUNK = 500  # usernames per IN (...) query
+
+
+@dataclass(frozen=True)
+class MemberState:
+    """What the catalog holds about a person; ``role`` and ``group`` in the course, or None."""
+
+    username: str
+    student_number: str | None
+    last_name: str
+    first_name: str
+    email: str | None
+    role: str | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class RosterUpdate:
+    """A student already in the course whose ``fields`` the roster changes."""
+
+    row: RosterRow
+    fields: tuple[str, ...]
+
+
+@dataclass
+class RosterPlan:
+    """What importing a roster would do to a course."""
+
+    course_id: str
+    mode: str
+    group: str | None
+    additions: list[RosterRow] = field(default_factory=list)
+    updates: list[RosterUpdate] = field(default_factory=list)
+    removals: list[MemberState] = field(default_factory=list)
+    unchanged: int = 0
+    new_groups: list[str] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether applying the plan would change nothing."""
+        return not (self.additions or self.updates or self.removals or self.new_groups)
+
+
+def plan_changes(
+    course_id: str,
+    rows: list[RosterRow],
+    state: dict[str, MemberState],
+    owners: dict[str, str],
+    groups: Iterable[str],
+    mode: str = "add",
+    group: str | None = None,
+) -> RosterPlan:
+    """Compare roster rows with the catalog's state and return the plan (pure).
+
+    Parameters
+    ----------
+    course_id
+        The course.
+    rows
+        From :func:`coursehub.catalog.roster.parse_roster`.
+    state
+        Username -> :class:`MemberState` for every member of the course and
+        every existing person named in ``rows``.
+    owners
+        Student number -> username, for the student numbers of ``rows`` already known.
+    groups
+        Names of the course's existing groups.
+    mode
+        ``"add"``: add and update; ``"sync"``: also remove the course's
+        students (those of ``group``, if given) absent from the rows.
+    group
+        Put every row in this group (else each row's own group, if any; a
+        row without one keeps its current group).
+
+    Raises
+    ------
+    RosterError
+        Every row that names a member of the teaching team, a student
+        number that belongs to another username, or a malformed new group.
+    ValidationError
+        An unknown mode or a malformed ``group``.
+    """
+    if mode not in MODES:
+        raise ValidationError(f"roster mode {mode!r} is not one of {', '.join(MODES)}")
+    group = check_group_name(group) if group is not None else None
+    plan = RosterPlan(course_id=course_id, mode=mode, group=group)
+    rows = [_with_group(row, group) for row in rows]
+    known = set(groups)
+    problems = [p for row in rows if (p := _row_problem(course_id, row, state, owners, known))]
+    if problems:
+        raise RosterError(problems)
+    plan.new_groups = sorted({row.group for row in rows if row.group} - known)
+    for row in rows:
+        current = state.get(row.username)
+        if current is None or current.role is None:
+            plan.additions.append(row)
+        elif changed := _changed_fields(row, current):
+            plan.updates.append(RosterUpdate(row, changed))
+        else:
+            plan.unchanged += 1
+    if mode == "sync":
+        listed = {row.username for row in rows}
+        plan.removals = sorted(
+            (
+                m
+                for m in state.values()
+                if m.role == Role.STUDENT
+                and m.username not in listed
+                and (group is None or m.group == group)
+            ),
+            key=lambda m: (m.last_name.lower(), m.username),
+        )
+    return plan
+
+
+def _with_group(row: RosterRow, group: str | None) -> RosterRow:
+    if group is None:
+        return row
+    return RosterRow(**{**row.__dict__, "group": group})
+
+
+def _row_problem(
+    course_id: str,
+    row: RosterRow,
+    state: dict[str, MemberState],
+    owners: dict[str, str],
+    groups: set[str],
+) -> str | None:
+    if row.group and row.group not in groups:
+        try:
+            check_group_name(row.group)
+        except ValidationError as exc:
+            return f"row {row.row}: {exc}"
+    current = state.get(row.username)
+    if current is not None and current.role not in (None, Role.STUDENT):
+        return f"row {row.row}: {row.username} is a {current.role} of {course_id}, not a student"
+    owner = owners.get(row.student_number)
+    if owner is not None and owner != row.username:
+        return f"row {row.row}: student number {row.student_number} belongs to user {owner}"
+    return None
+
+
+def _changed_fields(row: RosterRow, current: MemberState) -> tuple[str, ...]:
+    changed = [
+        f for f in PERSON_FIELDS if getattr(row, f) and getattr(row, f) != getattr(current, f)
+    ]
+    if row.group and row.group != current.group:
+        changed.append("group")
+    return tuple(changed)
+
+
+def read_state(
+    session: Session, course: Course, rows: list[RosterRow]
+) -> tuple[dict[str, MemberState], dict[str, str]]:
+    """Return the course's members and the rows' known people (username -> state), and owners.
+
+    ``owners`` maps each student number of ``rows`` already in the catalog to its username.
+    """
+    state: dict[str, MemberState] = {}
+    for membership in _memberships(session, course):
+        group = membership.group.name if membership.group else None
+        state[membership.person.username] = _state(membership.person, membership.role, group)
+    for person in _people_by(session, Person.username, [r.username for r in rows]):
+        state.setdefault(person.username, _state(person))
+    numbers = [r.student_number for r in rows]
+    owners = {
+        p.student_number or "": p.username
+        for p in _people_by(session, Person.student_number, numbers)
+    }
+    return state, owners
+
+
+def _state(person: Person, role: str | None = None, group: str | None = None) -> MemberState:
+    return MemberState(
+        person.username,
+        person.student_number,
+        person.last_name,
+        person.first_name,
+        person.email,
+        role,
+        group,
+    )
+
+
+def _memberships(session: Session, course: Course) -> list[Membership]:
+    query = (
+        select(Membership)
+        .where(Membership.course_pk == course.id)
+        .options(selectinload(Membership.person), selectinload(Membership.group))
+    )
+    return list(session.scalars(query))
+
+
+def _people_by(session: Session, column: Any, values: list[str]) -> list[Person]:
+    people: list[Person] = []
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        people += session.scalars(select(Person).where(column.in_(chunk)))
+    return people
+
+
+def plan_roster(
+    session: Session,
+    course: Course,
+    rows: list[RosterRow],
+    mode: str = "add",
+    group: str | None = None,
+) -> RosterPlan:
+    """Read the course's current members, then plan the import (:func:`plan_changes`)."""
+    state, owners = read_state(session, course, rows)
+    groups = [g.name for g in course.groups]
+    return plan_changes(course.course_id, rows, state, owners, groups, mode, group)
+
+
+def apply_roster(session: Session, plan: RosterPlan) -> None:
+    """Write a plan in one transaction and commit; on any error roll everything back and re-raise.
+
+    New people and memberships are inserted in bulk (SQLAlchemy "ORM bulk
+    INSERT"), so the session is expired afterwards: loaded collections such
+    as ``course.memberships`` reload on next access.
+
+    Raises
+    ------
+    ConflictError
+        If the catalog changed after the plan was made (a student to add is
+        already in the course, one to update or remove has left it, or a
+        student number was given to someone else).
+    """
+    try:
+        course = get_course(session, plan.course_id)
+        groups = {g.name: g for g in course.groups}
+        for name in plan.new_groups:
+            groups[name] = CourseGroup(course=course, name=name, kind=GroupKind.TD.value)
+            session.add(groups[name])
+        members = {m.person.username: m for m in _memberships(session, course)}
+        _check_current(plan, members)
+        session.flush()
+        _apply_additions(session, course, plan.additions, groups)
+        for update in plan.updates:
+            _set_fields(members[update.row.username].person, update.row)
+            if update.row.group:
+                members[update.row.username].group = groups[update.row.group]
+        for removed in plan.removals:
+            session.delete(members[removed.username])
+        session.commit()
+    except IntegrityError as exc:
+        session.rollback()
+        reason = str(exc.orig).strip().splitlines()[0]
+        raise ConflictError(
+            f"roster of {plan.course_id} not applied, nothing written: the catalog changed "
+            f"meanwhile ({reason}): preview again"
+        ) from exc
+    except BaseException:
+        session.rollback()
+        raise
+    session.expire_all()
+
+
+def _check_current(plan: RosterPlan, members: dict[str, Membership]) -> None:
+    stale = [row.username for row in plan.additions if row.username in members]
+    stale += [u.row.username for u in plan.updates if u.row.username not in members]
+    stale += [m.username for m in plan.removals if m.username not in members]
+    if stale:
+        raise ConflictError(
+            f"course {plan.course_id} changed since the preview "
+            f"({', '.join(stale[:5])}): preview again"
+        )
+
+
+def _apply_additions(
+    session: Session, course: Course, rows: list[RosterRow], groups: dict[str, CourseGroup]
+) -> None:
+    existing = _people_by(session, Person.username, [r.username for r in rows])
+    person_pks = {p.username: p.id for p in existing}
+    by_username = {p.username: p for p in existing}
+    for row in rows:
+        if row.username in by_username:
+            _set_fields(by_username[row.username], row)
+    new = [_person_values(row) for row in rows if row.username not in person_pks]
+    if new:
+        inserted = session.execute(insert(Person).returning(Person.id, Person.username), new)
+        person_pks.update({username: pk for pk, username in inserted})
+    memberships = [
+        {
+            "person_pk": person_pks[row.username],
+            "course_pk": course.id,
+            "role": Role.STUDENT.value,
+            "group_pk": groups[row.group].id if row.group else None,
+        }
+        for row in rows
+    ]
+    if memberships:
+        session.execute(insert(Membership), memberships)
+
+
+def _person_values(row: RosterRow) -> dict[str, str | None]:
+    return {"username": row.username, **{name: getattr(row, name) for name in PERSON_FIELDS}}
+
+
+def _set_fields(person: Person, row: RosterRow) -> None:
+    for name in PERSON_FIELDS:
+        value = getattr(row, name)
+        if value:
+            setattr(person, name, value)
+
+
+def import_roster(
+    session: Session,
+    course_id: str,
+    data: bytes,
+    mode: str = "add",
+    group: str | None = None,
+    username_rule: str = "student_id",
+    dry_run: bool = False,
+) -> RosterPlan:
+    """Parse, plan and (unless ``dry_run``) apply a roster file; return the plan.
+
+    Raises
+    ------
+    RosterError
+        Any problem of the file (:func:`coursehub.catalog.roster.parse_roster`) or plan.
+    NotFoundError
+        If the course does not exist.
+    """
+    rows = parse_roster(data, username_rule)
+    plan = plan_roster(session, get_course(session, course_id), rows, mode, group)
+    if not dry_run:
+        apply_roster(session, plan)
+    return plan
+
+
+def render_plan(plan: RosterPlan) -> str:
+    """Return the preview of a plan as text, one line per change (pure)."""
+    head = f"course {plan.course_id}, mode {plan.mode}" + (
+        f", group {plan.group}" if plan.group else ""
+    )
+    lines = [
+        head,
+        f"{len(plan.additions)} to add, {len(plan.updates)} to update, "
+        f"{len(plan.removals)} to remove, {plan.unchanged} unchanged",
+    ]
+    if plan.new_groups:
+        lines.append(f"new groups: {', '.join(plan.new_groups)}")
+    lines += [f"+ row {r.row}: {_describe(r)}" for r in plan.additions]
+    lines += [
+        f"~ row {u.row.row}: {_describe(u.row)} ({', '.join(u.fields)})" for u in plan.updates
+    ]
+    lines += [f"- {m.username} {m.first_name} {m.last_name}".rstrip() for m in plan.removals]
+    return "\n".join(lines) + "\n"
+
+
+def _describe(row: RosterRow) -> str:
+    text = f"{row.username} {row.first_name} {row.last_name}"
+    return (
+        text + (f" <{row.email}>" if row.email else "") + (f" [{row.group}]" if row.group else "")
+    )

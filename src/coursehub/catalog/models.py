@@ -1,0 +1,304 @@
+"""The catalog's tables: typed SQLAlchemy 2.0 models.
+
+Conventions
+-----------
+- Every table has an integer primary key ``id``; foreign keys are named
+  ``<thing>_pk`` (``course_pk``, ``person_pk``...), because ``course_id`` is
+  the field term for nbgrader's string identifier of a course
+  (``Course.course_id``, e.g. ``"mlmeca-2025"``, used in the hub group names
+  ``nbgrader-{course_id}`` and ``formgrade-{course_id}``).
+- Constraint names follow :data:`NAMING_CONVENTION`, so that Alembic
+  migrations are identical on SQLite and PostgreSQL.
+- Times are timezone-aware, in UTC, on every backend (:class:`UTCDateTime`;
+  SQLite alone would hand them back naive).
+- Enumerated columns (``Membership.role``, ``CourseGroup.kind``) are plain
+  strings checked by a CHECK constraint; the Python values are
+  :class:`Role` and :class:`GroupKind`.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+#: Constraint and index names, from SQLAlchemy's "Configuring Constraint
+#: Naming Conventions" documentation.
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Role(enum.StrEnum):
+    """A person's role in a course. ``lead``, ``teacher`` and ``grader`` form the teaching team."""
+
+    LEAD = "lead"
+    TEACHER = "teacher"
+    GRADER = "grader"
+    STUDENT = "student"
+
+
+#: Roles whose members join the hub group ``formgrade-{course_id}``.
+TEAM_ROLES: frozenset[Role] = frozenset({Role.LEAD, Role.TEACHER, Role.GRADER})
+
+
+class GroupKind(enum.StrEnum):
+    """A course sub-group: tutorial (TD, travaux dirigés) or lab (TP, travaux pratiques)."""
+
+    TD = "TD"
+    TP = "TP"
+
+
+def utcnow() -> datetime:
+    """Return the current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC ``DateTime``: naive values are taken as UTC, read values carry UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _check_in(column: str, values: type[enum.StrEnum]) -> str:
+    return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every catalog table, carrying the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    """``created_at`` / ``updated_at`` columns, set by Python on insert and update."""
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class AcademicYear(Base):
+    """An academic year, e.g. ``label="2025-2026"``, ``start_year=2025``."""
+
+    __tablename__ = "academic_years"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label: Mapped[str] = mapped_column(String(9), unique=True)
+    start_year: Mapped[int] = mapped_column(Integer, unique=True)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+
+    courses: Mapped[list[Course]] = relationship(back_populates="year")
+
+    def __repr__(self) -> str:
+        return f"AcademicYear({self.label!r})"
+
+
+class Portal(Base):
+    """A discipline portal: ``code`` (e.g. ``"MECA"``) and ``name`` (e.g. ``"Mécanique"``)."""
+
+    __tablename__ = "portals"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    code: Mapped[str] = mapped_column(String(32), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+
+    courses: Mapped[list[Course]] = relationship(back_populates="portal")
+
+    def __repr__(self) -> str:
+        return f"Portal({self.code!r})"
+
+
+class ResourceProfile(Base):
+    """Per-user limits applied to a course's students on the hub.
+
+    ``cpu_limit`` in CPUs (may be fractional), ``mem_limit`` in bytes,
+    ``n_threads`` threads per process (default ``floor(cpu_limit)``, see
+    :func:`coursehub.resources.threads_for_cpu_limit`), ``gpus`` GPUs per user
+    and ``jobs_per_gpu`` concurrent runner jobs sharing one GPU.
+    """
+
+    __tablename__ = "resource_profiles"
+    __table_args__ = (
+        CheckConstraint("cpu_limit > 0", name="cpu_limit_positive"),
+        CheckConstraint("mem_limit > 0", name="mem_limit_positive"),
+        CheckConstraint("n_threads >= 1", name="n_threads_positive"),
+        CheckConstraint("gpus >= 0", name="gpus_non_negative"),
+        CheckConstraint("jobs_per_gpu >= 1", name="jobs_per_gpu_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    cpu_limit: Mapped[float] = mapped_column(Float)
+    mem_limit: Mapped[int] = mapped_column(BigInteger)
+    n_threads: Mapped[int] = mapped_column(Integer)
+    gpus: Mapped[int] = mapped_column(Integer, default=0)
+    jobs_per_gpu: Mapped[int] = mapped_column(Integer, default=1)
+
+    courses: Mapped[list[Course]] = relationship(back_populates="profile")
+
+    def __repr__(self) -> str:
+        return f"ResourceProfile({self.name!r})"
+
+
+class Course(TimestampMixin, Base):
+    """A course unit (UE) in one academic year.
+
+    ``code`` is the APOGEE-style UE code (e.g. ``"MLMECA"``); ``course_id`` is
+    nbgrader's identifier, unique, derived from the code and the year
+    (:func:`coursehub.catalog.courses.make_course_id`). ``last_sync_at`` and
+    ``last_sync_status`` record the last hub synchronisation (None before the
+    first).
+    """
+
+    __tablename__ = "courses"
+    __table_args__ = (UniqueConstraint("code", "year_pk"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    code: Mapped[str] = mapped_column(String(32))
+    title: Mapped[str] = mapped_column(String(300))
+    description: Mapped[str] = mapped_column(Text, default="")
+    course_id: Mapped[str] = mapped_column(String(64), unique=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    year_pk: Mapped[int] = mapped_column(ForeignKey("academic_years.id"), index=True)
+    portal_pk: Mapped[int] = mapped_column(ForeignKey("portals.id"), index=True)
+    profile_pk: Mapped[int | None] = mapped_column(ForeignKey("resource_profiles.id"))
+    last_sync_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_sync_status: Mapped[str | None] = mapped_column(String(200))
+
+    year: Mapped[AcademicYear] = relationship(back_populates="courses")
+    portal: Mapped[Portal] = relationship(back_populates="courses")
+    profile: Mapped[ResourceProfile | None] = relationship(back_populates="courses")
+    groups: Mapped[list[CourseGroup]] = relationship(
+        back_populates="course", cascade="all, delete-orphan", order_by="CourseGroup.name"
+    )
+    memberships: Mapped[list[Membership]] = relationship(
+        back_populates="course", cascade="all, delete-orphan"
+    )
+    material: Mapped[CourseMaterial | None] = relationship(
+        back_populates="course", cascade="all, delete-orphan"
+    )
+
+    def __repr__(self) -> str:
+        return f"Course({self.course_id!r})"
+
+
+class CourseGroup(Base):
+    """A TD or TP sub-group of a course, e.g. ``name="G1"``, ``kind="TD"``."""
+
+    __tablename__ = "course_groups"
+    __table_args__ = (
+        UniqueConstraint("course_pk", "name"),
+        CheckConstraint(_check_in("kind", GroupKind), name="kind"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_pk: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(2), default=GroupKind.TD.value)
+
+    course: Mapped[Course] = relationship(back_populates="groups")
+    memberships: Mapped[list[Membership]] = relationship(back_populates="group")
+
+    def __repr__(self) -> str:
+        return f"CourseGroup({self.name!r}, {self.kind!r})"
+
+
+class Person(TimestampMixin, Base):
+    """A person as the hub knows them: ``username`` is already normalised (lower case, stripped)."""
+
+    __tablename__ = "people"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), unique=True)
+    first_name: Mapped[str] = mapped_column(String(200), default="")
+    last_name: Mapped[str] = mapped_column(String(200), default="")
+    email: Mapped[str | None] = mapped_column(String(320))
+    student_number: Mapped[str | None] = mapped_column(String(32), unique=True)
+
+    memberships: Mapped[list[Membership]] = relationship(
+        back_populates="person", cascade="all, delete-orphan"
+    )
+
+    @property
+    def display_name(self) -> str:
+        """``"First LAST"``, or the username when no name is known."""
+        name = f"{self.first_name} {self.last_name}".strip()
+        return name or self.username
+
+    def __repr__(self) -> str:
+        return f"Person({self.username!r})"
+
+
+class Membership(Base):
+    """A person's role in a course, with an optional sub-group; one per person and course."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (
+        UniqueConstraint("person_pk", "course_pk"),
+        CheckConstraint(_check_in("role", Role), name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"))
+    course_pk: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    group_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("course_groups.id", ondelete="SET NULL")
+    )
+
+    person: Mapped[Person] = relationship(back_populates="memberships")
+    course: Mapped[Course] = relationship(back_populates="memberships")
+    group: Mapped[CourseGroup | None] = relationship(back_populates="memberships")
+
+    def __repr__(self) -> str:
+        return f"Membership({self.person_pk}, {self.course_pk}, {self.role!r})"
+
+
+class CourseMaterial(Base):
+    """Where a course's notebooks live: a git repository, a branch and a sub-path in it."""
+
+    __tablename__ = "course_materials"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_pk: Mapped[int] = mapped_column(
+        ForeignKey("courses.id", ondelete="CASCADE"), unique=True
+    )
+    git_url: Mapped[str] = mapped_column(String(500))
+    branch: Mapped[str] = mapped_column(String(200), default="main")
+    subpath: Mapped[str] = mapped_column(String(500), default="")
+
+    course: Mapped[Course] = relationship(back_populates="material")
+
+    def __repr__(self) -> str:
+        return f"CourseMaterial({self.git_url!r})"

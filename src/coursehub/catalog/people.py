@@ -1,0 +1,214 @@
+"""People and their roles in courses: the teaching team, students, visibility.
+
+As in :mod:`coursehub.catalog.courses`, functions flush and never commit.
+Usernames are stored the way JupyterHub's authenticators normalise them
+(:func:`normalize_username`: stripped, lower case; REFERENCE.md section 4).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session, selectinload
+
+from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
+from coursehub.catalog.models import (
+    TEAM_ROLES,
+    AcademicYear,
+    Course,
+    CourseGroup,
+    Membership,
+    Person,
+    Role,
+)
+
+#: A pragmatic e-mail check: one "@", no spaces, a dot in the domain. Full
+#: RFC 5322 validation is not the point; catching a shifted CSV column is.
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_USERNAME = re.compile(r"^[a-z0-9][a-z0-9._@+-]{0,127}$")
+
+
+def normalize_username(name: str) -> str:
+    """Return ``name`` as the hub stores it: surrounding spaces removed, lower case."""
+    return name.strip().lower()
+
+
+def check_username(name: str) -> str:
+    """Return the normalised username, or raise :class:`ValidationError` if it cannot be one."""
+    username = normalize_username(name)
+    if not _USERNAME.match(username):
+        raise ValidationError(
+            f"username {name!r} must be 1-128 characters among a-z 0-9 . _ @ + -, "
+            "starting with a letter or digit"
+        )
+    return username
+
+
+def check_email(email: str) -> str:
+    """Return ``email`` stripped, or raise :class:`ValidationError` if it is not an address."""
+    email = email.strip()
+    if not _EMAIL.match(email):
+        raise ValidationError(f"{email!r} is not an e-mail address")
+    return email
+
+
+def parse_role(role: str) -> Role:
+    """Return the :class:`Role` named ``role`` (``lead``, ``teacher``, ``grader``, ``student``)."""
+    try:
+        return Role(role.strip().lower())
+    except ValueError:
+        names = ", ".join(r.value for r in Role)
+        raise ValidationError(f"role {role!r} is not one of {names}") from None
+
+
+def get_person(session: Session, username: str) -> Person:
+    """Return the person with ``username`` (normalised first); :class:`NotFoundError` if none."""
+    person = find_person(session, username)
+    if person is None:
+        raise NotFoundError(f"no person with username {normalize_username(username)!r}")
+    return person
+
+
+def find_person(session: Session, username: str) -> Person | None:
+    """Return the person with ``username`` (normalised first), or None."""
+    query = select(Person).where(Person.username == normalize_username(username))
+    return session.scalar(query)
+
+
+def ensure_person(
+    session: Session,
+    username: str,
+    first_name: str = "",
+    last_name: str = "",
+    email: str | None = None,
+    student_number: str | None = None,
+) -> Person:
+    """Return the person with ``username``, creating it if needed.
+
+    Names, e-mail and student number given (non-empty) replace the stored
+    ones. Raises :class:`ValidationError` for a bad username or e-mail and
+    :class:`ConflictError` if the student number belongs to someone else.
+    """
+    username = check_username(username)
+    email = check_email(email) if email else None
+    person = find_person(session, username)
+    if person is None:
+        person = Person(username=username)
+        session.add(person)
+    if student_number:
+        owner = session.scalar(select(Person).where(Person.student_number == student_number))
+        if owner is not None and owner is not person:
+            raise ConflictError(f"student number {student_number} belongs to {owner.username}")
+        person.student_number = student_number
+    person.first_name = first_name.strip() or person.first_name or ""
+    person.last_name = last_name.strip() or person.last_name or ""
+    person.email = email or person.email
+    session.flush()
+    return person
+
+
+def search_people(session: Session, text: str, limit: int = 50) -> list[Person]:
+    """Return people whose username, names, e-mail or student number contain ``text``.
+
+    Case-insensitive; each person comes with their memberships (and their
+    courses) loaded, to show where they are enrolled.
+    """
+    pattern = f"%{text.strip().lower()}%"
+    columns = (Person.username, Person.first_name, Person.last_name, Person.email)
+    query = (
+        select(Person)
+        .where(or_(*(col.ilike(pattern) for col in columns), Person.student_number.ilike(pattern)))
+        .options(selectinload(Person.memberships).selectinload(Membership.course))
+        .order_by(Person.last_name, Person.username)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def get_membership(session: Session, course: Course, username: str) -> Membership | None:
+    """Return the membership of ``username`` in ``course``, or None."""
+    query = (
+        select(Membership)
+        .join(Membership.person)
+        .where(Membership.course_pk == course.id, Person.username == normalize_username(username))
+    )
+    return session.scalar(query)
+
+
+def add_member(
+    session: Session,
+    course: Course,
+    username: str,
+    role: str | Role = Role.STUDENT,
+    group: CourseGroup | None = None,
+    first_name: str = "",
+    last_name: str = "",
+    email: str | None = None,
+    student_number: str | None = None,
+) -> Membership:
+    """Put ``username`` in ``course`` with ``role`` (and ``group``), creating the person if needed.
+
+    A person already in the course gets the new role and group (one
+    membership per person and course). ``person_fields`` (``first_name``,
+    ``last_name``, ``email``, ``student_number``) go to :func:`ensure_person`.
+    Raises :class:`ValidationError` for a bad role or a group of another course.
+    """
+    role = parse_role(str(role))
+    if group is not None and group.course_pk != course.id:
+        raise ValidationError(f"group {group.name} is not a group of course {course.course_id}")
+    person = ensure_person(session, username, first_name, last_name, email, student_number)
+    membership = get_membership(session, course, person.username)
+    if membership is None:
+        membership = Membership(person=person, course=course, role=role.value)
+        session.add(membership)
+    membership.role = role.value
+    membership.group = group
+    session.flush()
+    return membership
+
+
+def remove_member(session: Session, course: Course, username: str) -> None:
+    """Take ``username`` out of ``course`` (the person stays); :class:`NotFoundError` if absent."""
+    membership = get_membership(session, course, username)
+    if membership is None:
+        raise NotFoundError(f"{normalize_username(username)} is not in course {course.course_id}")
+    course.memberships.remove(membership)
+    session.delete(membership)
+    session.flush()
+
+
+def role_in(session: Session, username: str, course: Course) -> Role | None:
+    """Return the role of ``username`` in ``course``, or None if they are not in it."""
+    membership = get_membership(session, course, username)
+    return None if membership is None else Role(membership.role)
+
+
+def is_team(role: Role | None) -> bool:
+    """Whether ``role`` belongs to the teaching team (lead, teacher, grader)."""
+    return role in TEAM_ROLES
+
+
+def visible_courses(
+    session: Session,
+    username: str,
+    is_admin: bool = False,
+    roles: frozenset[Role] | None = None,
+    include_archived: bool = False,
+) -> list[Course]:
+    """Return the courses ``username`` may see: all for an admin, else those they belong to.
+
+    ``roles`` restricts to memberships with those roles (e.g.
+    :data:`coursehub.catalog.models.TEAM_ROLES` for the courses a teacher
+    manages). Ordered by year (newest first) then UE code.
+    """
+    query = select(Course).join(Course.year).order_by(AcademicYear.start_year.desc(), Course.code)
+    if not is_admin:
+        members = select(Membership.course_pk).join(Membership.person)
+        members = members.where(Person.username == normalize_username(username))
+        if roles is not None:
+            members = members.where(Membership.role.in_([r.value for r in roles]))
+        query = query.where(Course.id.in_(members))
+    if not include_archived:
+        query = query.where(Course.archived.is_(False))
+    return list(session.scalars(query))

@@ -1,0 +1,144 @@
+"""Resource profiles: the per-user CPU, memory, thread and GPU limits of a course.
+
+Memory sizes are read with :func:`coursehub.resources.units.parse_mem`
+(JupyterHub's ``ByteSpecification``: ``"4G"`` = 4 GiB) and stored in bytes.
+The thread count defaults to ``floor(cpu_limit)``
+(:func:`coursehub.resources.threads_for_cpu_limit`), the fix the JCAD 2024
+talk measured (REFERENCE.md section 1). Functions flush, never commit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
+from coursehub.catalog.models import Course, ResourceProfile
+from coursehub.errors import UsageError
+from coursehub.resources.threads import threads_for_cpu_limit
+from coursehub.resources.units import parse_mem
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Fields that :func:`update_profile` may change.
+PROFILE_FIELDS = frozenset({"cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"})
+
+
+def check_profile_values(
+    name: str,
+    cpu_limit: float,
+    mem_limit: int | str,
+    n_threads: int | None = None,
+    gpus: int = 0,
+    jobs_per_gpu: int = 1,
+) -> dict[str, float | int]:
+    """Validate a profile's limits and return them as stored (memory in bytes).
+
+    Parameters
+    ----------
+    name
+        The profile's name, for messages.
+    cpu_limit
+        CPUs per user, > 0 (fractions allowed, e.g. 0.5).
+    mem_limit
+        Bytes, or a specification such as ``"4G"``.
+    n_threads
+        Threads per process, >= 1; None means ``floor(cpu_limit)`` (at least 1).
+    gpus, jobs_per_gpu
+        GPUs per user (>= 0) and runner jobs sharing one GPU (>= 1).
+
+    Raises
+    ------
+    ValidationError
+        Naming the profile and the field at fault.
+    """
+    try:
+        cpu = float(cpu_limit)
+        mem_bytes = parse_mem(mem_limit)
+        default_threads = threads_for_cpu_limit(cpu)
+    except (UsageError, TypeError, ValueError) as exc:
+        raise ValidationError(f"profile {name}: {exc}") from None
+    threads = default_threads if n_threads is None else n_threads
+    bounds = (("n_threads", threads, 1), ("gpus", gpus, 0), ("jobs_per_gpu", jobs_per_gpu, 1))
+    for field, value, low in bounds:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValidationError(
+                f"profile {name}: {field} must be an integer >= {low}, got {value!r}"
+            )
+    return {
+        "cpu_limit": cpu,
+        "mem_limit": mem_bytes,
+        "n_threads": threads,
+        "gpus": gpus,
+        "jobs_per_gpu": jobs_per_gpu,
+    }
+
+
+def create_profile(
+    session: Session,
+    name: str,
+    cpu_limit: float,
+    mem_limit: int | str,
+    n_threads: int | None = None,
+    gpus: int = 0,
+    jobs_per_gpu: int = 1,
+) -> ResourceProfile:
+    """Add a resource profile (:func:`check_profile_values`); :class:`ConflictError` if taken."""
+    name = name.strip()
+    if not _NAME.match(name):
+        raise ValidationError(
+            f"profile name {name!r} must be 1-64 letters, digits, '.', '_' or '-'"
+        )
+    values = check_profile_values(name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+    if session.scalar(select(ResourceProfile).where(ResourceProfile.name == name)):
+        raise ConflictError(f"profile {name} already exists")
+    profile = ResourceProfile(name=name, **values)
+    session.add(profile)
+    session.flush()
+    return profile
+
+
+def get_profile(session: Session, name: str) -> ResourceProfile:
+    """Return the profile called ``name``; :class:`NotFoundError` if there is none."""
+    profile = session.scalar(select(ResourceProfile).where(ResourceProfile.name == name.strip()))
+    if profile is None:
+        raise NotFoundError(f"no resource profile {name!r}")
+    return profile
+
+
+def list_profiles(session: Session) -> list[ResourceProfile]:
+    """Return every resource profile, by name."""
+    return list(session.scalars(select(ResourceProfile).order_by(ResourceProfile.name)))
+
+
+def update_profile(
+    session: Session, profile: ResourceProfile, **changes: object
+) -> ResourceProfile:
+    """Change some limits of a profile; the others keep their values.
+
+    Changing ``cpu_limit`` without ``n_threads`` resets ``n_threads`` to
+    ``floor(cpu_limit)``. :class:`ValidationError` for an unknown field or a
+    bad value.
+    """
+    unknown = set(changes) - PROFILE_FIELDS
+    if unknown:
+        raise ValidationError(f"profile {profile.name}: cannot edit {', '.join(sorted(unknown))}")
+    current: dict[str, object] = {f: getattr(profile, f) for f in PROFILE_FIELDS}
+    if "cpu_limit" in changes and "n_threads" not in changes:
+        current["n_threads"] = None
+    current.update(changes)
+    values = check_profile_values(profile.name, **current)  # type: ignore[arg-type]
+    for field, value in values.items():
+        setattr(profile, field, value)
+    session.flush()
+    return profile
+
+
+def delete_profile(session: Session, profile: ResourceProfile) -> None:
+    """Delete a profile that no course uses; :class:`ConflictError` naming the courses otherwise."""
+    users = session.scalars(select(Course.course_id).where(Course.profile_pk == profile.id)).all()
+    if users:
+        raise ConflictError(f"profile {profile.name} is used by {', '.join(sorted(users))}")
+    session.delete(profile)
+    session.flush()

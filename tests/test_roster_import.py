@@ -1,0 +1,252 @@
+"""Roster import on SQLite and PostgreSQL: plan (preview), apply (all or nothing), CLI."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from coursehub.catalog import courses, enrolment, people
+from coursehub.catalog.db import session_factory
+from coursehub.catalog.enrolment import (
+    MemberState,
+    apply_roster,
+    import_roster,
+    plan_changes,
+    plan_roster,
+    render_plan,
+)
+from coursehub.catalog.errors import ConflictError, NotFoundError, RosterError, ValidationError
+from coursehub.catalog.models import Membership, Person, Role
+from coursehub.catalog.roster import RosterRow, parse_roster
+from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo
+from coursehub.cli import main
+
+HEADER = "N° étudiant;Nom;Prénom;Courriel;Groupe\r\n"
+
+
+def roster(*lines: str, encoding: str = "utf-8-sig") -> bytes:
+    return (HEADER + "".join(line + "\r\n" for line in lines)).encode(encoding)
+
+
+@pytest.fixture
+def course(session):
+    course = seed_demo(session)
+    session.commit()
+    return course
+
+
+def snapshot(engine):
+    """Every person and membership, as plain tuples, read in a fresh session."""
+    with session_factory(engine)() as fresh:
+        persons = fresh.execute(
+            select(
+                Person.username,
+                Person.first_name,
+                Person.last_name,
+                Person.email,
+                Person.student_number,
+            ).order_by(Person.username)
+        ).all()
+        members = fresh.execute(
+            select(Person.username, Membership.role, Membership.group_pk)
+            .join(Membership.person)
+            .order_by(Person.username)
+        ).all()
+    return persons, members
+
+
+def students(session, course):
+    session.expire_all()
+    query = (
+        select(Person.username)
+        .join(Membership.person)
+        .where(Membership.course_pk == course.id, Membership.role == "student")
+        .order_by(Person.username)
+    )
+    return list(session.scalars(query))
+
+
+def test_add_mode_adds_and_updates(session, course):
+    data = roster(
+        "p2500001;Lefèvre;Anaïs;anais@etu.example.fr;G1",
+        "p2500005;Martin;Élodie;;G2",
+        "p2500006;Nguyen;Bảo;bao@etu.example.fr;G3",
+    )
+    plan = plan_roster(session, course, parse_roster(data))
+    assert [r.username for r in plan.additions] == ["p2500005", "p2500006"]
+    assert [(u.row.username, u.fields) for u in plan.updates] == [("p2500001", ("email",))]
+    assert plan.removals == [] and plan.unchanged == 0 and plan.new_groups == ["G3"]
+    apply_roster(session, plan)
+    assert students(session, course) == [f"p250000{i}" for i in (1, 2, 3, 4, 5, 6)]
+    person = people.get_person(session, "p2500006")
+    assert (person.first_name, person.email, person.student_number) == (
+        "Bảo",
+        "bao@etu.example.fr",
+        "p2500006",
+    )
+    assert people.get_membership(session, course, "p2500006").group.name == "G3"
+    assert people.get_person(session, "p2500001").email == "anais@etu.example.fr"
+
+
+def test_reimport_is_unchanged(session, course):
+    data = roster("p2500009;Roux;Léa;lea@etu.example.fr;G1")
+    import_roster(session, course.course_id, data)
+    plan = import_roster(session, course.course_id, data)
+    assert plan.is_empty and plan.unchanged == 1
+
+
+def test_sync_mode_removes_missing_students_only(session, course, engine):
+    data = roster("p2500001;Lefèvre;Anaïs;;G1", "p2500003;Moreau;Chloé;;G2")
+    plan = import_roster(session, course.course_id, data, mode="sync")
+    assert sorted(m.username for m in plan.removals) == ["p2500002", "p2500004"]
+    assert students(session, course) == ["p2500001", "p2500003"]
+    assert people.role_in(session, "mbuffat", course) == Role.LEAD
+    assert people.find_person(session, "p2500002") is not None
+
+
+def test_sync_with_group_only_touches_that_group(session, course):
+    data = roster("p2500001;Lefèvre;Anaïs;;", "p2500007;Petit;Noé;;")
+    plan = import_roster(session, course.course_id, data, mode="sync", group="G1")
+    assert [m.username for m in plan.removals] == ["p2500002"]
+    assert [r.username for r in plan.additions] == ["p2500007"]
+    assert students(session, course) == ["p2500001", "p2500003", "p2500004", "p2500007"]
+    assert people.get_membership(session, course, "p2500007").group.name == "G1"
+
+
+def test_dry_run_writes_nothing(session, course, engine):
+    before = snapshot(engine)
+    plan = import_roster(
+        session, course.course_id, roster("p2600001;A;B;;G9"), mode="sync", dry_run=True
+    )
+    assert len(plan.additions) == 1 and len(plan.removals) == 4
+    session.rollback()
+    assert snapshot(engine) == before
+
+
+def test_failure_during_apply_leaves_the_database_unchanged(session, course, engine, monkeypatch):
+    before = snapshot(engine)
+    data = roster("p2600001;A;B;;G9", "p2500001;L;A;new@x.fr;G2")
+    plan = plan_roster(session, course, parse_roster(data), mode="sync")
+    assert len(plan.additions) == len(plan.updates) == 1 and len(plan.removals) == 3
+    written = []
+
+    def fail_midway(person, row):
+        # The addition (and the new group) are already in the transaction: they must vanish too.
+        written.append(session.scalar(select(Person.username).where(Person.username == "p2600001")))
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(enrolment, "_set_fields", fail_midway)
+    with pytest.raises(RuntimeError, match="disk full"):
+        apply_roster(session, plan)
+    assert written == ["p2600001"]
+    assert snapshot(engine) == before
+    with pytest.raises(NotFoundError, match="no group"):
+        courses.get_group(courses.get_course(session, "mlmeca-2025"), "G9")
+
+
+def test_database_error_during_apply_rolls_back(session, course, engine):
+    rows = parse_roster(roster("p2600001;A;B;;", "p2600002;C;D;;"))
+    plan = plan_roster(session, course, rows)
+    before = snapshot(engine)
+    # Another session takes the second student number meanwhile: the insert breaks a unique rule.
+    with session_factory(engine)() as other:
+        other.add(Person(username="someone", student_number="p2600002"))
+        other.commit()
+    with pytest.raises(ConflictError, match=r"nothing written: .*(?i:unique|duplicate)"):
+        apply_roster(session, plan)
+    after_persons, after_members = snapshot(engine)
+    assert after_members == before[1]
+    assert [p[0] for p in after_persons] == sorted([p[0] for p in before[0]] + ["someone"])
+
+
+def test_stale_plan_is_refused(session, course):
+    plan = plan_roster(session, course, parse_roster(roster("p2600001;A;B;;")))
+    people.add_member(session, course, "p2600001")
+    session.commit()
+    with pytest.raises(ConflictError, match="changed since the preview"):
+        apply_roster(session, plan)
+
+
+def test_team_member_in_roster_is_an_error(session, course):
+    with pytest.raises(
+        RosterError, match="row 3: tdupont is a teacher of mlmeca-2025, not a student"
+    ):
+        import_roster(session, course.course_id, roster("p2600001;A;B;;", "tdupont;Dupont;T;;"))
+
+
+def test_student_number_of_another_user_is_an_error(session, course):
+    data = roster("p2500001;Lefèvre;Anaïs;other@etu.example.fr;G1")
+    with pytest.raises(
+        RosterError, match="row 2: student number p2500001 belongs to user p2500001"
+    ):
+        import_roster(session, course.course_id, data, username_rule="email-local")
+
+
+def test_all_plan_problems_are_reported_together(session, course):
+    data = roster("p2600001;A;B;;TD 1!", "tdupont;Dupont;T;;G1", "p2600002;C;D;;G1")
+    with pytest.raises(RosterError) as info:
+        import_roster(session, course.course_id, data)
+    assert info.value.problems[0].startswith("row 2: group name 'TD 1!' must be")
+    assert info.value.problems[1:] == ["row 3: tdupont is a teacher of mlmeca-2025, not a student"]
+    with pytest.raises(ValidationError, match="group name 'G 1'"):
+        import_roster(session, course.course_id, roster("p2600002;C;D;;"), group="G 1")
+
+
+def test_cp1252_comma_roster_round_trip(session, course):
+    data = "Student number,Last name,First name\r\n2600001,Hervé,Gaëlle\r\n".encode("cp1252")
+    import_roster(session, course.course_id, data)
+    session.expire_all()
+    assert people.get_person(session, "2600001").last_name == "Hervé"
+
+
+def test_hundreds_of_rows(session, course):
+    # More usernames than one IN (...) query takes (enrolment._CHUNK).
+    lines = [f"P26{i:05d};Nom{i};Prénom{i};e{i}@etu.example.fr;G{i % 3 + 1}" for i in range(700)]
+    plan = import_roster(session, course.course_id, roster(*lines))
+    assert len(plan.additions) == 700 and plan.new_groups == ["G3"]
+    query = select(func.count()).select_from(Membership).where(Membership.course_pk == course.id)
+    assert session.scalar(query) == 700 + len(DEMO_MEMBERS)
+    assert import_roster(session, course.course_id, roster(*lines)).unchanged == 700
+
+
+def test_plan_changes_is_pure():
+    rows = [
+        RosterRow(2, "a", "a", "A", "Ann", None, "G1"),
+        RosterRow(3, "b", "b", "B", "Bob", None, None),
+    ]
+    state = {
+        "a": MemberState("a", "a", "A", "Ann", None, "student", "G2"),
+        "c": MemberState("c", "c", "C", "Cy", None, "student", "G1"),
+        "t": MemberState("t", None, "T", "Tom", None, "teacher", None),
+    }
+    plan = plan_changes("x-2025", rows, state, {"a": "a"}, ["G1", "G2"], mode="sync")
+    assert [(u.row.username, u.fields) for u in plan.updates] == [("a", ("group",))]
+    assert [r.username for r in plan.additions] == ["b"]
+    assert [m.username for m in plan.removals] == ["c"]
+    text = render_plan(plan)
+    assert text.splitlines()[:2] == [
+        "course x-2025, mode sync",
+        "1 to add, 1 to update, 1 to remove, 0 unchanged",
+    ]
+    assert "~ row 2: a Ann A [G1] (group)" in text and "- c Cy C" in text
+
+
+def test_cli_roster_import(database_url, tmp_path, capsys):
+    assert main(["db", "seed", "--database-url", database_url]) == 0
+    path = tmp_path / "roster.csv"
+    path.write_bytes(roster("p2600001;Hervé;Gaëlle;;G1", encoding="cp1252"))
+    args = ["roster", "import", "mlmeca-2025", str(path), "--database-url", database_url]
+    assert main([*args, "--dry-run", "--mode", "sync"]) == 0
+    out = capsys.readouterr().out
+    assert "1 to add, 0 to update, 4 to remove" in out and "dry run: nothing written" in out
+    assert main(args) == 0
+    assert "+ row 2: p2600001 Gaëlle Hervé [G1]" in capsys.readouterr().out
+    path.write_bytes(roster("p2600002;X;Y;bad-mail;G1", "p2600002;X;Y;;G1"))
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        "coursehub: error: roster: row 2, column D (Courriel): "
+        "'bad-mail' is not an e-mail address; "
+        "row 3: student p2600002 is listed twice (rows 2 and 3)\n"
+    )
+    assert main([*args[:3], str(tmp_path / "missing.csv"), *args[4:]]) == 2
+    assert "cannot read roster" in capsys.readouterr().err
