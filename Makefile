@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The CPU build of PyTorch; a GPU host installs its CUDA build first (README).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test lint system-deps
 
 setup: $(VENV)/.installed
 
@@ -14,8 +14,16 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e '.[workload,notebook,dev]'
+	$(BIN)/python -m pip install -q -e '.[workload,notebook,web,hub,dev]'
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 	touch $@
+
+# Debian packages for the integration tests and the demo (as root): a real
+# PostgreSQL server, Chromium for the browser tests, Node.js for the proxy.
+system-deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		postgresql chromium nodejs npm git
 
 demo: setup
 	$(BIN)/coursehub pendulum pipeline

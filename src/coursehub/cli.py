@@ -20,7 +20,15 @@ from coursehub import __version__
 from coursehub.errors import CoursehubError
 
 # sub-command -> module that registers it, in the order shown by --help.
-COMMAND_MODULES: tuple[str, ...] = ("coursehub.pendulum.cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "coursehub.pendulum.cli",
+    "coursehub.runner.cli",
+    "coursehub.bench.cli",
+    "coursehub.catalog.cli",
+    "coursehub.web.cli",
+    "coursehub.hub.cli",
+    "coursehub.demo.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="pendulum_command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
-        sub = commands.add_parser(name, help=help_text, description=module.__doc__.split("\n")[0])
+        sub = commands.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sub)
         sub.set_defaults(func=_runner(module_name))
 

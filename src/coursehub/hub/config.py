@@ -1,0 +1,200 @@
+"""``coursehub hub config``: a complete, commented hub configuration for a real deployment.
+
+:func:`render_hub_config` (pure) fills the templates in
+``coursehub/hub/templates``: ``jupyterhub_config.py.j2`` for the ``systemd``,
+``local`` and ``slurm`` spawners (and for ``coursehub demo``), or the Zero to
+JupyterHub Helm values ``z2jh-values.yaml.j2`` for ``kubernetes``. Each holds
+the authenticator, the spawner with course profiles
+(:class:`coursehub.hub.spawner.CourseProfiles`), the course app as a
+hub-managed service with its role and scopes, the idle culler and
+``concurrent_spawn_limit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any
+
+from coursehub.errors import UsageError
+from coursehub.hub.profiles import DEFAULT_PROFILE, SPAWNER_KINDS, CourseProfile
+from coursehub.resources import format_mem
+
+#: Port of the course app service on the hub machine.
+SERVICE_PORT = 10101
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """What varies between deployments; every field has a production default.
+
+    Attributes
+    ----------
+    kind
+        Spawner kind, one of :data:`coursehub.hub.profiles.SPAWNER_KINDS`.
+    data_dir
+        The hub's state directory (its database, cookie secret, GPU state).
+    bind_url, hub_bind_url, proxy_api_url
+        Public URL (through the proxy), the hub's own URL, the proxy's API.
+    hub_connect_url
+        How Slurm compute nodes reach the hub.
+    proxy_command
+        configurable-http-proxy command, or () when it is on the PATH.
+    service_url, service_command
+        Where the course app listens and how the hub starts it.
+    database_url
+        The catalog's SQLAlchemy URL (``COURSEHUB_DATABASE_URL`` wins at run time).
+    cull_idle_s
+        Seconds of inactivity before the idle culler stops a server.
+    concurrent_spawn_limit
+        Spawns allowed to run at once.
+    default_profile
+        Profile of a user in no course.
+    demo
+        Render the demo configuration (shared password, servers as the hub's user).
+    """
+
+    kind: str = "systemd"
+    data_dir: str = "/srv/jupyterhub"
+    bind_url: str = "http://:8000"
+    hub_bind_url: str = "http://127.0.0.1:8081"
+    proxy_api_url: str = "http://127.0.0.1:8001"
+    hub_connect_url: str = "http://HUB-HOSTNAME:8081"
+    proxy_command: tuple[str, ...] = ()
+    service_url: str = f"http://127.0.0.1:{SERVICE_PORT}"
+    service_command: tuple[str, ...] = ("coursehub", "web", "serve")
+    database_url: str = "postgresql+psycopg://coursehub@localhost/coursehub"
+    cull_idle_s: int = 3600
+    concurrent_spawn_limit: int = 20
+    default_profile: CourseProfile = DEFAULT_PROFILE
+    demo: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _pyrepr(value: Any) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    return repr(value)
+
+
+def _yamlstr(value: Any) -> str:
+    return json.dumps(str(value))
+
+
+def render_hub_config(settings: HubSettings) -> str:
+    """Return the configuration text for ``settings``: Python, or YAML for ``kubernetes``.
+
+    Raises
+    ------
+    UsageError
+        If the spawner kind is unknown, or ``demo`` is asked with another
+        spawner than ``local``.
+    """
+    import jinja2
+
+    if settings.kind not in SPAWNER_KINDS:
+        raise UsageError(
+            f"unknown spawner {settings.kind!r}: choose one of {', '.join(SPAWNER_KINDS)}"
+        )
+    if settings.demo and settings.kind != "local":
+        raise UsageError("the demo configuration uses the local spawner only")
+    name = "z2jh-values.yaml.j2" if settings.kind == "kubernetes" else "jupyterhub_config.py.j2"
+    source = resources.files("coursehub.hub").joinpath("templates", name).read_text("utf-8")
+    env = jinja2.Environment(
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False
+    )
+    env.filters.update(pyrepr=_pyrepr, yamlstr=_yamlstr)
+    context = {
+        **{f: getattr(settings, f) for f in settings.__dataclass_fields__},
+        "default_mem": format_mem(settings.default_profile.mem_limit),
+        "slurm_partition": settings.extra.get("slurm_partition", ""),
+        "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
+        "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),
+        "hub_image_tag": settings.extra.get("hub_image_tag", "4.2.0"),
+        "singleuser_image": settings.extra.get(
+            "singleuser_image", "quay.io/jupyter/pytorch-notebook"
+        ),
+        "singleuser_image_tag": settings.extra.get("singleuser_image_tag", "latest"),
+    }
+    return env.from_string(source).render(context)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``coursehub hub config``."""
+    parser.add_argument(
+        "--spawner",
+        choices=SPAWNER_KINDS,
+        default="systemd",
+        help="spawner kind (kubernetes: Zero to JupyterHub Helm values)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=HubSettings.data_dir,
+        help="hub state directory (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--bind-url",
+        default=HubSettings.bind_url,
+        help="public URL the proxy listens on (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=HubSettings.database_url,
+        help="catalog database URL (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cull-idle",
+        type=int,
+        default=HubSettings.cull_idle_s,
+        metavar="S",
+        help="stop servers idle for S seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--spawn-limit",
+        type=int,
+        default=HubSettings.concurrent_spawn_limit,
+        metavar="N",
+        help="concurrent spawns (default: %(default)s)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write to FILE (atomically) instead of printing")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (or write) the configuration asked for on the command line."""
+    if args.cull_idle < 1 or args.spawn_limit < 1:
+        raise UsageError("--cull-idle and --spawn-limit must be positive")
+    settings = replace(
+        HubSettings(),
+        kind=args.spawner,
+        data_dir=args.data_dir,
+        bind_url=args.bind_url,
+        database_url=args.database_url,
+        cull_idle_s=args.cull_idle,
+        concurrent_spawn_limit=args.spawn_limit,
+    )
+    text = render_hub_config(settings)
+    if args.output:
+        write_atomically(args.output, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".coursehub-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

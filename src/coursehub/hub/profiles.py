@@ -1,0 +1,423 @@
+"""Course resource profiles and what they mean for each kind of spawner (pure functions).
+
+A course's profile travels from the catalog to the hub in the properties of
+its hub groups (written by ``coursehub hub sync``, see
+:mod:`coursehub.hub.sync`), so the spawner reads it from
+``spawner.user.groups`` and never needs the catalog database.
+
+:func:`spawner_override` turns one profile into the spawner traits of one
+spawner kind (REFERENCE.md sections 4 and 5):
+
+============  =============================================================
+kind          traits set
+============  =============================================================
+``local``     ``cpu_limit``, ``mem_limit`` (enforced by
+              :mod:`coursehub.hub.cgroupspawner`), ``environment``
+``systemd``   ``cpu_limit`` (-> ``CPUQuota``), ``mem_limit`` (->
+              ``MemoryMax``), ``unit_extra_properties`` (``MemorySwapMax=0``,
+              ``DevicePolicy``/``DeviceAllow`` for GPUs), ``isolate_devices``
+              (no GPU: hide every device), ``environment``
+``slurm``     ``req_nprocs``, ``req_memory``, ``req_ngpus`` and ``req_gres``
+              (batchspawner), ``cpu_limit``, ``mem_limit``, ``environment``
+``kubernetes`` ``cpu_limit``, ``mem_limit``, ``extra_resource_limits``
+              (``nvidia.com/gpu``), ``environment``
+============  =============================================================
+
+``environment`` always carries the thread variables of
+:func:`coursehub.resources.thread_env` for ``n_threads`` (``floor(cpu_limit)``
+by default), so that numerical libraries do not start one thread per host
+core inside a small CPU quota (REFERENCE.md section 1).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coursehub.errors import UsageError
+from coursehub.resources import format_mem, parse_mem, thread_env, threads_for_cpu_limit
+
+#: Spawner kinds understood by :func:`spawner_override`.
+SPAWNER_KINDS: tuple[str, ...] = ("local", "systemd", "slurm", "kubernetes")
+
+#: Hub group prefixes of a course's students and teaching team (nbgrader's names).
+COURSE_GROUP_PREFIXES: tuple[str, ...] = ("nbgrader-", "formgrade-")
+
+#: NVIDIA device nodes every CUDA process needs besides its own ``/dev/nvidiaN``.
+NVIDIA_CONTROL_DEVICES: tuple[str, ...] = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+)
+
+
+@dataclass(frozen=True)
+class CourseProfile:
+    """The per-user limits of a course's servers.
+
+    Attributes
+    ----------
+    name
+        Profile name shown to users (``"m2-2cpu-4g"``).
+    cpu_limit
+        CPUs (a CFS quota; may be fractional).
+    mem_limit
+        Memory limit in bytes.
+    n_threads
+        Threads per numerical library, >= 1 (``floor(cpu_limit)`` by default).
+    gpus
+        GPUs per server, >= 0.
+    jobs_per_gpu
+        Servers (or runner jobs) that may share one GPU, >= 1.
+    """
+
+    name: str
+    cpu_limit: float
+    mem_limit: int
+    n_threads: int
+    gpus: int = 0
+    jobs_per_gpu: int = 1
+
+    def describe(self) -> str:
+        """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU"``)."""
+        text = f"{self.cpu_limit:g} CPU, {format_mem(self.mem_limit)}, {self.n_threads} threads"
+        return text + (f", {self.gpus} GPU" if self.gpus else "")
+
+
+@dataclass(frozen=True)
+class CourseChoice:
+    """A profile a user may start a server with: the course it comes from and its profile."""
+
+    course_id: str
+    title: str
+    profile: CourseProfile
+
+    @property
+    def key(self) -> str:
+        """The form value that selects this choice: the ``course_id``."""
+        return self.course_id
+
+
+#: Profile of a user who is in no course (or whose courses have no profile).
+DEFAULT_PROFILE = CourseProfile(name="default", cpu_limit=1.0, mem_limit=2 * 1024**3, n_threads=1)
+
+
+def make_profile(
+    name: str,
+    cpu_limit: float,
+    mem_limit: int | str,
+    n_threads: int | None = None,
+    gpus: int = 0,
+    jobs_per_gpu: int = 1,
+) -> CourseProfile:
+    """Return a checked :class:`CourseProfile`; ``mem_limit`` may be text such as ``"4G"``.
+
+    Raises
+    ------
+    UsageError
+        If a value is out of range (non-positive CPUs, memory or threads,
+        negative GPUs, fewer than one job per GPU).
+    """
+    cpu = float(cpu_limit)
+    threads = threads_for_cpu_limit(cpu) if n_threads is None else n_threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise UsageError(f"profile {name!r}: n_threads must be a positive integer, got {threads!r}")
+    for field, value, low in (("gpus", gpus, 0), ("jobs_per_gpu", jobs_per_gpu, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise UsageError(
+                f"profile {name!r}: {field} must be an integer >= {low}, got {value!r}"
+            )
+    return CourseProfile(str(name), cpu, parse_mem(mem_limit), threads, gpus, jobs_per_gpu)
+
+
+def parse_profile(data: Mapping[str, Any], where: str = "profile") -> CourseProfile:
+    """Return the profile described by a JSON object (a hub group's ``profile`` property).
+
+    Parameters
+    ----------
+    data
+        ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"}``;
+        ``mem_limit`` in bytes or as text (``"4G"``); ``n_threads``, ``gpus``
+        and ``jobs_per_gpu`` are optional.
+    where
+        Where the object comes from, for error messages (e.g. the group name).
+
+    Raises
+    ------
+    UsageError
+        If a key is missing or a value is out of range; the message names ``where``.
+    """
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{where}: a profile must be a JSON object, got {data!r}")
+    try:
+        return make_profile(
+            name=str(data.get("name") or "course"),
+            cpu_limit=float(data["cpu_limit"]),
+            mem_limit=data["mem_limit"],
+            n_threads=data.get("n_threads"),
+            gpus=int(data.get("gpus") or 0),
+            jobs_per_gpu=int(data.get("jobs_per_gpu") or 1),
+        )
+    except KeyError as exc:
+        raise UsageError(f"{where}: profile has no {exc.args[0]!r}") from exc
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: invalid profile {dict(data)!r}: {exc}") from exc
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from exc
+
+
+def render_profile(profile: CourseProfile) -> dict[str, Any]:
+    """Return the JSON object :func:`parse_profile` reads back as ``profile``."""
+    return {
+        "name": profile.name,
+        "cpu_limit": profile.cpu_limit,
+        "mem_limit": profile.mem_limit,
+        "n_threads": profile.n_threads,
+        "gpus": profile.gpus,
+        "jobs_per_gpu": profile.jobs_per_gpu,
+    }
+
+
+def course_id_of_group(group_name: str) -> str | None:
+    """Return the ``course_id`` of a course group (``nbgrader-X`` / ``formgrade-X``), else None."""
+    for prefix in COURSE_GROUP_PREFIXES:
+        if group_name.startswith(prefix) and len(group_name) > len(prefix):
+            return group_name[len(prefix) :]
+    return None
+
+
+def generosity(profile: CourseProfile) -> tuple[int, float, int, int]:
+    """Sort key: more GPUs, then more CPUs, more memory, more threads is more generous."""
+    return (profile.gpus, profile.cpu_limit, profile.mem_limit, profile.n_threads)
+
+
+def plan_choices(groups: Iterable[tuple[str, Mapping[str, Any]]]) -> list[CourseChoice]:
+    """Return the profiles a user may choose from, most generous first.
+
+    Parameters
+    ----------
+    groups
+        The user's hub groups as ``(name, properties)`` pairs. Only course
+        groups (``nbgrader-*``, ``formgrade-*``) whose properties hold a
+        ``profile`` count; the course title is ``properties["title"]`` when
+        set. A course seen through both of its groups is listed once.
+
+    Returns
+    -------
+    list of CourseChoice
+        One per course, sorted by :func:`generosity` (descending), then by
+        ``course_id``. Empty for a user in no course with a profile.
+
+    Raises
+    ------
+    UsageError
+        If a course group holds a malformed profile (the message names the group).
+    """
+    found: dict[str, CourseChoice] = {}
+    for name, properties in groups:
+        course_id = course_id_of_group(name)
+        if course_id is None or course_id in found or not properties.get("profile"):
+            continue
+        profile = parse_profile(properties["profile"], where=f"hub group {name}")
+        title = str(properties.get("title") or course_id)
+        found[course_id] = CourseChoice(course_id, title, profile)
+    return sorted(found.values(), key=lambda c: (_negated(generosity(c.profile)), c.course_id))
+
+
+def _negated(key: tuple[int, float, int, int]) -> tuple[float, ...]:
+    return tuple(-value for value in key)
+
+
+def choose_profile(
+    choices: Sequence[CourseChoice],
+    requested: str | None,
+    default: CourseProfile = DEFAULT_PROFILE,
+) -> CourseProfile:
+    """Return the profile a server starts with.
+
+    Parameters
+    ----------
+    choices
+        The user's own choices (:func:`plan_choices`), most generous first.
+    requested
+        The ``course_id`` picked on the spawn page, or None / "" for the default.
+    default
+        Profile of a user with no choice at all.
+
+    Raises
+    ------
+    UsageError
+        If ``requested`` is not one of the user's own courses.
+    """
+    if not choices:
+        if requested:
+            raise UsageError(f"course {requested!r} is not one of your courses")
+        return default
+    if not requested:
+        return choices[0].profile
+    for choice in choices:
+        if choice.key == requested:
+            return choice.profile
+    raise UsageError(f"course {requested!r} is not one of your courses")
+
+
+def render_options_form(choices: Sequence[CourseChoice]) -> str:
+    """Return the spawn-page HTML that lets a user pick one of ``choices`` ("" for fewer than 2).
+
+    The form field is ``course``; the first (most generous) choice is selected.
+    JupyterHub shows no form when the string is empty.
+    """
+    if len(choices) < 2:
+        return ""
+    options = [
+        f'<option value="{html.escape(c.key)}"{" selected" if i == 0 else ""}>'
+        f"{html.escape(c.title)} ({html.escape(c.profile.describe())})</option>"
+        for i, c in enumerate(choices)
+    ]
+    return (
+        '<label for="coursehub-course">Course resources</label>\n'
+        '<select class="form-control" id="coursehub-course" name="course">\n'
+        + "\n".join(options)
+        + "\n</select>"
+    )
+
+
+def parse_options_form(formdata: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Return ``user_options`` from the spawn form's data: ``{"course": course_id}`` or ``{}``."""
+    values = formdata.get("course") or []
+    course = values[0].strip() if values else ""
+    return {"course": course} if course else {}
+
+
+def spawner_override(
+    profile: CourseProfile,
+    kind: str,
+    gpu_ids: Sequence[int] = (),
+    keep_env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Return the spawner traits that apply ``profile`` on a spawner of ``kind``.
+
+    Parameters
+    ----------
+    profile
+        The profile to apply.
+    kind
+        One of :data:`SPAWNER_KINDS`.
+    gpu_ids
+        GPU indices assigned to this server (``local`` and ``systemd``, where
+        coursehub assigns GPUs; Slurm and Kubernetes assign their own).
+    keep_env
+        Environment set explicitly by the admin: its thread variables win.
+
+    Returns
+    -------
+    dict
+        Trait name -> value, in the shape of ``Spawner.group_overrides``'
+        ``spawner_override`` entries.
+
+    Raises
+    ------
+    UsageError
+        If ``kind`` is unknown, or fewer GPUs were given than the profile asks
+        for (local, systemd).
+    """
+    if kind not in SPAWNER_KINDS:
+        raise UsageError(f"unknown spawner kind {kind!r}: choose one of {', '.join(SPAWNER_KINDS)}")
+    if kind in ("local", "systemd") and len(gpu_ids) < profile.gpus:
+        raise UsageError(
+            f"profile {profile.name!r} needs {profile.gpus} GPU(s), got {len(gpu_ids)}"
+        )
+    override: dict[str, Any] = {
+        "cpu_limit": profile.cpu_limit,
+        "mem_limit": profile.mem_limit,
+        "environment": _environment(profile, kind, gpu_ids, keep_env or {}),
+    }
+    override.update(_KIND_TRAITS[kind](profile, list(gpu_ids)[: profile.gpus]))
+    return override
+
+
+def _environment(
+    profile: CourseProfile, kind: str, gpu_ids: Sequence[int], keep_env: Mapping[str, str]
+) -> dict[str, str]:
+    env = thread_env(profile.n_threads, keep=keep_env)
+    if kind in ("local", "systemd"):
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_ids[: profile.gpus])
+    return env
+
+
+def _local_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
+    return {}
+
+
+def _systemd_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
+    properties: dict[str, Any] = {"MemorySwapMax": "0"}
+    if gpu_ids:
+        devices = [f"/dev/nvidia{i}" for i in gpu_ids] + list(NVIDIA_CONTROL_DEVICES)
+        properties["DevicePolicy"] = "closed"
+        properties["DeviceAllow"] = [f"{device} rw" for device in devices]
+    return {"unit_extra_properties": properties, "isolate_devices": not gpu_ids}
+
+
+def _slurm_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
+    return {
+        "req_nprocs": str(math.ceil(profile.cpu_limit)),
+        # Slurm reads --mem in MiB without a suffix; round up to a whole MiB.
+        "req_memory": f"{math.ceil(profile.mem_limit / 1024**2)}M",
+        "req_ngpus": str(profile.gpus) if profile.gpus else "",
+        "req_gres": f"gpu:{profile.gpus}" if profile.gpus else "",
+    }
+
+
+def _kubernetes_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": str(profile.gpus)} if profile.gpus else {}
+    return {"extra_resource_limits": limits}
+
+
+_KIND_TRAITS = {
+    "local": _local_traits,
+    "systemd": _systemd_traits,
+    "slurm": _slurm_traits,
+    "kubernetes": _kubernetes_traits,
+}
+
+
+def plan_gpu_assignment(
+    loads: Mapping[int, int], gpu_ids: Sequence[int], n_gpus: int, jobs_per_gpu: int
+) -> list[int]:
+    """Return the ``n_gpus`` least-loaded GPUs that have room for one more server.
+
+    Parameters
+    ----------
+    loads
+        GPU index -> servers already assigned to it (missing = 0).
+    gpu_ids
+        The GPUs of this machine (NVML indices).
+    n_gpus
+        GPUs the server needs.
+    jobs_per_gpu
+        Servers one GPU may hold.
+
+    Returns
+    -------
+    list of int
+        GPU indices, least loaded first (ties: lower index first); [] if
+        ``n_gpus`` is 0.
+
+    Raises
+    ------
+    UsageError
+        If fewer than ``n_gpus`` GPUs have room.
+    """
+    if n_gpus <= 0:
+        return []
+    free = sorted((loads.get(i, 0), i) for i in gpu_ids if loads.get(i, 0) < jobs_per_gpu)
+    if len(free) < n_gpus:
+        raise UsageError(
+            f"no GPU free: {n_gpus} needed, {len(free)} of {len(gpu_ids)} GPU(s) have room "
+            f"(at most {jobs_per_gpu} server(s) per GPU); try again later"
+        )
+    return [index for _, index in free[:n_gpus]]

@@ -1,0 +1,300 @@
+"""Shared test fixtures.
+
+Databases
+---------
+Every test that touches the catalog runs twice: on SQLite and on a real
+PostgreSQL server (marked ``integration``; skipped, with the reason, when the
+PostgreSQL binaries are not installed). Fixtures:
+
+``database_url``
+    URL of a fresh database for this test, migrated to the newest revision
+    and empty. Parametrised by backend (fixture ``database_backend``): the
+    test id contains ``sqlite`` or ``postgresql``; ``pytest -m "not
+    integration"`` runs the SQLite half only.
+``blank_database_url``
+    URL of a fresh database with no table at all (for migration tests).
+``engine``
+    A :func:`coursehub.catalog.db.make_engine` engine on ``database_url``,
+    disposed after the test.
+``session``
+    A session on ``engine``, closed (uncommitted work rolled back) after the test.
+
+The PostgreSQL server (``postgres_server``, one per test session) is made with
+``initdb`` and ``pg_ctl`` in a temporary directory, listening on a free port
+of 127.0.0.1 and on a Unix socket in that directory, with durability off
+(``fsync=off``) for speed. As root it runs as the ``postgres`` Unix user
+(``runuser -u postgres --``), since PostgreSQL refuses to run as root. Each
+test gets its own database, copied from a migrated template
+(``CREATE DATABASE ... TEMPLATE``), dropped afterwards. The binaries are
+looked up in ``COURSEHUB_PG_BINDIR``, then ``/usr/lib/postgresql/*/bin``
+(Debian), then ``PATH``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+# The real-JupyterHub fixture ``hub`` (tests/hubfixture.py).
+pytest_plugins = ["hubfixture"]
+
+PG_TEMPLATE = "coursehub_template"
+
+
+def _pg_bindir() -> Path | None:
+    candidates = [os.environ.get("COURSEHUB_PG_BINDIR", "")]
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    on_path = shutil.which("pg_ctl")
+    candidates.append(str(Path(on_path).parent) if on_path else "")
+    for candidate in filter(None, candidates):
+        if (Path(candidate) / "initdb").is_file() and (Path(candidate) / "pg_ctl").is_file():
+            return Path(candidate)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster: ``initdb`` + ``pg_ctl`` in a temporary directory."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="coursehub-pg-"))
+        self.port = _free_port()
+        self.as_user: list[str] = []
+        self.version = 0
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+
+    def _run(self, *args: str) -> None:
+        done = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            log = self.root / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+            raise RuntimeError(f"{Path(args[0]).name} failed: {done.stderr.strip()}\n{tail}")
+
+    def start(self) -> None:
+        """Create the cluster and start the server; wait until it accepts connections."""
+        data = self.root / "data"
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-sync",
+        )
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+
+    def stop(self) -> None:
+        """Stop the server and delete its files."""
+        try:
+            self._run(
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.root / "data"),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            )
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, database: str) -> str:
+        """SQLAlchemy URL of ``database`` on this server, through the Unix socket."""
+        return f"postgresql+psycopg://postgres@/{database}?host={self.root}&port={self.port}"
+
+    def execute(self, sql: str) -> int:
+        """Run one statement outside a transaction; return the server version (150004: 15.4)."""
+        import psycopg
+
+        with psycopg.connect(
+            host=str(self.root), port=self.port, user="postgres", dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(sql)
+            return int(conn.info.server_version)
+
+    def create_database(self, name: str, template: str | None = None) -> None:
+        """Create a database, copying ``template`` file by file (fast with ``fsync=off``)."""
+        sql = f"CREATE DATABASE {name}"
+        if template:
+            # PostgreSQL 15's default WAL_LOG strategy is ~6x slower for a small template.
+            sql += f" TEMPLATE {template}" + (
+                " STRATEGY FILE_COPY" if self.version >= 150000 else ""
+            )
+        self.execute(sql)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the test session, with a migrated template database."""
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
+    pytest.importorskip("psycopg", reason="psycopg is not installed")
+    server = PostgresServer(bindir)
+    server.start()
+    try:
+        server.version = server.execute("SELECT 1")
+        server.create_database(PG_TEMPLATE)
+        _migrate(server.url(PG_TEMPLATE))
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite catalog file that tests copy."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "catalog.sqlite"
+    _migrate(f"sqlite:///{path}")
+    return path
+
+
+def _migrate(url: str) -> None:
+    from coursehub.catalog.db import make_engine
+    from coursehub.catalog.schema import upgrade_database
+
+    engine = make_engine(url)
+    try:
+        upgrade_database(engine)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def database_backend(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` or ``"postgresql"``: the backend of this test's database."""
+    return str(request.param)
+
+
+def _fresh_database(request: pytest.FixtureRequest, backend: str, migrated: bool) -> Iterator[str]:
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    if backend == "sqlite":
+        path = tmp_path / "catalog.sqlite"
+        if migrated:
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    server.create_database(name, PG_TEMPLATE if migrated else None)
+    try:
+        yield server.url(name)
+    finally:
+        server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, database_backend: str) -> Iterator[str]:
+    """URL of a fresh, migrated, empty catalog database (SQLite and PostgreSQL)."""
+    yield from _fresh_database(request, database_backend, migrated=True)
+
+
+@pytest.fixture
+def blank_database_url(request: pytest.FixtureRequest, database_backend: str) -> Iterator[str]:
+    """URL of a fresh database without any table (SQLite and PostgreSQL)."""
+    yield from _fresh_database(request, database_backend, migrated=False)
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on ``database_url``, disposed after the test."""
+    from coursehub.catalog.db import make_engine
+
+    db_engine = make_engine(database_url)
+    try:
+        yield db_engine
+    finally:
+        db_engine.dispose()
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    """A session on ``engine``; uncommitted work is rolled back after the test."""
+    from coursehub.catalog.db import session_factory
+
+    with session_factory(engine)() as db_session:
+        yield db_session
+
+
+@pytest.fixture
+def cgroup_parent() -> Iterator[str]:
+    """Name of a fresh parent cgroup for job cgroups (tests marked ``root``), removed after.
+
+    Skips unless running as root with writable cpu and memory cgroup controllers
+    (v1 or v2). Whatever the test leaves inside is killed and removed.
+    """
+    from coursehub.resources.cgroups import CgroupUnavailableError, job_cgroup_bases
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make cgroups")
+    try:
+        _, cpu_base, mem_base = job_cgroup_bases()
+        name = f"coursehub-test-{uuid.uuid4().hex[:8]}"
+        parents = sorted({cpu_base / name, mem_base / name})
+        for parent in parents:
+            parent.mkdir()
+    except (CgroupUnavailableError, OSError) as exc:
+        pytest.skip(f"no writable cgroup filesystem: {exc}")
+    yield name
+    for parent in parents:
+        children = [p for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+        for child in children:
+            for pid in (child / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            _rmdir_retrying(child)
+        _rmdir_retrying(parent)
+
+
+def _rmdir_retrying(path: Path) -> None:
+    for _ in range(100):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
+    path.rmdir()

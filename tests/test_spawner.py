@@ -1,0 +1,132 @@
+"""Spawner hooks: profile choice from the user's hub groups, GPU assignment, trait overrides."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+from tornado import web
+
+from coursehub.hub.profiles import DEFAULT_PROFILE, make_profile, render_profile
+from coursehub.hub.spawner import CourseProfiles, GpuAssignments, chain_hooks
+
+GIB = 1024**3
+M2 = make_profile("m2", cpu_limit=2, mem_limit="4G", n_threads=2)
+BIG = make_profile("big", cpu_limit=4, mem_limit="8G")
+GPU = make_profile("gpu", cpu_limit=2, mem_limit="8G", gpus=1, jobs_per_gpu=2)
+
+
+def make_spawner(name="alice", profiles=(), server=""):
+    groups = [
+        SimpleNamespace(name=f"nbgrader-{course_id}", properties={"profile": render_profile(p)})
+        for course_id, p in profiles
+    ]
+    groups.append(SimpleNamespace(name="other", properties={}))
+    user = SimpleNamespace(name=name, groups=groups, url=f"/user/{name}/")
+    return SimpleLocalProcessSpawner(user=user, name=server)
+
+
+def hooks(tmp_path, kind="local", gpu_ids=(0, 1)):
+    return CourseProfiles(kind, gpu_ids=gpu_ids, state_path=tmp_path / "gpus.json")
+
+
+def test_user_in_no_course_gets_the_default_profile(tmp_path):
+    spawner = make_spawner()
+    hooks(tmp_path).apply(spawner, {})
+    assert spawner.cpu_limit == DEFAULT_PROFILE.cpu_limit
+    assert spawner.mem_limit == DEFAULT_PROFILE.mem_limit
+    assert spawner.environment["OMP_NUM_THREADS"] == "1"
+
+
+def test_single_course_applies_its_profile_without_a_form(tmp_path):
+    spawner = make_spawner(profiles=[("m2", M2)])
+    profiles = hooks(tmp_path)
+    assert profiles.options_form(spawner) == ""
+    profiles.apply(spawner, {})
+    assert (spawner.cpu_limit, spawner.mem_limit) == (2.0, 4 * GIB)
+    assert spawner.environment["OMP_NUM_THREADS"] == "2"
+    assert spawner.environment["MKL_NUM_THREADS"] == "2"
+
+
+def test_two_courses_offer_a_choice_defaulting_to_the_most_generous(tmp_path):
+    spawner = make_spawner(profiles=[("m2", M2), ("big", BIG)])
+    profiles = hooks(tmp_path)
+    assert 'value="big" selected' in profiles.options_form(spawner)
+    profiles.apply(spawner, profiles.options_from_form({}))
+    assert spawner.cpu_limit == 4.0
+    profiles.apply(spawner, profiles.options_from_form({"course": ["m2"]}))
+    assert spawner.cpu_limit == 2.0
+    assert spawner.environment["OMP_NUM_THREADS"] == "2"
+
+
+def test_a_course_that_is_not_the_users_is_never_honoured(tmp_path):
+    spawner = make_spawner(profiles=[("m2", M2)])
+    hooks(tmp_path).apply(spawner, {"course": "big"})
+    assert spawner.cpu_limit == 2.0
+
+
+def test_admin_environment_is_kept_and_nothing_lingers_between_spawns(tmp_path):
+    spawner = make_spawner(profiles=[("m2", M2), ("gpu", GPU)])
+    spawner.environment = {"OMP_NUM_THREADS": "3", "SITE": "lyon"}
+    profiles = hooks(tmp_path)
+    profiles.apply(spawner, {"course": "gpu"})
+    assert spawner.environment["CUDA_VISIBLE_DEVICES"] == "0"
+    profiles.apply(spawner, {"course": "m2"})
+    assert spawner.environment["OMP_NUM_THREADS"] == "3"
+    assert spawner.environment["SITE"] == "lyon"
+    assert spawner.environment["CUDA_VISIBLE_DEVICES"] == ""
+    assert profiles.gpus.read() == {}
+
+
+def test_gpus_go_to_the_least_loaded_gpu_and_are_released(tmp_path):
+    profiles = hooks(tmp_path, gpu_ids=[0, 1])
+    spawners = [make_spawner(f"s{i}", profiles=[("gpu", GPU)]) for i in range(4)]
+    for spawner in spawners:
+        profiles.apply(spawner, {})
+    visible = [s.environment["CUDA_VISIBLE_DEVICES"] for s in spawners]
+    assert visible == ["0", "1", "0", "1"]
+    assert profiles.gpus.loads() == {0: 2, 1: 2}
+    with pytest.raises(web.HTTPError) as info:
+        profiles.apply(make_spawner("late", profiles=[("gpu", GPU)]), {})
+    assert info.value.status_code == 503
+    profiles.release(spawners[1])
+    assert profiles.gpus.loads() == {0: 2, 1: 1}
+
+
+def test_gpu_assignment_survives_a_restart(tmp_path):
+    spawner = make_spawner("bob", profiles=[("gpu", GPU)])
+    hooks(tmp_path, gpu_ids=[0, 1]).apply(make_spawner("ann", profiles=[("gpu", GPU)]), {})
+    hooks(tmp_path, gpu_ids=[0, 1]).apply(spawner, {})
+    assert spawner.environment["CUDA_VISIBLE_DEVICES"] == "1"
+    # a new hook object (a restarted hub) reads the same file and keeps bob on GPU 1
+    again = make_spawner("bob", profiles=[("gpu", GPU)])
+    hooks(tmp_path, gpu_ids=[0, 1]).apply(again, {})
+    assert again.environment["CUDA_VISIBLE_DEVICES"] == "1"
+    state = json.loads((tmp_path / "gpus.json").read_text())
+    assert state == {"assignments": {"ann/": [0], "bob/": [1]}}
+
+
+def test_slurm_and_kubernetes_do_not_assign_gpus_themselves(tmp_path):
+    for kind in ("slurm", "kubernetes"):
+        spawner = make_spawner(profiles=[("gpu", GPU)])
+        hooks(tmp_path, kind=kind, gpu_ids=[]).apply(spawner, {})
+        assert spawner.environment["OMP_NUM_THREADS"] == "2"
+    assert GpuAssignments(tmp_path / "gpus.json").read() == {}
+
+
+def test_malformed_group_profile_is_a_server_error_naming_the_group(tmp_path):
+    spawner = make_spawner()
+    spawner.user.groups.append(
+        SimpleNamespace(name="nbgrader-bad", properties={"profile": {"cpu_limit": 1}})
+    )
+    with pytest.raises(web.HTTPError, match="nbgrader-bad"):
+        hooks(tmp_path).apply(spawner, {})
+
+
+def test_chain_hooks_runs_every_hook_in_order():
+    calls = []
+    hook = chain_hooks(lambda s: calls.append(("a", s)), None, lambda s: calls.append(("b", s)))
+    hook("spawner")
+    assert calls == [("a", "spawner"), ("b", "spawner")]
