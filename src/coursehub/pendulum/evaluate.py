@@ -1,0 +1,225 @@
+"""Score a trained forecaster on DP-Buffat-v1 beside the persistence and ridge AR(10) baselines.
+
+``coursehub pendulum evaluate MODEL_FILE --data FILE --json METRICS --plot PNG``
+
+Starts: in each valid test trajectory, ``--starts-per-trajectory`` context
+windows evenly spaced from the first sample to the last one that leaves room
+for the 100-step horizon (:func:`coursehub.pendulum.metrics.plan_starts`);
+fixed, so every forecaster and every run sees the same starts. Each start
+is classed regular or chaotic by its trajectory's normalised energy. The
+baselines and ``sigma`` are fitted on the training split of the same file.
+Torch, scipy and matplotlib are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from coursehub.errors import UsageError
+from coursehub.pendulum import metrics
+from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, PendulumDataset, load_dataset
+
+DEFAULT_STARTS = 5
+FORECASTERS = ("model", "persistence", "ridge_ar10")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``coursehub pendulum evaluate``."""
+    parser.add_argument("model_file", type=Path, metavar="MODEL_FILE", help="checkpoint")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA_PATH,
+        metavar="FILE",
+        help=f"dataset file (default: {DEFAULT_DATA_PATH})",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="METRICS",
+        help="write every figure to this JSON file",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="PNG",
+        help="write rollouts and NRMSE curves to this image",
+    )
+    parser.add_argument(
+        "--arch",
+        choices=("lstm", "course"),
+        default=None,
+        help="refuse a checkpoint of another architecture",
+    )
+    parser.add_argument(
+        "--starts-per-trajectory",
+        type=int,
+        default=DEFAULT_STARTS,
+        metavar="N",
+        help=f"forecast starts per test trajectory ({DEFAULT_STARTS})",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
+
+
+def collect_starts(ds: PendulumDataset, per_trajectory: int) -> dict[str, NDArray[Any]]:
+    """Contexts (n, 10, 4), truths (n, 100, 4), ``energy_norm`` (n,), ``trajectory`` (n,).
+
+    Raises
+    ------
+    UsageError
+        If the test split is empty or its trajectories are shorter than 110 samples.
+    """
+    test = ds.indices("test")
+    offsets = metrics.plan_starts(ds.states.shape[1], per_trajectory)
+    if len(test) == 0 or len(offsets) == 0:
+        raise UsageError(
+            f"no forecast starts: need test trajectories of at least "
+            f"{metrics.CONTEXT + metrics.HORIZON} samples (the dataset has {len(test)} test "
+            f"trajectories of {ds.states.shape[1]} samples)"
+        )
+    traj = np.repeat(test, len(offsets))
+    start = np.tile(offsets, len(test))
+    span = np.arange(metrics.CONTEXT + metrics.HORIZON)
+    windows = ds.states[traj[:, None], start[:, None] + span]
+    return {
+        "context": windows[:, : metrics.CONTEXT],
+        "truth": windows[:, metrics.CONTEXT :],
+        "energy_norm": ds.energy_norm[traj],
+        "trajectory": traj,
+    }
+
+
+def forecast_all(model: Any, ds: PendulumDataset, context: NDArray[Any]) -> dict[str, Any]:
+    """Rollouts (n, 100, 4) of the model and both baselines from the same contexts."""
+    from coursehub.pendulum.baselines import fit_ridge, persistence_rollout
+    from coursehub.pendulum.model import rollout
+
+    ridge = fit_ridge(ds.states[ds.indices("train")], window=metrics.CONTEXT)
+    window = model.config.window
+    if window > metrics.CONTEXT:
+        raise UsageError(f"the model needs {window} context samples; DP-Buffat-v1 gives 10")
+    return {
+        "model": rollout(model, context[:, -window:], metrics.HORIZON),
+        "persistence": persistence_rollout(context, metrics.HORIZON),
+        "ridge_ar10": ridge.rollout(context, metrics.HORIZON),
+    }
+
+
+def evaluate_model(model: Any, ds: PendulumDataset, per_trajectory: int) -> dict[str, Any]:
+    """Forecast every start with every forecaster and score them.
+
+    Returns
+    -------
+    dict
+        ``starts`` (:func:`collect_starts`), ``rollouts`` and per-start
+        ``scores`` by forecaster, ``summary`` by forecaster and group, ``sigma``.
+    """
+    starts = collect_starts(ds, per_trajectory)
+    sigma = metrics.state_sigma(ds.states[ds.indices("train")])
+    rollouts = forecast_all(model, ds, starts["context"])
+    scores = {
+        name: metrics.score(pred, starts["truth"], sigma, ds.dt, ds.params)
+        for name, pred in rollouts.items()
+    }
+    summary = {name: metrics.summarize(s, starts["energy_norm"]) for name, s in scores.items()}
+    return {
+        "starts": starts,
+        "rollouts": rollouts,
+        "scores": scores,
+        "summary": summary,
+        "sigma": sigma,
+    }
+
+
+def render_report(result: dict[str, Any], checkpoint: dict[str, Any], args: Any) -> dict[str, Any]:
+    """The JSON document: settings, model description, summaries and median NRMSE curves."""
+    starts = result["starts"]
+    return {
+        "benchmark": "DP-Buffat-v1",
+        "model_file": str(args.model_file),
+        "data": str(args.data),
+        "context": metrics.CONTEXT,
+        "horizon": metrics.HORIZON,
+        "starts_per_trajectory": args.starts_per_trajectory,
+        "n_test_trajectories": len(np.unique(starts["trajectory"])),
+        "lyapunov_exponent_per_s": metrics.LYAPUNOV_EXPONENT,
+        "sigma": [float(v) for v in result["sigma"]],
+        "model": {
+            "config": checkpoint["model_config"],
+            "epoch": checkpoint["epoch"],
+            "train_config": checkpoint["train_config"],
+            "val_loss": checkpoint["history"].get("val_loss", []),
+        },
+        "metrics": result["summary"],
+        "nrmse_median_curve": {
+            name: [float(v) for v in np.median(s["nrmse"], axis=0)]
+            for name, s in result["scores"].items()
+        },
+    }
+
+
+def render_table(summary: dict[str, Any]) -> str:
+    """Plain-text table: one row per figure and group, one column per forecaster (medians)."""
+    lines = [f"{'figure':<26}" + "".join(f"{name:>14}" for name in FORECASTERS)]
+    for group, figures in summary["model"].items():
+        for key in figures:
+            if key == "n_starts":
+                continue
+            cells = []
+            for name in FORECASTERS:
+                value = summary[name][group][key]["median"]
+                cells.append(f"{'-' if value is None else f'{value:.4g}':>14}")
+            lines.append(f"{group + ' ' + key:<26}" + "".join(cells))
+    counts = ", ".join(f"{g} {f['n_starts']}" for g, f in summary["model"].items())
+    return "\n".join([*lines, f"(medians; starts: {counts})"])
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    """Write ``document`` as JSON atomically (temp file, then ``os.replace``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the input, load model and data, score, print the table, write JSON and plot."""
+    if args.starts_per_trajectory < 1:
+        raise UsageError(f"--starts-per-trajectory={args.starts_per_trajectory} must be >= 1")
+    if args.threads < 1:
+        raise UsageError(f"--threads={args.threads} must be >= 1")
+    ds = load_dataset(args.data)
+    from coursehub.pendulum.train import apply_threads, pick_device
+
+    apply_threads(args.threads)
+    from coursehub.pendulum.trainer import load_checkpoint, restore_state
+
+    checkpoint = load_checkpoint(args.model_file, expect_arch=args.arch)
+    model = restore_state(checkpoint, pick_device(args.device)).model.eval()
+    result = evaluate_model(model, ds, args.starts_per_trajectory)
+    print(render_table(result["summary"]))
+    if args.json is not None:
+        write_json(render_report(result, checkpoint, args), args.json)
+        print(f"metrics: {args.json}")
+    if args.plot is not None:
+        from coursehub.pendulum.plots import save_figure
+
+        save_figure(result, ds.dt, ds.params, args.plot)
+        print(f"plot: {args.plot}")
+    return 0

@@ -1,0 +1,100 @@
+"""Generate a small dataset, train in a fresh interpreter, evaluate: the whole workload, small.
+
+``coursehub pendulum pipeline [--out-dir DIR] [--n-trajectories 60] [--epochs 2] [--threads N]``
+
+Training runs as ``python -m coursehub.pendulum.train`` in a child process
+whose environment carries the thread variables: a fresh interpreter reads
+them before torch loads, and gives back all of its memory (GPU included)
+when it exits (REFERENCE.md sections 1 and 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from coursehub.errors import CoursehubError, UsageError
+from coursehub.resources import effective_cpus, thread_env
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``coursehub pendulum pipeline``."""
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path("pendulum-demo"),
+        metavar="DIR",
+        help="folder for data, model, metrics and plot (pendulum-demo)",
+    )
+    parser.add_argument("--n-trajectories", type=int, default=60, help="default: 60")
+    parser.add_argument("--epochs", type=int, default=2, help="default: 2")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="training threads (default: the usable CPUs, at most 2)",
+    )
+    parser.add_argument(
+        "--max-windows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="training windows per epoch (default: all)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="data and training seed (0)")
+
+
+def plan_train_command(out_dir: Path, args: argparse.Namespace, n_threads: int) -> list[str]:
+    """The child's argv: the course's interface plus the demo's data file and size."""
+    return [
+        sys.executable,
+        "-m",
+        "coursehub.pendulum.train",
+        str(out_dir / "model.pt"),
+        str(args.epochs),
+        str(n_threads),
+        "--data",
+        str(out_dir / "pendulum.npz"),
+        "--force",
+        "--seed",
+        str(args.seed),
+    ] + ([] if args.max_windows is None else ["--max-windows", str(args.max_windows)])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate, train (child process), evaluate; print where the results are."""
+    from coursehub.pendulum.dataset import generate_dataset, save_dataset
+
+    if args.n_trajectories < 10:
+        raise UsageError(f"--n-trajectories={args.n_trajectories} is too small: use >= 10")
+    n_threads = args.threads or max(1, min(2, int(effective_cpus())))
+    if args.epochs < 1 or n_threads < 1:
+        raise UsageError("--epochs and --threads must be >= 1")
+    out = args.out_dir
+    print(f"1/3 simulating {args.n_trajectories} trajectories -> {out / 'pendulum.npz'}")
+    ds = generate_dataset(args.n_trajectories, seed=args.seed)
+    save_dataset(ds, out / "pendulum.npz", overwrite=True)
+    print(f"2/3 training in a fresh interpreter with {n_threads} thread(s)", flush=True)
+    env = {**os.environ, **thread_env(n_threads)}
+    child = subprocess.run(plan_train_command(out, args, n_threads), env=env, check=False)
+    if child.returncode != 0:
+        raise CoursehubError(f"training failed with exit status {child.returncode}")
+    print("3/3 evaluating against persistence and ridge AR(10)", flush=True)
+    from coursehub.pendulum import evaluate
+
+    eval_args = argparse.Namespace(
+        model_file=out / "model.pt",
+        data=out / "pendulum.npz",
+        json=out / "metrics.json",
+        plot=out / "evaluation.png",
+        arch=None,
+        starts_per_trajectory=evaluate.DEFAULT_STARTS,
+        threads=n_threads,
+        device="cpu",
+    )
+    evaluate.run(eval_args)
+    print(f"done: metrics in {out / 'metrics.json'}, plots in {out / 'evaluation.png'}")
+    return 0

@@ -1,0 +1,222 @@
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from coursehub.pendulum import train
+from coursehub.pendulum.dataset import generate_dataset, save_dataset
+from coursehub.pendulum.pipeline import plan_train_command
+from coursehub.pendulum.trainer import (
+    WARMUP_STEPS,
+    TrainConfig,
+    load_checkpoint,
+    plan_epoch,
+    plan_lr,
+)
+from coursehub.resources import effective_cpus
+
+SMALL = ["--max-windows", "512", "--batch-size", "64", "--hidden-size", "16", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "pendulum.npz"
+    save_dataset(generate_dataset(20, seed=3, duration_s=4.0, progress=False), path)
+    return path
+
+
+def run_train(capsys, *argv):
+    status = train.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_smoke_run_writes_a_weights_only_checkpoint(tmp_path, data, capsys):
+    model_file = tmp_path / "model.pt"
+    status, out, _ = run_train(capsys, model_file, 2, 1, "--data", data, *SMALL)
+    assert status == 0
+    ckpt = torch.load(model_file, weights_only=True)
+    assert ckpt["epoch"] == 2 and len(ckpt["history"]["val_loss"]) == 2
+    assert ckpt["model_config"]["arch"] == "lstm"
+    assert set(ckpt["scaler"]) == {"state_offset", "state_scale", "step_scale"}
+    assert "samples/s" in out and "threads 1" in out and "cpu" in out
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_resume_equals_uninterrupted_run(tmp_path, data, capsys):
+    straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
+    common = ["--data", data, "--noise", "0.2", *SMALL]
+    assert run_train(capsys, straight, 3, 1, *common)[0] == 0
+    assert run_train(capsys, split, 1, 1, *common)[0] == 0
+    assert run_train(capsys, split, 3, 1, "--resume", *common)[0] == 0
+    a, b = torch.load(straight, weights_only=True), torch.load(split, weights_only=True)
+    assert b["epoch"] == 3
+    for name, tensor in a["model_state"].items():
+        torch.testing.assert_close(b["model_state"][name], tensor, rtol=0, atol=1e-6)
+    assert a["history"]["train_loss"] == pytest.approx(b["history"]["train_loss"], abs=1e-6)
+
+
+def test_course_architecture_trains_with_batch_one(tmp_path, data, capsys):
+    model_file = tmp_path / "course.pt"
+    argv = [model_file, 1, 1, "--data", data, "--arch", "course", "--max-windows", "50"]
+    assert run_train(capsys, *argv, "--no-progress")[0] == 0
+    ckpt = load_checkpoint(model_file, expect_arch="course")
+    assert ckpt["train_config"]["batch_size"] == 1
+    assert ckpt["model_config"]["hidden_size"] == 100
+
+
+def test_too_many_threads_is_only_a_warning(tmp_path, data, capsys):
+    n = int(effective_cpus()) + 1
+    status, _, err = run_train(capsys, tmp_path / "m.pt", 1, n, "--data", data, *SMALL)
+    assert status == 0
+    assert f"warning: N_THREADS={n} exceeds" in err
+
+
+def corrupt(path):
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("epochs", "N_EPOCHS=0"),
+        ("threads", "N_THREADS=0"),
+        ("missing-data", "not found"),
+        ("corrupt-data", "truncated or corrupt"),
+        ("exists", "already exists"),
+        ("corrupt-checkpoint", "corrupt"),
+        ("other-arch", "holds a 'lstm' model"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_keeps_files(tmp_path, data, capsys, case, message):
+    model_file = tmp_path / "model.pt"
+    argv = [model_file, 1, 1, "--data", data, *SMALL]
+    if case in ("exists", "corrupt-checkpoint"):
+        model_file.write_bytes(b"precious bytes")
+        argv += ["--resume"] if case == "corrupt-checkpoint" else []
+    elif case == "other-arch":
+        assert run_train(capsys, *argv)[0] == 0
+        argv = [model_file, 2, 1, "--data", data, "--arch", "course", "--resume"]
+    else:
+        model_file.write_bytes(b"precious bytes")
+        argv[1:5] = {
+            "epochs": [0, 1, "--data", data],
+            "threads": [1, 0, "--data", data],
+            "missing-data": [1, 1, "--data", tmp_path / "nope.npz"],
+            "corrupt-data": [1, 1, "--data", corrupt(tmp_path / "bad.npz")],
+        }[case]
+        argv += ["--force"]
+    before = model_file.read_bytes()
+    status, _, err = run_train(capsys, *argv)
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
+    assert model_file.read_bytes() == before
+
+
+def test_coursehub_command_reports_one_line(tmp_path, data):
+    cmd = [
+        sys.executable,
+        "-m",
+        "coursehub",
+        "pendulum",
+        "train",
+        str(tmp_path / "m.pt"),
+        "0",
+        "1",
+        "--data",
+        str(data),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "coursehub: error: N_EPOCHS=0 is out of range: it must be >= 1"
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_leaves_a_valid_checkpoint(tmp_path, data, signum, status):
+    model_file = tmp_path / "model.pt"
+    cmd = [
+        sys.executable,
+        "-m",
+        "coursehub.pendulum.train",
+        str(model_file),
+        "1000",
+        "1",
+        "--data",
+        str(data),
+        *SMALL,
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not model_file.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert f"stopped by {signal.Signals(signum).name}" in err and "--resume" in err
+    ckpt = load_checkpoint(model_file)
+    assert 1 <= ckpt["epoch"] < 1000
+    assert len(ckpt["history"]["train_loss"]) == ckpt["epoch"]
+
+
+def test_plan_epoch_is_a_function_of_seed_and_epoch():
+    a = plan_epoch(1000, 300, 64, seed=5, epoch=2)
+    b = plan_epoch(1000, 300, 64, seed=5, epoch=2)
+    c = plan_epoch(1000, 300, 64, seed=5, epoch=3)
+    assert all((x == y).all() for x, y in zip(a, b, strict=True))
+    assert sum(len(x) for x in a) == 300 and len({int(i) for x in a for i in x}) == 300
+    assert not all((x == y).all() for x, y in zip(a, c, strict=True))
+
+
+def test_plan_lr_warms_up_then_decays_per_epoch():
+    cfg = TrainConfig(lr=1e-3, lr_decay=0.5)
+    lrs = [plan_lr(step, 1000, cfg) for step in range(3000)]
+    assert lrs[0] < lrs[WARMUP_STEPS - 1] <= 1e-3
+    assert all(b < a for a, b in zip(lrs[WARMUP_STEPS:], lrs[WARMUP_STEPS + 1 :], strict=False))
+    assert lrs[2000] == pytest.approx(1e-3 / 4)
+
+
+def test_torch_loads_only_after_the_thread_count_is_set(tmp_path, data):
+    code = (
+        "import os, sys\n"
+        "import coursehub.pendulum.train as t\n"
+        "apply = t.apply_threads\n"
+        "def spy(n):\n"
+        "    print('torch loaded before threads:', 'torch' in sys.modules)\n"
+        "    apply(n)\n"
+        "    import torch\n"
+        "    print('threads', torch.get_num_threads(), os.environ['OMP_NUM_THREADS'])\n"
+        "t.apply_threads = spy\n"
+        "sys.exit(t.main(sys.argv[1:]))\n"
+    )
+    argv = [str(tmp_path / "m.pt"), "1", "1", "--data", str(data), *SMALL]
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    assert "torch loaded before threads: False" in out.stdout
+    assert "threads 1 1" in out.stdout
+
+
+def test_pipeline_trains_through_the_course_interface(tmp_path):
+    args = argparse.Namespace(epochs=2, seed=0, max_windows=None)
+    argv = plan_train_command(tmp_path, args, 3)
+    assert argv[:7] == [
+        sys.executable,
+        "-m",
+        "coursehub.pendulum.train",
+        str(tmp_path / "model.pt"),
+        "2",
+        "3",
+        "--data",
+    ]
