@@ -1,0 +1,90 @@
+"""Course changes shared by the pages and the JSON API, built on the catalog's services.
+
+These functions flush, never commit: the view commits, or rolls back when a
+:class:`~coursehub.errors.CoursehubError` comes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from coursehub.catalog.courses import (
+    create_course,
+    get_portal,
+    get_year,
+    set_material,
+    update_course,
+)
+from coursehub.catalog.models import Course, Role
+from coursehub.catalog.people import add_member
+from coursehub.catalog.profiles import get_profile
+
+
+@dataclass(frozen=True)
+class Material:
+    """Where a course's notebooks live (``git_url`` empty: leave the material as it is)."""
+
+    git_url: str = ""
+    branch: str = "main"
+    subpath: str = ""
+
+
+@dataclass(frozen=True)
+class NewCourse:
+    """What creating a course needs: UE ``code``, ``title``, year label, portal code..."""
+
+    code: str
+    title: str
+    year: str
+    portal: str
+    description: str = ""
+    profile: str = ""
+    lead: str = ""
+    material: Material = Material()
+
+
+def apply_new_course(session: Session, new: NewCourse, creator: str) -> Course:
+    """Create the course, make ``new.lead`` (default ``creator``) its lead, set its material.
+
+    Raises
+    ------
+    coursehub.catalog.errors.NotFoundError
+        Unknown year, portal or profile.
+    coursehub.catalog.errors.ValidationError, ConflictError
+        From :func:`coursehub.catalog.courses.create_course` and friends.
+    """
+    year, portal = get_year(session, new.year), get_portal(session, new.portal)
+    profile = get_profile(session, new.profile) if new.profile else None
+    course = create_course(
+        session, new.code, new.title, year, portal, description=new.description, profile=profile
+    )
+    add_member(session, course, new.lead or creator, Role.LEAD)
+    apply_material(session, course, new.material)
+    return course
+
+
+def apply_course_changes(
+    session: Session, course: Course, changes: dict[str, str | None], material: Material | None
+) -> Course:
+    """Change ``title``, ``description``, ``portal`` (code) or ``profile`` (name, "" for none).
+
+    Raises the catalog's errors as :func:`apply_new_course` does.
+    """
+    values: dict[str, object] = {k: v for k, v in changes.items() if k in ("title", "description")}
+    if changes.get("portal") is not None:
+        values["portal"] = get_portal(session, str(changes["portal"]))
+    if "profile" in changes:
+        name = changes["profile"]
+        values["profile"] = get_profile(session, name) if name else None
+    update_course(session, course, **values)
+    if material is not None:
+        apply_material(session, course, material)
+    return course
+
+
+def apply_material(session: Session, course: Course, material: Material) -> None:
+    """Set the course's repository when ``material.git_url`` is given."""
+    if material.git_url.strip():
+        set_material(session, course, material.git_url, material.branch, material.subpath)

@@ -1,0 +1,223 @@
+"""The JSON API under ``/api/v1/``, described by ``openapi.yaml`` in this package.
+
+Every call but the description itself needs a hub token (``Authorization:
+token T`` or ``Bearer T``), resolved through ``HubOAuth.user_for_token`` (or,
+in tests, the ``API_TOKEN_RESOLVER`` callable of the config). Cookies are
+ignored, so the API is exempt from CSRF. Errors are ``{"error": "..."}`` with
+400 (plus ``fields``), 401, 403, 404 or 409.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any
+
+from flask import Blueprint, Flask, Response, abort, current_app, g, jsonify, request, url_for
+from sqlalchemy.orm import Session
+
+from coursehub.catalog.courses import course_detail, get_course, get_group
+from coursehub.catalog.enrolment import apply_roster
+from coursehub.catalog.models import Course
+from coursehub.catalog.people import add_member, get_membership, remove_member, visible_courses
+from coursehub.errors import CoursehubError
+from coursehub.web import auth
+from coursehub.web.access import Access, course_access, require, require_admin, require_creator
+from coursehub.web.actions import apply_course_changes, apply_new_course
+from coursehub.web.database import get_session
+from coursehub.web.identity import Identity
+from coursehub.web.payloads import (
+    PayloadError,
+    parse_course_changes,
+    parse_new_course,
+    parse_new_member,
+    parse_roster_request,
+    render_course,
+    render_member,
+    render_profile,
+)
+from coursehub.web.rosterflow import plan_import, render_plan_json
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+TOKEN_PATTERN = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
+
+
+def init_app(app: Flask) -> None:
+    """Register the API blueprint."""
+    app.register_blueprint(bp)
+
+
+def parse_authorization(header: str | None) -> str | None:
+    """Return the token of an ``Authorization: token T`` / ``Bearer T`` header, else None."""
+    match = TOKEN_PATTERN.match(header or "")
+    return match.group(1) if match else None
+
+
+def resolve_token(token: str) -> Identity | None:
+    """Return who owns ``token``: the configured resolver, else the hub."""
+    resolver = current_app.config.get("API_TOKEN_RESOLVER")
+    if resolver is not None:
+        return resolver(token)  # type: ignore[no-any-return,unused-ignore]
+    return auth.resolve_hub_token(token)
+
+
+@bp.before_request
+def authenticate() -> None:
+    """Identify the caller by token (never by cookie); 401 without a valid one."""
+    g.identity = None
+    if request.endpoint == "api.openapi":
+        return
+    token = parse_authorization(request.headers.get("Authorization"))
+    if token is None:
+        abort(401, description="send a hub token: Authorization: token <token>")
+    g.identity = resolve_token(token)
+    if g.identity is None:
+        abort(401, description="the token is not valid for this service")
+
+
+@bp.errorhandler(PayloadError)
+def payload_error(exc: PayloadError) -> tuple[Response, int]:
+    """Answer a malformed body: 400 with the problem of each field."""
+    return jsonify(error=str(exc), fields=exc.fields), 400
+
+
+def api_course(course_id: str, needed: Access) -> tuple[Session, Course, Access]:
+    """Return the session, the course and the caller's access; 404 or 403 as needed."""
+    session = get_session()
+    course = get_course(session, course_id)
+    access = course_access(session, g.identity, course)
+    require(access, needed)
+    return session, course, access
+
+
+def commit(session: Session) -> None:
+    """Commit, or roll back and re-raise a catalog error (answered 400/404/409)."""
+    try:
+        session.commit()
+    except CoursehubError:
+        session.rollback()
+        raise
+
+
+@bp.get("/openapi.yaml")
+def openapi() -> Response:
+    """This API's OpenAPI 3 description."""
+    text = resources.files("coursehub.web").joinpath("openapi.yaml").read_text("utf-8")
+    return Response(text, mimetype="application/yaml")
+
+
+@bp.get("/courses")
+def list_courses() -> Response:
+    """The courses the caller may see."""
+    identity: Identity = g.identity
+    courses = visible_courses(get_session(), identity.name, is_admin=identity.admin)
+    return jsonify(courses=[render_course(c) for c in courses])
+
+
+@bp.post("/courses")
+def create_course() -> tuple[Response, int, dict[str, str]]:
+    """Create a course; the caller (or ``lead``, admins only) becomes its lead."""
+    require_creator(g.identity)
+    new = parse_new_course(request.get_json(silent=True))
+    if (new.lead or new.profile) and not g.identity.admin:
+        require_admin(g.identity)
+    session = get_session()
+    try:
+        course = apply_new_course(session, new, g.identity.name)
+    except CoursehubError:
+        session.rollback()
+        raise
+    commit(session)
+    location = url_for("api.get_course", course_id=course.course_id)
+    return jsonify(render_course(course)), 201, {"Location": location}
+
+
+@bp.get("/courses/<course_id>", endpoint="get_course")
+def get_course_view(course_id: str) -> Response:
+    """One course with its team, groups, profile and material; students for its team."""
+    session, course, access = api_course(course_id, Access.VIEW)
+    detail = course_detail(session, course)
+    names = {grp.id: grp.name for grp in course.groups}
+    body: dict[str, Any] = render_course(course) | {
+        "description": course.description,
+        "profile": render_profile(course.profile),
+        "material": None if course.material is None else {
+            "git_url": course.material.git_url, "branch": course.material.branch,
+            "subpath": course.material.subpath,
+        },
+        "last_sync_at": course.last_sync_at.isoformat() if course.last_sync_at else None,
+        "last_sync_status": course.last_sync_status,
+        "team": [render_member(m, names) for m in detail.team],
+        "groups": [{"name": c.name, "kind": c.kind, "n_students": c.n_students}
+                   for c in detail.groups],
+    }  # fmt: skip
+    if access >= Access.READ_ROSTER:
+        body["students"] = [render_member(m, names) for m in detail.students]
+    return jsonify(body)
+
+
+@bp.patch("/courses/<course_id>")
+def update_course(course_id: str) -> Response:
+    """Change a course's title, description, portal, material or (admins) profile."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    changes, material = parse_course_changes(request.get_json(silent=True))
+    if "profile" in changes:
+        require_admin(g.identity)
+    try:
+        apply_course_changes(session, course, changes, material)
+    except CoursehubError:
+        session.rollback()
+        raise
+    commit(session)
+    return jsonify(render_course(course))
+
+
+@bp.get("/courses/<course_id>/members")
+def list_members(course_id: str) -> Response:
+    """Every member of the course (team and students): the course's team only."""
+    _, course, _ = api_course(course_id, Access.READ_ROSTER)
+    names = {grp.id: grp.name for grp in course.groups}
+    members = sorted(course.memberships, key=lambda m: m.person.username)
+    return jsonify(members=[render_member(m, names) for m in members])
+
+
+@bp.post("/courses/<course_id>/members", endpoint="add_member")
+def add_member_view(course_id: str) -> tuple[Response, int]:
+    """Add a person (role ``student`` by default) or change their role and group."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    data = parse_new_member(request.get_json(silent=True))
+    existed = get_membership(session, course, data["username"]) is not None
+    try:
+        group = get_group(course, data["group"]) if data.get("group") else None
+        member = add_member(
+            session, course, data["username"], data.get("role") or "student", group,
+            first_name=data.get("first_name") or "", last_name=data.get("last_name") or "",
+            email=data.get("email") or None,
+        )  # fmt: skip
+    except CoursehubError:
+        session.rollback()
+        raise
+    commit(session)
+    names = {grp.id: grp.name for grp in course.groups}
+    return jsonify(render_member(member, names)), 200 if existed else 201
+
+
+@bp.delete("/courses/<course_id>/members/<username>")
+def delete_member(course_id: str, username: str) -> tuple[str, int]:
+    """Take a person out of the course."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    remove_member(session, course, username)
+    commit(session)
+    return "", 204
+
+
+@bp.post("/courses/<course_id>/roster")
+def import_roster(course_id: str) -> Response:
+    """Import a roster CSV; with ``dry_run`` only return what it would change."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    req, dry_run = parse_roster_request(request.get_json(silent=True))
+    plan = plan_import(session, course, req)
+    if not dry_run:
+        apply_roster(session, plan)
+    return jsonify(render_plan_json(plan) | {"applied": not dry_run})

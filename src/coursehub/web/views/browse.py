@@ -1,0 +1,56 @@
+"""Browse the catalogue: academic years, then portals, then courses.
+
+Each user sees only the courses they belong to (any role); hub admins see
+every course.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, g, render_template
+
+from coursehub.catalog.models import Course
+from coursehub.catalog.people import visible_courses
+from coursehub.web.database import get_session
+
+bp = Blueprint("browse", __name__)
+
+
+def my_courses() -> list[Course]:
+    """Return the courses the signed-in user may see, newest year first."""
+    identity = g.identity
+    return visible_courses(get_session(), identity.name, is_admin=identity.admin)
+
+
+def plan_tree(courses: list[Course]) -> dict[str, dict[str, list[Course]]]:
+    """Group courses by year label, then portal code, keeping their order."""
+    tree: dict[str, dict[str, list[Course]]] = {}
+    for course in courses:
+        tree.setdefault(course.year.label, {}).setdefault(course.portal.code, []).append(course)
+    return tree
+
+
+@bp.get("/")
+def index() -> str:
+    """The academic years with the user's courses in them."""
+    courses = my_courses()
+    return render_template("browse/index.html", tree=plan_tree(courses), courses=courses)
+
+
+@bp.get("/years/<year>/")
+def year(year: str) -> str:
+    """The portals of one academic year."""
+    portals = plan_tree(my_courses()).get(year)
+    if portals is None:
+        abort(404, description=f"no courses of yours in academic year {year}")
+    return render_template("browse/year.html", year=year, portals=portals)
+
+
+@bp.get("/years/<year>/<portal>/")
+def portal(year: str, portal: str) -> str:
+    """The courses of one portal in one academic year."""
+    courses = plan_tree(my_courses()).get(year, {}).get(portal)
+    if courses is None:
+        abort(404, description=f"no courses of yours in portal {portal}, year {year}")
+    return render_template(
+        "browse/portal.html", year=year, portal=courses[0].portal, courses=courses
+    )

@@ -1,0 +1,53 @@
+"""A course's TD/TP groups: list with counts, add, remove (lead and teachers)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, flash, redirect, render_template, url_for
+from werkzeug.wrappers import Response
+
+from coursehub.catalog.courses import add_group, course_detail, remove_group
+from coursehub.errors import CoursehubError
+from coursehub.web.access import Access
+from coursehub.web.database import get_session
+from coursehub.web.forms import GroupForm
+from coursehub.web.views import form_status, load_course, show_error
+
+bp = Blueprint("groups", __name__)
+
+
+@bp.route("/courses/<course_id>/groups", methods=["GET", "POST"])
+def index(course_id: str) -> tuple[str, int] | Response:
+    """List the groups with their sizes; the form adds one."""
+    course, _ = load_course(course_id, Access.MANAGE)
+    session = get_session()
+    form = GroupForm()
+    if form.validate_on_submit():
+        try:
+            add_group(session, course, form.name.data or "", form.kind.data or "TD")
+            session.commit()
+        except CoursehubError as exc:
+            session.rollback()
+            show_error(exc, form, "name")
+        else:
+            flash(f"Group {form.name.data} added.", "success")
+            return redirect(url_for("groups.index", course_id=course_id))
+    detail = course_detail(session, course)
+    return render_template(
+        "courses/groups.html", course=course, groups=detail.groups, form=form
+    ), form_status(form)
+
+
+@bp.post("/courses/<course_id>/groups/<name>/delete")
+def delete(course_id: str, name: str) -> Response:
+    """Remove a group; its students stay in the course without a group."""
+    course, _ = load_course(course_id, Access.MANAGE)
+    session = get_session()
+    try:
+        remove_group(session, course, name)
+        session.commit()
+    except CoursehubError as exc:
+        session.rollback()
+        show_error(exc)
+    else:
+        flash(f"Group {name} removed; its students have no group now.", "success")
+    return redirect(url_for("groups.index", course_id=course_id))

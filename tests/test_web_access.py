@@ -1,0 +1,145 @@
+# ruff: noqa: E501  (the matrix is a table: one route a line)
+"""The authorisation matrix: every route x every kind of user, expected status in one table.
+
+Bodies are empty (forms) or minimal (API), so an allowed write answers 400
+(form or body errors), 302/204 (a delete) or 200, and a refused one 403 before
+any body is read. Anonymous pages redirect to the hub sign-in (302); the API
+answers 401.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from coursehub.web.testing import (
+    IDENTITIES,
+    api_headers,
+    dispose_app,
+    identity_headers,
+    make_test_app,
+    seed_web_catalog,
+)
+
+C = "/courses/mlmeca-2025"
+A = "/api/v1"
+PARTS = ("anonymous", "student", "other_teacher", "teacher", "grader", "admin")
+
+# (method, url rule, concrete path, JSON body or None) -> statuses in PARTS order
+MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
+    # pages                                                              anon stud othT teach grad admin
+    ("GET", "/", "/", None,                                              (302, 200, 200, 200, 200, 200)),
+    ("GET", "/years/<year>/", "/years/2025-2026/", None,                 (302, 200, 200, 200, 200, 200)),
+    ("GET", "/years/<year>/<portal>/", "/years/2025-2026/MECA/", None,   (302, 200, 404, 200, 200, 200)),
+    ("GET", "/courses/<course_id>/", f"{C}/", None,                      (302, 200, 403, 200, 200, 200)),
+    ("GET", "/courses/new", "/courses/new", None,                        (302, 403, 200, 200, 403, 200)),
+    ("POST", "/courses/new", "/courses/new", None,                       (302, 403, 400, 400, 403, 400)),
+    ("GET", "/courses/<course_id>/edit", f"{C}/edit", None,              (302, 403, 403, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/edit", f"{C}/edit", None,             (302, 403, 403, 400, 403, 400)),
+    ("GET", "/courses/<course_id>/groups", f"{C}/groups", None,          (302, 403, 403, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/groups", f"{C}/groups", None,         (302, 403, 403, 400, 403, 400)),
+    ("POST", "/courses/<course_id>/groups/<name>/delete", f"{C}/groups/G1/delete", None,
+                                                                         (302, 403, 403, 302, 403, 302)),
+    ("GET", "/courses/<course_id>/members", f"{C}/members", None,        (302, 403, 403, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/members", f"{C}/members", None,       (302, 403, 403, 400, 403, 400)),
+    ("POST", "/courses/<course_id>/members/<username>/delete", f"{C}/members/p2500004/delete", None,
+                                                                         (302, 403, 403, 302, 403, 302)),
+    ("GET", "/courses/<course_id>/roster", f"{C}/roster", None,          (302, 403, 403, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/roster", f"{C}/roster", None,         (302, 403, 403, 400, 403, 400)),
+    ("POST", "/courses/<course_id>/roster/confirm", f"{C}/roster/confirm", None,
+                                                                         (302, 403, 403, 400, 403, 400)),
+    ("GET", "/profiles/", "/profiles/", None,                            (302, 403, 403, 403, 403, 200)),
+    ("GET", "/profiles/new", "/profiles/new", None,                      (302, 403, 403, 403, 403, 200)),
+    ("POST", "/profiles/new", "/profiles/new", None,                     (302, 403, 403, 403, 403, 400)),
+    ("GET", "/profiles/<name>/edit", "/profiles/small/edit", None,       (302, 403, 403, 403, 403, 200)),
+    ("POST", "/profiles/<name>/edit", "/profiles/small/edit", None,      (302, 403, 403, 403, 403, 400)),
+    ("GET", "/people/", "/people/?q=p25", None,                          (302, 403, 200, 200, 200, 200)),
+    # sign-in: no hub in tests, so no OAuth to start or finish
+    ("GET", "/login", "/login", None,                                    (404, 404, 404, 404, 404, 404)),
+    ("GET", "/oauth_callback", "/oauth_callback?code=x&state=y", None,   (403, 403, 403, 403, 403, 403)),
+    ("POST", "/logout", "/logout", None,                                 (302, 302, 302, 302, 302, 302)),
+    ("GET", "/static/<path:filename>", "/static/coursehub.css", None,    (200, 200, 200, 200, 200, 200)),
+    # JSON API
+    ("GET", f"{A}/openapi.yaml", f"{A}/openapi.yaml", None,              (200, 200, 200, 200, 200, 200)),
+    ("GET", f"{A}/courses", f"{A}/courses", None,                        (401, 200, 200, 200, 200, 200)),
+    ("POST", f"{A}/courses", f"{A}/courses", {},                         (401, 403, 400, 400, 403, 400)),
+    ("GET", f"{A}/courses/<course_id>", f"{A}{C}", None,                 (401, 200, 403, 200, 200, 200)),
+    ("PATCH", f"{A}/courses/<course_id>", f"{A}{C}", {"title": "Renamed"},
+                                                                         (401, 403, 403, 200, 403, 200)),
+    ("GET", f"{A}/courses/<course_id>/members", f"{A}{C}/members", None, (401, 403, 403, 200, 200, 200)),
+    ("POST", f"{A}/courses/<course_id>/members", f"{A}{C}/members", {},  (401, 403, 403, 400, 403, 400)),
+    ("DELETE", f"{A}/courses/<course_id>/members/<username>", f"{A}{C}/members/p2500004", None,
+                                                                         (401, 403, 403, 204, 403, 204)),
+    ("POST", f"{A}/courses/<course_id>/roster", f"{A}{C}/roster", {},    (401, 403, 403, 400, 403, 400)),
+]  # fmt: skip
+
+CASES = [
+    pytest.param(method, path, body, part, statuses[i], id=f"{method} {path} {part}")
+    for method, _rule, path, body, statuses in MATRIX
+    for i, part in enumerate(PARTS)
+]
+
+
+@pytest.fixture(scope="module")
+def template_url(tmp_path_factory: pytest.TempPathFactory, sqlite_template) -> str:
+    """A seeded SQLite catalog that each case copies (a fresh database per case)."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("web-matrix") / "catalog.sqlite"
+    shutil.copyfile(sqlite_template, path)
+    seed_web_catalog(f"sqlite:///{path}")
+    return str(path)
+
+
+@pytest.mark.parametrize(("method", "path", "body", "part", "expected"), CASES)
+def test_authorization_matrix(tmp_path, template_url, method, path, body, part, expected):
+    import shutil
+
+    shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
+    app = make_test_app(
+        f"sqlite:///{tmp_path / 'catalog.sqlite'}", WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False
+    )
+    try:
+        headers = api_headers(part) if path.startswith(A) else identity_headers(IDENTITIES[part])
+        with app.test_client().open(path, method=method, json=body, headers=headers) as response:
+            assert response.status_code == expected, response.get_data(as_text=True)[:500]
+            if response.status_code >= 400 and path.startswith(A):
+                assert "error" in response.get_json()
+    finally:
+        dispose_app(app)
+
+
+def test_matrix_covers_every_route(sqlite_template, tmp_path):
+    """A new route cannot escape the matrix, and the matrix names no route that is gone."""
+    import shutil
+
+    shutil.copyfile(sqlite_template, tmp_path / "catalog.sqlite")
+    app = make_test_app(f"sqlite:///{tmp_path / 'catalog.sqlite'}")
+    try:
+        routes = {
+            (method, rule.rule)
+            for rule in app.url_map.iter_rules()
+            for method in rule.methods or ()
+            if method not in ("HEAD", "OPTIONS")
+        }
+    finally:
+        dispose_app(app)
+    assert {(method, rule) for method, rule, *_ in MATRIX} == routes
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("database_backend", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("part", PARTS)
+def test_course_page_access_on_postgresql(database_url, part):
+    """The course page and its API on PostgreSQL give the same statuses as on SQLite."""
+    seed_web_catalog(database_url)
+    app = make_test_app(database_url)
+    try:
+        client = app.test_client()
+        expected = {(m, rule): statuses for m, rule, _p, _b, statuses in MATRIX}
+        index = PARTS.index(part)
+        page = client.get(f"{C}/", headers=identity_headers(IDENTITIES[part]))
+        assert page.status_code == expected["GET", "/courses/<course_id>/"][index]
+        members = client.get(f"{A}{C}/members", headers=api_headers(part))
+        assert members.status_code == expected["GET", f"{A}/courses/<course_id>/members"][index]
+    finally:
+        dispose_app(app)
