@@ -1,0 +1,1 @@
+"""``coursehub demo``: the whole system on one machine (hub, proxy, course app, seeded course)."""

@@ -1,0 +1,51 @@
+"""``coursehub demo [--port 8000] [--data-dir DIR]``: run the whole system on this machine.
+
+Nothing heavy is imported here; :mod:`coursehub.demo.hub` loads when the
+command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from coursehub.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coursehub demo`` to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="run JupyterHub, the course app and a seeded course on this machine",
+        description="Start a real JupyterHub (configurable-http-proxy, course app service, "
+        "seeded catalog, per-user cgroup limits where possible) until Ctrl-C. "
+        "Demo only: one shared password for every account.",
+    )
+    parser.add_argument("--port", type=int, default=8000, help="public port (default: 8000)")
+    parser.add_argument(
+        "--ip", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, local only)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the catalog, hub database and homes live "
+        "(default: $COURSEHUB_DATA_DIR, else ~/.local/share/coursehub/demo)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo until Ctrl-C."""
+    import os
+
+    from coursehub.demo.hub import run_demo
+
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
+    data_dir = args.data_dir
+    if data_dir is None:
+        env_dir = os.environ.get("COURSEHUB_DATA_DIR")
+        data_dir = Path(env_dir) if env_dir else Path.home() / ".local/share/coursehub/demo"
+    return run_demo(Path(data_dir), args.port, args.ip)

@@ -1,0 +1,287 @@
+"""Run the whole system on one machine: ``coursehub demo``.
+
+Layout of the data directory (kept across restarts; nothing is re-seeded):
+
+``catalog.sqlite``             the course catalog (migrated, seeded once)
+``demo-secrets.json``          the demo password and the course app's hub token
+``jupyterhub.sqlite``          the hub's database (and its cookie secret next to it)
+``hub/jupyterhub_config.py``   rendered at each start (:mod:`coursehub.hub.config`)
+``hub/jupyterhub.log``         the hub's, proxy's and services' output
+``homes/{username}``           each user's home (the pendulum notebook is copied
+                               there on first spawn)
+
+Start-up: migrate and seed the catalog, render the hub configuration, start
+``python -m jupyterhub`` (which starts configurable-http-proxy and the course
+app at ``/services/coursehub/``), wait for its API, sync the catalog into hub
+users and groups, print the URL and the accounts. Ctrl-C (or SIGTERM) asks
+the hub to stop (it stops its servers, services and proxy), then anything
+left among its descendants is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from coursehub.errors import CoursehubError, UsageError
+
+SERVICE_NAME = "coursehub"
+HUB_START_TIMEOUT_S = 90.0
+HUB_STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class DemoSecrets:
+    """The shared demo password and the course app's hub API token."""
+
+    password: str
+    service_token: str
+
+
+def load_secrets(data_dir: Path) -> DemoSecrets:
+    """Return the data directory's secrets, creating them (mode 0600) on first use."""
+    path = data_dir / "demo-secrets.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        return DemoSecrets(data["password"], data["service_token"])
+    made = DemoSecrets(secrets.token_urlsafe(9), secrets.token_hex(32))
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"password": made.password, "service_token": made.service_token}, handle)
+    os.replace(tmp, path)
+    return made
+
+
+def find_proxy() -> str:
+    """Return configurable-http-proxy: ``$COURSEHUB_CHP``, ``<venv>/node`` (make setup), PATH.
+
+    Raises
+    ------
+    UsageError
+        If it is nowhere; the message gives the install command.
+    """
+    import shutil
+
+    candidates = [
+        os.environ.get("COURSEHUB_CHP", ""),
+        str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / "configurable-http-proxy"),
+        shutil.which("configurable-http-proxy") or "",
+    ]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise UsageError(
+        "configurable-http-proxy not found: run `make setup` (npm install --prefix "
+        ".venv/node configurable-http-proxy@5) or set COURSEHUB_CHP"
+    )
+
+
+def free_port() -> int:
+    """Return a TCP port of 127.0.0.1 that was free a moment ago."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
+    """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``."""
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.schema import upgrade_database
+    from coursehub.demo.seed import is_seeded, seed_catalog
+
+    url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
+    engine = make_engine(url)
+    try:
+        upgrade_database(engine)
+        with session_scope(engine) as session:
+            if is_seeded(session):
+                return url, False
+            seed_catalog(session)
+        return url, True
+    finally:
+        engine.dispose()
+
+
+def render_demo_config(data_dir: Path, port: int, ip: str, database_url: str) -> str:
+    """Return the demo hub's ``jupyterhub_config.py`` (free ports for the hub, proxy API, app)."""
+    from coursehub.hub.config import HubSettings, render_hub_config
+
+    service_port = free_port()
+    settings = replace(
+        HubSettings(),
+        kind="local",
+        demo=True,
+        data_dir=str(data_dir),
+        bind_url=f"http://{ip}:{port}",
+        hub_bind_url=f"http://127.0.0.1:{free_port()}",
+        proxy_api_url=f"http://127.0.0.1:{free_port()}",
+        proxy_command=(find_proxy(),),
+        service_url=f"http://127.0.0.1:{service_port}",
+        service_command=(sys.executable, "-m", "coursehub", "web", "serve"),
+        database_url=database_url,
+        concurrent_spawn_limit=30,
+    )
+    return render_hub_config(settings)
+
+
+class DemoHub:
+    """The hub subprocess of the demo: start, wait until it answers, sync, stop."""
+
+    def __init__(self, data_dir: Path, port: int, ip: str) -> None:
+        self.data_dir, self.port, self.ip = data_dir, port, ip
+        self.hub_dir = data_dir / "hub"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.secrets = load_secrets(data_dir)
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.ip in ("", "0.0.0.0") else self.ip
+        return f"http://{host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.hub_dir / "jupyterhub.log"
+
+    def start(self, database_url: str) -> None:
+        """Render the config and start the hub; return once its API answers.
+
+        Raises
+        ------
+        CoursehubError
+            If the hub exits or does not answer within the timeout (with the log's end).
+        """
+        self.hub_dir.mkdir(parents=True, exist_ok=True)
+        config = self.hub_dir / "jupyterhub_config.py"
+        config.write_text(render_demo_config(self.data_dir, self.port, self.ip, database_url))
+        env = {
+            **os.environ,
+            "COURSEHUB_DEMO_PASSWORD": self.secrets.password,
+            "COURSEHUB_DEMO_SERVICE_TOKEN": self.secrets.service_token,
+            "COURSEHUB_DATABASE_URL": database_url,
+            "COURSEHUB_DATA_DIR": str(self.data_dir),
+        }
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+                cwd=self.hub_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        self._wait_up()
+
+    def _wait_up(self) -> None:
+        import requests
+
+        deadline = time.monotonic() + HUB_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise CoursehubError(f"the hub exited ({self.process.returncode}):\n{self._tail()}")
+            try:
+                if requests.get(f"{self.url}/hub/api/", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise CoursehubError(
+            f"the hub did not answer within {HUB_START_TIMEOUT_S:g} s:\n{self._tail()}"
+        )
+
+    def _tail(self, n_chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+    def sync(self, database_url: str) -> Any:
+        """Sync the catalog into the hub (users, course groups, profiles); return the report."""
+        from coursehub.catalog.db import make_engine, session_scope
+        from coursehub.hub.hubclient import HubClient
+        from coursehub.hub.sync import (
+            actual_state,
+            apply_sync,
+            course_specs,
+            desired_from_courses,
+            plan_sync,
+        )
+
+        engine = make_engine(database_url)
+        client = HubClient(f"{self.url}/hub/api", self.secrets.service_token)
+        try:
+            with session_scope(engine) as session:
+                desired = desired_from_courses(course_specs(session))
+            return apply_sync(plan_sync(desired, actual_state(client)), client)
+        finally:
+            client.close()
+            engine.dispose()
+
+    def stop(self) -> None:
+        """Ask the hub to stop (SIGINT), then kill whatever of its descendants is left."""
+        import psutil
+
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            children = psutil.Process(process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            children = []
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(HUB_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        _gone, alive = psutil.wait_procs(children, timeout=5)
+        for child in alive:
+            child.kill()
+        psutil.wait_procs(alive, timeout=5)
+
+    def wait(self) -> int:
+        """Block until the hub exits; return its status."""
+        assert self.process is not None
+        return self.process.wait()
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
+    """Run the demo until Ctrl-C; return the exit status (0 after a clean stop)."""
+    from coursehub.demo.accounts import render_banner
+
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    database_url, seeded = prepare_catalog(data_dir)
+    print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
+    hub = DemoHub(data_dir, port, ip)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        hub.start(database_url)
+        report = hub.sync(database_url)
+        print(render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
+              flush=True)  # fmt: skip
+        status = hub.wait()
+        print(f"coursehub demo: the hub exited with status {status}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("coursehub demo: stopping the hub, its servers and services...", flush=True)
+        return 0
+    finally:
+        hub.stop()
+        signal.signal(signal.SIGTERM, previous)
+        print("coursehub demo: stopped; data kept in " + str(data_dir), flush=True)

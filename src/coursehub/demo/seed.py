@@ -1,0 +1,102 @@
+"""The demo's catalog: one year, two portals, two courses, a teaching team, 30 students.
+
+Seeded once, on the first ``coursehub demo`` in a data directory, through the
+catalog's own services (migrations, ``create_*``, and the roster import used
+for real student lists); a restart finds the year and leaves everything as it
+is. The course of the JCAD 2024 talk, "Machine Learning for Mechanics" (M2),
+gets a 2-CPU / 4 GiB / 2-thread profile.
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: Academic year of the demo catalog.
+DEMO_YEAR = "2025-2026"
+#: Roster file shipped in this package (semicolon separated, UTF-8).
+ROSTER_FILE = "roster_mlmeca.csv"
+#: Teaching notebook shipped in this package, copied into each student's home.
+NOTEBOOK_FILE = "double_pendulum.ipynb"
+#: (username, first name, last name, course code, role) of the teaching teams.
+DEMO_TEAM: tuple[tuple[str, str, str, str, str], ...] = (
+    ("mbuffat", "Marc", "Buffat", "MLMECA", "lead"),
+    ("tdupont", "Thérèse", "Dupont", "MLMECA", "teacher"),
+    ("gmartin", "Gaël", "Martin", "MLMECA", "grader"),
+    ("sleclerc", "Sébastien", "Leclerc", "NUMFLU", "lead"),
+)
+#: (code, title, portal code, profile name) of the demo courses.
+DEMO_COURSES: tuple[tuple[str, str, str, str], ...] = (
+    ("MLMECA", "Machine Learning for Mechanics", "MECA", "m2-mlmeca"),
+    ("NUMFLU", "Mécanique des fluides numérique", "MATH", "l3-small"),
+)
+
+
+def roster_bytes() -> bytes:
+    """Return the shipped roster of "Machine Learning for Mechanics" (30 students)."""
+    return resources.files("coursehub.demo").joinpath(ROSTER_FILE).read_bytes()
+
+
+def is_seeded(session: Any) -> bool:
+    """Return True when the demo year is already in the catalog."""
+    from sqlalchemy import select
+
+    from coursehub.catalog.models import AcademicYear
+
+    return session.scalar(select(AcademicYear).where(AcademicYear.label == DEMO_YEAR)) is not None
+
+
+def seed_catalog(session: Any) -> list[str]:
+    """Create the demo catalog (flushes; the roster import commits); return the course_ids.
+
+    Raises
+    ------
+    coursehub.catalog.errors.ConflictError
+        If the demo year already exists (see :func:`is_seeded`).
+    """
+    from coursehub.catalog.courses import add_group, create_course, create_portal, create_year
+    from coursehub.catalog.enrolment import import_roster
+    from coursehub.catalog.people import add_member
+    from coursehub.catalog.profiles import create_profile
+
+    year = create_year(session, DEMO_YEAR)
+    portals = {
+        "MECA": create_portal(session, "MECA", "Mécanique"),
+        "MATH": create_portal(session, "MATH", "Mathématiques appliquées"),
+    }
+    profiles = {
+        "m2-mlmeca": create_profile(session, "m2-mlmeca", cpu_limit=2, mem_limit="4G", n_threads=2),
+        "l3-small": create_profile(session, "l3-small", cpu_limit=1, mem_limit="2G", n_threads=1),
+    }
+    courses = {}
+    for code, title, portal, profile in DEMO_COURSES:
+        course = create_course(
+            session, code, title, year, portals[portal], profile=profiles[profile]
+        )
+        for name in ("G1", "G2"):
+            add_group(session, course, name, "TD")
+        courses[code] = course
+    for username, first, last, code, role in DEMO_TEAM:
+        add_member(session, courses[code], username, role, None, first_name=first, last_name=last)
+    session.commit()
+    import_roster(session, courses["MLMECA"].course_id, roster_bytes())
+    return [course.course_id for course in courses.values()]
+
+
+def ensure_notebook(home: str | Path) -> Path | None:
+    """Copy the pendulum notebook into ``home`` unless a file of that name is there.
+
+    Returns the notebook's path in ``home``, or None when the package ships
+    no notebook. The home directory is created if needed.
+    """
+    source = resources.files("coursehub.demo").joinpath(NOTEBOOK_FILE)
+    if not source.is_file():
+        return None
+    target = Path(home) / NOTEBOOK_FILE
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with resources.as_file(source) as path:
+            shutil.copyfile(path, target)
+    return target
