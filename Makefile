@@ -26,7 +26,7 @@ system-deps:
 		postgresql chromium nodejs npm git
 
 demo: setup
-	$(BIN)/coursehub pendulum pipeline
+	$(BIN)/coursehub demo
 
 test: setup
 	$(BIN)/python -m pytest
