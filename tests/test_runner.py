@@ -272,6 +272,7 @@ def test_make_spec_rejects_bad_values():
         (["--timeout", "0", "--", "ok.py"], "duration must be positive"),
         (["--", "missing.py"], "script not found"),
         (["--", "-m", "no_such_module_xyz"], "module not found: no_such_module_xyz"),
+        (["-m", "no_such_module_xyz", "x"], "module not found: no_such_module_xyz"),
         ([], "no script given"),
         (["--no-wait", "--", "missing.py"], "script not found"),
     ],

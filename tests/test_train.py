@@ -10,7 +10,7 @@ import torch
 
 from coursehub.pendulum import train
 from coursehub.pendulum.dataset import generate_dataset, save_dataset
-from coursehub.pendulum.pipeline import plan_train_command
+from coursehub.pendulum.pipeline import plan_train_args
 from coursehub.pendulum.trainer import (
     WARMUP_STEPS,
     TrainConfig,
@@ -210,13 +210,5 @@ def test_torch_loads_only_after_the_thread_count_is_set(tmp_path, data):
 
 def test_pipeline_trains_through_the_course_interface(tmp_path):
     args = argparse.Namespace(epochs=2, seed=0, max_windows=None)
-    argv = plan_train_command(tmp_path, args, 3)
-    assert argv[:7] == [
-        sys.executable,
-        "-m",
-        "coursehub.pendulum.train",
-        str(tmp_path / "model.pt"),
-        "2",
-        "3",
-        "--data",
-    ]
+    argv = plan_train_args(tmp_path, args, 3)
+    assert argv[:4] == [str(tmp_path / "model.pt"), "2", "3", "--data"]

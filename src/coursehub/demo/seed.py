@@ -18,8 +18,10 @@ from typing import Any
 DEMO_YEAR = "2025-2026"
 #: Roster file shipped in this package (semicolon separated, UTF-8).
 ROSTER_FILE = "roster_mlmeca.csv"
-#: Teaching notebook shipped in this package, copied into each student's home.
+#: Teaching notebook copied into each student's home.
 NOTEBOOK_FILE = "double_pendulum.ipynb"
+#: Package holding it, in ``notebooks/`` (the one copy: ``examples/pendulum/`` links to it).
+NOTEBOOK_PACKAGE = "coursehub.pendulum"
 #: (username, first name, last name, course code, role) of the teaching teams.
 DEMO_TEAM: tuple[tuple[str, str, str, str, str], ...] = (
     ("mbuffat", "Marc", "Buffat", "MLMECA", "lead"),
@@ -91,7 +93,7 @@ def ensure_notebook(home: str | Path) -> Path | None:
     Returns the notebook's path in ``home``, or None when the package ships
     no notebook. The home directory is created if needed.
     """
-    source = resources.files("coursehub.demo").joinpath(NOTEBOOK_FILE)
+    source = resources.files(NOTEBOOK_PACKAGE) / "notebooks" / NOTEBOOK_FILE
     if not source.is_file():
         return None
     target = Path(home) / NOTEBOOK_FILE

@@ -2,22 +2,25 @@
 
 ``coursehub pendulum pipeline [--out-dir DIR] [--n-trajectories 60] [--epochs 2] [--threads N]``
 
-Training runs as ``python -m coursehub.pendulum.train`` in a child process
-whose environment carries the thread variables: a fresh interpreter reads
-them before torch loads, and gives back all of its memory (GPU included)
-when it exits (REFERENCE.md sections 1 and 3).
+Training goes through the runner (:func:`coursehub.runner.api.run`) as
+``coursehub run --threads N -- -m coursehub.pendulum.train ...`` would: a
+fresh interpreter whose environment carries the thread variables before
+torch loads, admitted only when N CPU slots are free on this machine, which
+gives back all of its memory (GPU included) when it exits (REFERENCE.md
+sections 1 and 3). Its output, then the runner's one-line summary, stream
+to standard output.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.resources import effective_cpus, thread_env
+from coursehub.resources import effective_cpus
+
+#: The training module, run by the runner as ``python -m``.
+TRAIN_MODULE = "coursehub.pendulum.train"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,12 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="data and training seed (0)")
 
 
-def plan_train_command(out_dir: Path, args: argparse.Namespace, n_threads: int) -> list[str]:
-    """The child's argv: the course's interface plus the demo's data file and size."""
+def plan_train_args(out_dir: Path, args: argparse.Namespace, n_threads: int) -> list[str]:
+    """Return the training module's arguments: the course's interface plus the data file and size.
+
+    ``MODEL_FILE N_EPOCHS N_THREADS`` (files in ``out_dir``), then ``--data``,
+    ``--force``, ``--seed`` and, when given, ``--max-windows``.
+    """
     return [
-        sys.executable,
-        "-m",
-        "coursehub.pendulum.train",
         str(out_dir / "model.pt"),
         str(args.epochs),
         str(n_threads),
@@ -64,8 +68,33 @@ def plan_train_command(out_dir: Path, args: argparse.Namespace, n_threads: int) 
     ] + ([] if args.max_windows is None else ["--max-windows", str(args.max_windows)])
 
 
+def train_through_runner(out_dir: Path, args: argparse.Namespace, n_threads: int) -> None:
+    """Train in a fresh interpreter through the runner; its output and summary go to stdout.
+
+    Raises
+    ------
+    UsageError
+        The runner refuses the job (more threads than this machine's CPU budget).
+    CoursehubError
+        The training ended with a non-zero status or was stopped; the message
+        names the runner's log of it.
+    """
+    from coursehub.runner.api import run as run_job
+
+    result = run_job(
+        TRAIN_MODULE,
+        plan_train_args(out_dir, args, n_threads),
+        module=True,
+        n_threads=n_threads,
+        name="pendulum-train",
+    )
+    if not result.ok:
+        status = result.killed_reason or f"exit status {result.returncode}"
+        raise CoursehubError(f"training failed ({status}): see {result.log_path}")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Generate, train (child process), evaluate; print where the results are."""
+    """Generate, train (through the runner), evaluate; print where the results are."""
     from coursehub.pendulum.dataset import generate_dataset, save_dataset
 
     if args.n_trajectories < 10:
@@ -77,11 +106,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"1/3 simulating {args.n_trajectories} trajectories -> {out / 'pendulum.npz'}")
     ds = generate_dataset(args.n_trajectories, seed=args.seed)
     save_dataset(ds, out / "pendulum.npz", overwrite=True)
-    print(f"2/3 training in a fresh interpreter with {n_threads} thread(s)", flush=True)
-    env = {**os.environ, **thread_env(n_threads)}
-    child = subprocess.run(plan_train_command(out, args, n_threads), env=env, check=False)
-    if child.returncode != 0:
-        raise CoursehubError(f"training failed with exit status {child.returncode}")
+    print(f"2/3 training through the runner: fresh interpreter, {n_threads} thread(s)", flush=True)
+    train_through_runner(out, args, n_threads)
     print("3/3 evaluating against persistence and ridge AR(10)", flush=True)
     from coursehub.pendulum import evaluate
 

@@ -29,6 +29,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="short name for the job id and log")
     parser.add_argument("--log", metavar="PATH", help="log file (default: in the runs directory)")
     parser.add_argument(
+        "-m", dest="module_name", metavar="MODULE",
+        help="run a module, as python -m does (its arguments follow)",
+    )  # fmt: skip
+    parser.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
         help="script and its arguments, or -m MODULE and its arguments",
     )  # fmt: skip
@@ -72,6 +76,9 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
     module = command[:1] == ["-m"]
     if module:
         command = command[1:]
+    if args.module_name:
+        module = True
+        command = [args.module_name, *command]
     if not command:
         raise UsageError("no script given: coursehub run [OPTIONS] -- SCRIPT [ARGS...]")
     options: dict[str, Any] = {
