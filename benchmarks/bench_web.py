@@ -1,18 +1,26 @@
 """Course page latency: a course of 1,500 students under 20 concurrent clients.
 
 The app runs in development mode as the course's lead (who sees the
-student table, 100 a page), served by waitress (multi-threaded) on a free localhost port;
-clients are threads with a ``requests.Session`` each, sending a fixed number
-of requests. Prints p50/p95/max latency and requests/s, per backend: SQLite
-always, PostgreSQL when ``initdb``/``pg_ctl`` are found (a throwaway cluster).
-Target: p95 < 150 ms.
+student table, 50 a page), served by ``coursehub web serve`` in a subprocess
+on a free localhost port, by default in the recommended production setting
+(``--workers auto``: one gunicorn process per usable CPU, ``--threads``
+threads each; ``--workers 1`` is waitress in one process). Clients are
+threads with a ``requests.Session`` each, sending a fixed number of requests.
+Prints p50/p95/max latency, requests/s and the server's CPU time per request
+(all its processes), per backend: SQLite, and PostgreSQL when
+``initdb``/``pg_ctl`` are found (a throwaway cluster). Target: p95 < 150 ms.
+The clients run on the same machine as the server and take their share of
+its CPUs; the load average before each run is printed, since other work on
+the machine changes the figures.
 
     .venv/bin/python benchmarks/bench_web.py [--students 1500] [--clients 20] [--requests 400]
+        [--workers auto] [--threads 4] [--backend both]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import shutil
@@ -27,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import requests
 
 from coursehub.catalog.courses import get_course
@@ -56,14 +65,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(url: str, threads: int) -> Iterator[str]:
-    """Run ``coursehub web serve`` (waitress) as the course's lead in a subprocess.
+def serve(url: str, workers: str, threads: int) -> Iterator[tuple[str, psutil.Process]]:
+    """Run ``coursehub web serve`` as the course's lead in a subprocess; yield (URL, process).
 
     A separate process, so that the clients do not share the server's GIL.
     """
     port = free_port()
     command = [sys.executable, "-m", "coursehub", "web", "serve", "--port", str(port),
-               "--threads", str(threads), "--dev-user", "mbuffat"]  # fmt: skip
+               "--workers", workers, "--threads", str(threads),
+               "--dev-user", "mbuffat"]  # fmt: skip
     env = {**os.environ, "COURSEHUB_DATABASE_URL": url}
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -78,7 +88,7 @@ def serve(url: str, threads: int) -> Iterator[str]:
                     out = server.stdout.read().decode() if server.stdout else ""
                     raise RuntimeError(f"the server did not start:\n{out}") from None
                 time.sleep(0.2)
-        yield base
+        yield base, psutil.Process(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -110,28 +120,44 @@ def run_clients(url: str, n_clients: int, n_requests: int) -> tuple[list[float],
     return latencies, time.perf_counter() - start
 
 
-def report(name: str, latencies: list[float], wall_s: float, size: int) -> None:
-    """Print one backend's figures."""
+def cpu_s(server: psutil.Process) -> float:
+    """Return the user + system CPU seconds used so far by ``server`` and its children."""
+    total = 0.0
+    for proc in [server, *server.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def report(name: str, latencies: list[float], wall_s: float, size: int, cpu: float) -> None:
+    """Print one backend's figures (``cpu``: server CPU seconds spent on the measured requests)."""
     ms = sorted(x * 1000 for x in latencies)
     p95 = ms[max(0, round(0.95 * len(ms)) - 1)]
     print(
         f"{name:10s} n={len(ms)} page={size / 1024:.0f} KiB  p50={statistics.median(ms):.1f} ms  "
         f"p95={p95:.1f} ms  max={ms[-1]:.1f} ms  {len(ms) / wall_s:.1f} req/s  "
-        f"target p95<150 ms: {'met' if p95 < 150 else 'NOT met'}"
+        f"server CPU {cpu / len(ms) * 1000:.1f} ms/request  "
+        f"target p95<150 ms: {'met' if p95 < 150 else 'NOT met'}",
+        flush=True,
     )
 
 
 def bench(name: str, url: str, args: argparse.Namespace) -> None:
     """Build, serve, warm up, measure, report one backend."""
     course_id = build_catalog(url, args.students)
-    with serve(url, args.threads) as base:
+    with serve(url, args.workers, args.threads) as (base, server):
         page = f"{base}/courses/{course_id}/"
         first = requests.get(page, timeout=60)
         first.raise_for_status()
         assert f"Students ({args.students + 4})" in first.text, "the page misses the students"
-        run_clients(page, args.clients, args.clients)  # warm-up
+        run_clients(page, args.clients, 2 * args.clients)  # warm-up: every worker and thread
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"{name}: load average {load} on {os.cpu_count()} CPUs", flush=True)
+        cpu_before = cpu_s(server)
         latencies, wall_s = run_clients(page, args.clients, args.requests)
-    report(name, latencies, wall_s, len(first.content))
+        cpu = cpu_s(server) - cpu_before
+    report(name, latencies, wall_s, len(first.content), cpu)
 
 
 def pg_bindir() -> Path | None:
@@ -175,10 +201,18 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=1500)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--threads", type=int, default=8, help="server threads (waitress)")
+    parser.add_argument(
+        "--workers", default="auto", help="server processes: 'auto' (one per CPU), N, 1: waitress"
+    )
+    parser.add_argument("--threads", type=int, default=4, help="server threads per process")
+    parser.add_argument("--backend", choices=["both", "sqlite", "postgresql"], default="both")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        bench("sqlite", f"sqlite:///{tmp}/catalog.sqlite", args)
+    print(f"coursehub web serve --workers {args.workers} --threads {args.threads}", flush=True)
+    if args.backend != "postgresql":
+        with tempfile.TemporaryDirectory() as tmp:
+            bench("sqlite", f"sqlite:///{tmp}/catalog.sqlite", args)
+    if args.backend == "sqlite":
+        return
     bindir = pg_bindir()
     if bindir is None:
         print("postgresql skipped: initdb/pg_ctl not found")

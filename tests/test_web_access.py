@@ -53,6 +53,11 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     ("GET", "/profiles/<name>/edit", "/profiles/small/edit", None,       (302, 403, 403, 403, 403, 200)),
     ("POST", "/profiles/<name>/edit", "/profiles/small/edit", None,      (302, 403, 403, 403, 403, 400)),
     ("GET", "/people/", "/people/?q=p25", None,                          (302, 403, 200, 200, 200, 200)),
+    ("GET", "/courses/<course_id>/grading", f"{C}/grading", None,       (302, 403, 403, 200, 200, 200)),
+    ("POST", "/courses/<course_id>/grading/<assignment>/<step>", f"{C}/grading/ps1/release", None,
+                                                                         (302, 403, 403, 302, 302, 302)),
+    ("GET", "/courses/<course_id>/grading/grades.csv", f"{C}/grading/grades.csv", None,
+                                                                         (302, 403, 403, 404, 404, 404)),
     # sign-in: no hub in tests, so no OAuth to start or finish
     ("GET", "/login", "/login", None,                                    (404, 404, 404, 404, 404, 404)),
     ("GET", "/oauth_callback", "/oauth_callback?code=x&state=y", None,   (403, 403, 403, 403, 403, 403)),

@@ -5,6 +5,11 @@ address to listen on comes from ``JUPYTERHUB_SERVICE_URL``). Standalone, a
 development user must be named (``--dev-user NAME`` or
 ``COURSEHUB_DEV_USER``); otherwise the app refuses to start. Flask and the
 server are imported only when the command runs.
+
+``--workers 1`` (the default) serves with waitress in one process;
+``--workers N`` (or ``auto``: one per usable CPU) forks N gunicorn processes
+of ``--threads`` threads each, the production setting on a multi-core host
+(see :mod:`coursehub.web.serving`).
 """
 
 from __future__ import annotations
@@ -21,14 +26,24 @@ def register(subparsers: Any) -> None:
     """Add ``coursehub web`` and its ``serve`` sub-command to ``subparsers``."""
     parser = subparsers.add_parser("web", help="the course catalogue web app")
     commands = parser.add_subparsers(dest="web_command", metavar="COMMAND", required=True)
-    serve = commands.add_parser("serve", help="serve the web app (waitress, threaded)")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the web app (waitress; gunicorn with --workers N)",
+        description="Serve the course web app. Production on a host with several cores: "
+        "--workers auto (one gunicorn process per usable CPU, each with --threads threads); "
+        "the default --workers 1 serves with waitress in this process.",
+    )
     serve.add_argument(
         "--host", help="address to listen on (default: from the hub, else 127.0.0.1)"
     )
     serve.add_argument(
         "--port", type=int, help=f"port (default: from the hub, else {DEFAULT_PORT})"
     )
-    serve.add_argument("--threads", type=int, default=8, help="worker threads (default 8)")
+    serve.add_argument(
+        "--workers", default="1", metavar="N",
+        help="processes: 1 (default, waitress), N > 1 or 'auto' (gunicorn, one per CPU)",
+    )  # fmt: skip
+    serve.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
     serve.add_argument("--dev-user", metavar="NAME", help="standalone development: act as NAME")
     serve.add_argument("--dev-admin", action="store_true", help="the development user is admin")
     serve.add_argument(
@@ -55,14 +70,17 @@ def plan_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Create the app (refusing bad configuration or schema) and serve it until interrupted."""
-    from waitress import serve
-
+    from coursehub.resources import effective_cpus
     from coursehub.web import create_app
     from coursehub.web.config import plan_prefix
+    from coursehub.web.serving import ServerPlan, plan_workers, serve_gunicorn, serve_waitress
 
+    workers = plan_workers(args.workers, effective_cpus())
     app = create_app(plan_overrides(args) or None)
     host, port = plan_address(args, dict(os.environ))
-    prefix = plan_prefix(app.config)
-    print(f"coursehub web: serving on http://{host}:{port}{prefix}", flush=True)
-    serve(app, host=host, port=port, threads=args.threads, ident="coursehub")
+    plan = ServerPlan(host, port, workers, args.threads)
+    server = "waitress" if workers == 1 else f"gunicorn, {workers} processes"
+    print(f"coursehub web: serving on http://{host}:{port}{plan_prefix(app.config)} "
+          f"({server}, {plan.threads} threads each)", flush=True)  # fmt: skip
+    (serve_waitress if workers == 1 else serve_gunicorn)(app, plan)
     return 0

@@ -25,9 +25,18 @@ PUBLIC_ENDPOINTS = frozenset({"static", "auth.login", "auth.oauth_callback", "au
 
 def init_app(app: Flask) -> None:
     """Register the page blueprints and the sign-in gate."""
-    from coursehub.web.views import browse, courses, groups, people, profiles, roster, team
+    from coursehub.web.views import (
+        browse,
+        courses,
+        grading,
+        groups,
+        people,
+        profiles,
+        roster,
+        team,
+    )
 
-    for module in (browse, courses, groups, team, roster, profiles, people):
+    for module in (browse, courses, groups, team, roster, profiles, people, grading):
         app.register_blueprint(module.bp)
     app.before_request(require_login)
     app.context_processor(navigation)

@@ -11,7 +11,7 @@ from coursehub.catalog.courses import list_portals, list_years
 from coursehub.catalog.models import Course
 from coursehub.catalog.profiles import list_profiles
 from coursehub.errors import CoursehubError
-from coursehub.web.access import Access, require_creator
+from coursehub.web.access import Access, require, require_creator
 from coursehub.web.actions import Material, NewCourse, apply_course_changes, apply_new_course
 from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
@@ -24,13 +24,12 @@ bp = Blueprint("courses", __name__)
 @bp.get("/courses/<course_id>/")
 def show(course_id: str) -> str:
     """The course page: team, groups with counts, students (team only, paged), resources."""
-    course, access = load_course(course_id, Access.VIEW)
     page = load_course_page(
-        get_session(), course, g.identity.name,
-        with_students=access >= Access.READ_ROSTER, page=request.args.get("page", 1, type=int),
-    )  # fmt: skip
-    return render_template("courses/show.html", page=page, course=course, access=access,
-                           Access=Access)  # fmt: skip
+        get_session(), course_id, g.get("identity"), page=request.args.get("page", 1, type=int)
+    )
+    require(page.access, Access.VIEW)
+    return render_template("courses/show.html", page=page, course=page.course,
+                           access=page.access, Access=Access)  # fmt: skip
 
 
 def fill_choices(form: CourseForm, session: Session) -> None:
