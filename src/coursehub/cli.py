@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coursehub.catalog.cli",
     "coursehub.web.cli",
     "coursehub.hub.cli",
+    "coursehub.grading.cli",
     "coursehub.demo.cli",
 )
 

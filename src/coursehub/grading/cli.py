@@ -1,0 +1,159 @@
+"""``coursehub grading ...``: nbgrader per course, from the command line.
+
+Teacher: ``setup``, ``add``, ``generate``, ``release``, ``status``,
+``collect``, ``autograde``, ``feedback``, ``export``, ``grades``; admin:
+``hub-config``, ``student-config``; student: ``fetch``, ``submit``. Paths
+come from ``COURSEHUB_GRADING_*`` (:func:`coursehub.grading.layout.layout_from_env`).
+Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+#: Sub-commands taking a course and an assignment, with their help.
+STEPS = {
+    "generate": "make the student version of an assignment",
+    "release": "release a generated assignment to the exchange",
+    "collect": "collect the newest submission of each student",
+    "feedback": "generate and release feedback of autograded submissions",
+    "status": "show who fetched, submitted, was collected and autograded",
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coursehub grading`` and its sub-commands to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "grading", help="nbgrader assignments per course: release, collect, autograde, grades",
+        description="nbgrader per course: course directory, exchange, gradebook, assignments.",
+    )  # fmt: skip
+    sub = parser.add_subparsers(dest="grading_command", metavar="STEP", required=True)
+    setup = sub.add_parser("setup", help="create the course's nbgrader folders, sync gradebook")
+    setup.add_argument("course_id")
+    add = sub.add_parser("add", help="add an assignment from source notebooks with nbgrader cells")
+    add.add_argument("course_id")
+    add.add_argument("assignment")
+    add.add_argument("files", nargs="+", type=Path, help="notebooks (and data files)")
+    for step, text in STEPS.items():
+        p = sub.add_parser(step, help=text)
+        p.add_argument("course_id")
+        p.add_argument("assignment")
+    auto = sub.add_parser("autograde", help="autograde every collected submission (runner jobs)")
+    auto.add_argument("course_id")
+    auto.add_argument("assignment")
+    auto.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S",
+        help="wall-clock limit of one submission (default: %(default)s s)",
+    )  # fmt: skip
+    export = sub.add_parser("export", help="write the grades as nbgrader's CSV")
+    export.add_argument("course_id")
+    export.add_argument("-o", "--output", type=Path, default=Path("grades.csv"))
+    grades = sub.add_parser("grades", help="print the course's grade table")
+    grades.add_argument("course_id")
+    hub = sub.add_parser("hub-config", help="print jupyterhub_config.py lines: one formgrader each")
+    hub.add_argument("course_ids", nargs="+")
+    sub.add_parser("student-config", help="print the servers' global nbgrader_config.py")
+    for step in ("fetch", "submit"):
+        p = sub.add_parser(step, help=f"student: {step} an assignment")
+        p.add_argument("course_id")
+        p.add_argument("assignment")
+        p.add_argument("--student", help="student id (default: the Unix user)")
+        p.add_argument("--dir", type=Path, default=Path.cwd(), help="working folder")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sub-command; print what it did."""
+    from coursehub.grading.layout import layout_from_env
+
+    command = args.grading_command
+    if command == "hub-config":
+        from coursehub.grading.hubservice import render_formgrader_config
+
+        print(render_formgrader_config([layout_from_env(c) for c in args.course_ids]), end="")
+        return 0
+    if command == "student-config":
+        from coursehub.grading.layout import render_student_config
+
+        print(render_student_config(layout_from_env("x").exchange_root), end="")
+        return 0
+    layout = layout_from_env(args.course_id)
+    if command in ("fetch", "submit"):
+        return _student(args, layout)
+    if command in ("setup", "autograde"):
+        return _with_catalog(args, layout)
+    return _teacher(args, layout)
+
+
+def _teacher(args: argparse.Namespace, layout: Any) -> int:
+    from coursehub.grading import assignments, export
+
+    command = args.grading_command
+    if command == "add":
+        print(f"added {assignments.add_assignment(layout, args.assignment, args.files)}")
+    elif command == "generate":
+        assignments.generate_assignment(layout, args.assignment)
+        print(f"generated {args.assignment} in {layout.course_dir / 'release'}")
+    elif command == "release":
+        assignments.release_assignment(layout, args.assignment)
+        print(f"released {args.assignment} of {layout.course_id}")
+    elif command == "collect":
+        assignments.collect(layout, args.assignment)
+        status = assignments.assignment_status(layout, args.assignment)
+        print(f"collected: {', '.join(status.collected) or 'nothing'}")
+    elif command == "feedback":
+        assignments.generate_feedback(layout, args.assignment)
+        assignments.release_feedback(layout, args.assignment)
+        print(f"feedback of {args.assignment} released")
+    elif command == "status":
+        status = assignments.assignment_status(layout, args.assignment)
+        for field in ("generated", "released", "fetched", "submitted", "collected", "autograded"):
+            value = getattr(status, field)
+            print(f"{field:<11} {', '.join(value) if isinstance(value, tuple) else value}")
+    elif command == "export":
+        print(f"wrote {export.export_grades_csv(layout, args.output)}")
+    elif command == "grades":
+        print(export.render_grade_table(export.read_grade_table(layout)))
+    return 0
+
+
+def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.grading.autograde import render_outcomes
+    from coursehub.grading.course import autograde_course_assignment, setup_course
+
+    engine = make_engine()
+    try:
+        with session_scope(engine) as session:
+            if args.grading_command == "setup":
+                plan = setup_course(session, args.course_id, layout)
+                print(f"course {args.course_id} ready in {layout.course_dir}; gradebook: "
+                      f"{plan.summary()}")  # fmt: skip
+                return 0
+            outcomes = autograde_course_assignment(
+                session, args.course_id, layout, args.assignment, args.timeout
+            )
+    finally:
+        engine.dispose()
+    print(render_outcomes(args.assignment, outcomes))
+    return 0
+
+
+def _student(args: argparse.Namespace, layout: Any) -> int:
+    import getpass
+
+    from coursehub.grading.exchange import fetch_assignment, submit_assignment
+
+    student = args.student or getpass.getuser()
+    if args.grading_command == "fetch":
+        path = fetch_assignment(layout.exchange_root, layout.course_id, args.assignment, student,
+                                args.dir)  # fmt: skip
+        print(f"fetched into {path}")
+    else:
+        submit_assignment(
+            layout.exchange_root, layout.course_id, args.assignment, student, args.dir
+        )
+        print(f"submitted {args.assignment} of {layout.course_id} as {student}")
+    return 0

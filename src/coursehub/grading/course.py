@@ -1,0 +1,51 @@
+"""Per-course grading setup from the catalog, and the catalog-aware autograde.
+
+:func:`setup_course` makes a catalog course ready for nbgrader (course
+directory, ``nbgrader_config.py``, exchange directories, gradebook in step
+with the roster); :func:`autograde_course_assignment` grades with the
+course's roster and its resource profile's limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from coursehub.grading.autograde import (
+    DEFAULT_JOB_TIMEOUT_S,
+    SubmissionOutcome,
+    autograde_assignment,
+    limits_for_profile,
+)
+from coursehub.grading.gradebook import GradebookPlan, read_roster, sync_gradebook
+from coursehub.grading.layout import CourseLayout, ensure_course
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+
+def setup_course(session: Session, course_id: str, layout: CourseLayout) -> GradebookPlan:
+    """Create the course's grading directories and config, then sync its gradebook.
+
+    Idempotent: run it again after a roster change. Returns the gradebook
+    sync plan that was applied. Raises
+    :class:`coursehub.catalog.errors.NotFoundError` for an unknown course.
+    """
+    from coursehub.catalog.courses import get_course
+
+    course = get_course(session, course_id)
+    ensure_course(replace(layout, course_id=course.course_id))
+    return sync_gradebook(session, course, layout)
+
+
+def autograde_course_assignment(
+    session: Session, course_id: str, layout: CourseLayout, assignment: str,
+    timeout_s: float = DEFAULT_JOB_TIMEOUT_S, backend: Any = None,
+) -> list[SubmissionOutcome]:  # fmt: skip
+    """Autograde ``assignment`` with the course's roster and its profile's threads and memory."""
+    from coursehub.catalog.courses import get_course
+
+    course = get_course(session, course_id)
+    roster = [record.student_id for record in read_roster(session, course)]
+    limits = limits_for_profile(course.profile, timeout_s)
+    return autograde_assignment(layout, assignment, roster, limits, backend)

@@ -1,0 +1,118 @@
+"""Grades out of a course's gradebook: nbgrader's CSV export and the course page's grade table.
+
+The CSV is nbgrader's own (:class:`nbgrader.plugins.export.CsvExportPlugin`,
+columns ``assignment, duedate, timestamp, student_id, last_name, first_name,
+email, raw_score, late_submission_penalty, score, max_score``; a missing
+submission scores 0), written to a temporary file and moved into place.
+The grade table (one row per student, one column per assignment) is for
+the teaching team only: callers check the role (e.g.
+:func:`coursehub.catalog.people.is_team`) before showing it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursehub.grading.layout import CourseLayout
+
+#: nbgrader's CSV columns, in order.
+CSV_COLUMNS: tuple[str, ...] = (
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+)
+
+
+def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, ...] = ()) -> Path:
+    """Write the course's grades as nbgrader's CSV to ``dest`` (atomically); return ``dest``."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins.export import CsvExportPlugin
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+    os.close(fd)
+    try:
+        plugin = CsvExportPlugin(to=tmp, assignment=list(assignments))
+        with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
+            plugin.export(gradebook)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    """A student's scores: ``scores[i]`` for ``GradeTable.assignments[i]`` (None: not submitted)."""
+
+    student_id: str
+    name: str
+    scores: tuple[float | None, ...]
+
+    @property
+    def total(self) -> float:
+        """Sum of the scores (a missing submission counts 0)."""
+        return sum(s or 0.0 for s in self.scores)
+
+
+@dataclass(frozen=True)
+class GradeTable:
+    """A course's grades: assignments (gradebook order), their max scores, a row per student."""
+
+    course_id: str
+    assignments: tuple[str, ...]
+    max_scores: tuple[float, ...]
+    rows: tuple[GradeRow, ...]
+
+
+def read_grade_table(layout: CourseLayout) -> GradeTable:
+    """Read the course's grade table from its gradebook (students sorted by id)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
+        assignments = list(gradebook.assignments)
+        rows = []
+        for student in sorted(gradebook.students, key=lambda s: s.id):
+            scores: list[float | None] = []
+            for assignment in assignments:
+                try:
+                    submission = gradebook.find_submission(assignment.name, student.id)
+                except MissingEntry:
+                    scores.append(None)
+                else:
+                    scores.append(float(submission.score))
+            name = f"{student.first_name or ''} {student.last_name or ''}".strip() or student.id
+            rows.append(GradeRow(student.id, name, tuple(scores)))
+        return GradeTable(
+            layout.course_id,
+            tuple(a.name for a in assignments),
+            tuple(float(a.max_score) for a in assignments),
+            tuple(rows),
+        )
+
+
+def render_grade_table(table: GradeTable) -> str:
+    """Return the table as aligned text (CLI): student, name, one column per assignment, total."""
+    header = ["student", "name", *(f"{a} (/{m:g})" for a, m in zip(table.assignments,
+                                                               table.max_scores, strict=True)),
+              "total"]  # fmt: skip
+    body = [
+        [r.student_id, r.name, *("-" if s is None else f"{s:g}" for s in r.scores), f"{r.total:g}"]
+        for r in table.rows
+    ]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [header, *body])  # fmt: skip

@@ -1,0 +1,149 @@
+"""One formgrader per course, as a JupyterHub service named after the course.
+
+Following nbgrader's "Using nbgrader with JupyterHub" (0.9): the service
+``<course_id>`` runs ``jupyterhub-singleuser`` in the course directory (it
+reads ``nbgrader_config.py`` there), the group ``formgrade-<course_id>`` gets
+``access:services!service=<course_id>``, and every user server may ask the hub
+for its own groups (role ``server`` with ``inherit``) so that nbgrader's
+``JupyterHubAuthPlugin`` lists only the user's courses. A teacher of several
+courses thus has one formgrader per course, each with its own gradebook
+(nbgrader#1936, #1316).
+
+Two ways to add a course's formgrader:
+
+- at run time, :func:`register_formgrader` (``POST /hub/api/services/NAME``,
+  JupyterHub 5.0+, token with ``admin:services``): the hub routes
+  ``/services/<course_id>/`` to an external formgrader started outside the
+  hub (the command is in :func:`formgrader_command`). JupyterHub has no API
+  for roles, so the access role of the team group still comes from the
+  configuration: render it with :func:`render_formgrader_config`;
+- in the configuration, :func:`render_formgrader_config`, then a hub
+  restart (nbgrader#1354).
+
+The formgrader opens in its own browser tab (``formgrader_url``): its in-page
+frame is blank with JupyterHub 4.1+ (nbgrader#1870).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coursehub.grading.layout import CourseLayout
+
+#: First port of the formgrader services (one port per course, in course order).
+BASE_PORT = 9900
+
+
+def formgrader_url(course_id: str, hub_prefix: str = "/") -> str:
+    """Return the formgrader's address below the hub: ``/services/<course_id>/formgrader``."""
+    return f"{hub_prefix.rstrip('/')}/services/{course_id}/formgrader"
+
+
+def formgrader_command(python: str = sys.executable) -> list[str]:
+    """Return the formgrader's command (``jupyterhub-singleuser`` with the nbgrader extension)."""
+    return [python, "-m", "jupyterhub.singleuser", "--ServerApp.default_url=/formgrader"]
+
+
+def plan_service_model(course_id: str, url: str, api_token: str) -> dict[str, Any]:
+    """Return the body of ``POST /services/<course_id>`` for an external formgrader (pure)."""
+    return {
+        "name": course_id,
+        "url": url,
+        "api_token": api_token,
+        "oauth_no_confirm": True,
+        "display": True,
+        "info": {"coursehub": True, "kind": "formgrader", "course_id": course_id},
+    }
+
+
+def render_formgrader_config(layouts: Sequence[CourseLayout], base_port: int = BASE_PORT) -> str:
+    """Return the ``jupyterhub_config.py`` lines that run a formgrader per course (pure).
+
+    Each service gets port ``base_port + i`` and its token from the
+    environment variable ``FORMGRADER_TOKEN_<COURSE_ID>`` (upper case,
+    ``-`` as ``_``), so no secret is written in the file.
+    """
+    lines = ["# --- nbgrader: one formgrader service per course (written by coursehub) ---",
+             "import os", "", "c.JupyterHub.services += ["]  # fmt: skip
+    for i, layout in enumerate(layouts):
+        lines += [
+            "    {",
+            f"        'name': {layout.course_id!r},",
+            f"        'url': 'http://127.0.0.1:{base_port + i}',",
+            f"        'command': {formgrader_command('python3')!r},",
+            f"        'cwd': {str(layout.course_dir)!r},",
+            f"        'api_token': os.environ[{token_variable(layout.course_id)!r}],",
+            "        'oauth_no_confirm': True,",
+            "    },",
+        ]
+    lines += ["]", "c.JupyterHub.load_roles += ["]
+    for layout in layouts:
+        cid = layout.course_id
+        lines += [
+            f"    {{'name': 'formgrade-{cid}', 'groups': ['formgrade-{cid}'],",
+            f"     'scopes': ['access:services!service={cid}']}},",
+            f"    {{'name': 'formgrader-{cid}', 'services': [{cid!r}],",
+            "     'scopes': ['list:users', 'read:users', 'read:users:groups']},",
+        ]
+    lines += ["    {'name': 'server', 'scopes': ['inherit']},", "]"]
+    return "\n".join(lines) + "\n"
+
+
+def token_variable(course_id: str) -> str:
+    """Return the environment variable holding the formgrader token of ``course_id``."""
+    return "FORMGRADER_TOKEN_" + course_id.upper().replace("-", "_").replace(".", "_")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Outcome of :func:`register_formgrader`: ``registered`` or ``restart_needed``, and why."""
+
+    course_id: str
+    registered: bool
+    api_token: str
+    message: str
+
+
+def register_formgrader(client: Any, course_id: str, url: str) -> Registration:
+    """Register the course's formgrader as an external hub service at run time.
+
+    Parameters
+    ----------
+    client
+        A :class:`coursehub.hub.hubclient.HubClient` whose token has
+        ``admin:services``.
+    url
+        Where the formgrader listens (``http://127.0.0.1:PORT``).
+
+    Returns
+    -------
+    Registration
+        ``registered=True`` with the service token to start the formgrader
+        with; ``False`` when the hub cannot add services at run time (before
+        5.0, or a token without ``admin:services``): the message then says
+        to render the configuration and restart the hub. An existing
+        service of that name counts as registered (token unknown: "").
+    """
+    from coursehub.hub.hubclient import HubError
+
+    token = secrets.token_hex(32)
+    try:
+        client.create_service(course_id, plan_service_model(course_id, url, token))
+    except HubError as exc:
+        if exc.status == 409:
+            return Registration(course_id, True, "", f"service {course_id} already registered")
+        if exc.status in (403, 404, 405):
+            return Registration(course_id, False, "", _restart_message(course_id, exc.message))
+        raise
+    return Registration(course_id, True, token, f"service {course_id} registered at {url}")
+
+
+def _restart_message(course_id: str, reason: str) -> str:
+    return (
+        f"the hub refused to add service {course_id} at run time ({reason}): add the output of "
+        f"`coursehub grading hub-config` to jupyterhub_config.py and restart the hub"
+    )

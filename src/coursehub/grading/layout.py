@@ -1,0 +1,254 @@
+"""Where a course's grading lives: its course directory, its ``nbgrader_config.py``, the exchange.
+
+Layout (nbgrader 0.9 "Using nbgrader with JupyterHub", one course directory
+per course and one shared exchange with ``path_includes_course``)::
+
+    COURSES_ROOT/<course_id>/            the course directory (CourseDirectory.root)
+        nbgrader_config.py               course_id, root, exchange (render_course_config)
+        gradebook.db                     nbgrader's gradebook (SQLite)
+        source/ release/ submitted/ autograded/ feedback/
+        coursehub/                       autograde reports (JSON)
+    EXCHANGE_ROOT/                       0o1777: writable by all, sticky
+        <course_id>/                     0o755, owned by the course's grader account
+            outbound/                    0o755: released assignments, readable by all
+            inbound/                     0o3733: students drop submissions, cannot list
+            feedback/                    0o711: feedback files under unguessable names
+            fetched/                     0o1733: one marker per fetch (coursehub's addition)
+
+Permissions (nbgrader#1225): nbgrader's own exchange makes its root 0o777
+and requires every student to be able to write there (``Exchange.ensure_root``
+checks it). Here the root gets the sticky bit as well (0o1777, like
+``/tmp``), so a student cannot delete or rename another user's entries; a
+course's directory belongs to its grader, and its ``inbound`` is write-only
+for students (0o2733, nbgrader's mode) plus the sticky bit, so nobody can
+list, remove or replace somebody else's submission. The remaining exposure is
+nbgrader's: a submission folder is made 0o777 so that the instructor can
+delete it, hidden only by an unlistable parent and a random name suffix.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursehub.errors import UsageError
+
+#: Default exchange root (nbgrader's default).
+DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
+#: Default parent of the course directories.
+DEFAULT_COURSES_ROOT = "/srv/nbgrader/courses"
+#: nbgrader's default per-cell execution timeout in seconds (``c.Execute.timeout``).
+DEFAULT_EXECUTE_TIMEOUT_S = 30
+
+#: Mode of each exchange directory, relative to the exchange root ("" is the root).
+EXCHANGE_MODES: dict[str, int] = {
+    "": 0o1777,
+    "{course_id}": 0o755,
+    "{course_id}/outbound": 0o755,
+    "{course_id}/inbound": 0o3733,
+    "{course_id}/feedback": 0o711,
+    "{course_id}/fetched": 0o1733,
+}
+
+
+@dataclass(frozen=True)
+class CourseLayout:
+    """The grading paths of one course.
+
+    Attributes
+    ----------
+    course_id
+        nbgrader's course id (``Course.course_id``, e.g. ``"mlmeca-2025"``).
+    course_dir
+        The course directory (``CourseDirectory.root``).
+    exchange_root
+        The shared exchange root (``Exchange.root``).
+    execute_timeout_s
+        Seconds one cell may run while autograding (``c.Execute.timeout``).
+    single_user
+        True when every account runs as one Unix user (the demo, the
+        tests): collect then skips nbgrader's owner check
+        (``ExchangeCollect.check_owner``), which would flag every submission.
+    """
+
+    course_id: str
+    course_dir: Path
+    exchange_root: Path
+    execute_timeout_s: int = DEFAULT_EXECUTE_TIMEOUT_S
+    single_user: bool = False
+
+    @property
+    def config_path(self) -> Path:
+        """The course's ``nbgrader_config.py``."""
+        return self.course_dir / "nbgrader_config.py"
+
+    @property
+    def db_url(self) -> str:
+        """The gradebook's SQLAlchemy URL (nbgrader's default place)."""
+        return f"sqlite:///{self.course_dir / 'gradebook.db'}"
+
+    @property
+    def reports_dir(self) -> Path:
+        """Where coursehub keeps autograde reports of this course."""
+        return self.course_dir / "coursehub"
+
+    @property
+    def fetched_dir(self) -> Path:
+        """Where fetches of this course's assignments are recorded."""
+        return self.exchange_root / self.course_id / "fetched"
+
+
+def make_layout(
+    course_id: str,
+    courses_root: str | Path = DEFAULT_COURSES_ROOT,
+    exchange_root: str | Path = DEFAULT_EXCHANGE_ROOT,
+    **options: object,
+) -> CourseLayout:
+    """Return the layout of ``course_id``: ``courses_root/course_id`` and the shared exchange.
+
+    Raises
+    ------
+    UsageError
+        If ``course_id`` could escape its directory or break nbgrader's
+        ``student+assignment+timestamp`` submission names.
+    """
+    check_name(course_id, "course id")
+    root = Path(courses_root).expanduser().absolute()
+    exchange = Path(exchange_root).expanduser().absolute()
+    return CourseLayout(course_id, root / course_id, exchange, **options)  # type: ignore[arg-type]
+
+
+def check_name(name: str, what: str) -> str:
+    """Return ``name`` if it is a safe course id, assignment or student name; else UsageError."""
+    bad = not name or name.startswith(".") or any(ch in name for ch in "/\\+* \t\n")
+    if bad:
+        raise UsageError(f"{what} {name!r} must be non-empty, without '/', '+', '*' or spaces")
+    return name
+
+
+def render_course_config(layout: CourseLayout) -> str:
+    """Return the text of the course's ``nbgrader_config.py`` (pure).
+
+    It sets ``CourseDirectory.course_id`` and ``.root``, the exchange root
+    with ``path_includes_course`` (one exchange for every course), and
+    ``Execute.timeout``; the formgrader service and ``nbgrader`` commands
+    run in the course directory read it.
+    """
+    lines = [
+        f"# nbgrader configuration of course {layout.course_id} (written by coursehub).",
+        "c = get_config()  # noqa: F821",
+        f"c.CourseDirectory.course_id = {layout.course_id!r}",
+        f"c.CourseDirectory.root = {str(layout.course_dir)!r}",
+        f"c.Exchange.root = {str(layout.exchange_root)!r}",
+        "c.Exchange.path_includes_course = True",
+        f"c.Execute.timeout = {int(layout.execute_timeout_s)}",
+    ]
+    if layout.single_user:
+        lines.append("# One Unix user for every account: the owner check would flag all.")
+        lines.append("c.ExchangeCollect.check_owner = False")
+    return "\n".join(lines) + "\n"
+
+
+def render_student_config(exchange_root: str | Path, single_user: bool = False) -> str:
+    """Return the global ``nbgrader_config.py`` of the students' servers (pure).
+
+    Install it as ``/etc/jupyter/nbgrader_config.py`` in the single-user
+    image. The hub plugin makes nbgrader list only the courses of the
+    user's ``nbgrader-{course_id}`` / ``formgrade-{course_id}`` groups; the
+    fetch class records each fetch for the course page. With
+    ``single_user`` (every server runs as one Unix user, as in the demo),
+    submissions are named after the hub user (``JUPYTERHUB_USER``) instead
+    of the Unix user.
+    """
+    text = (
+        "# nbgrader configuration of every user server (written by coursehub).\n"
+        "from nbgrader.auth import JupyterHubAuthPlugin\n\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.Exchange.root = {str(exchange_root)!r}\n"
+        "c.Exchange.path_includes_course = True\n"
+        "c.Authenticator.plugin_class = JupyterHubAuthPlugin\n"
+        "c.ExchangeFactory.fetch_assignment = "
+        "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
+    )
+    if single_user:
+        text += (
+            "# One Unix user for every server: name submissions after the hub user.\n"
+            "import os\n\n"
+            "c.CourseDirectory.student_id = os.environ.get('JUPYTERHUB_USER', '*')\n"
+        )
+    return text
+
+
+def plan_exchange_dirs(exchange_root: Path, course_id: str) -> list[tuple[Path, int]]:
+    """Return ``(directory, mode)`` for the exchange of ``course_id``, parents first (pure)."""
+    return [
+        (exchange_root / rel.format(course_id=course_id) if rel else exchange_root, mode)
+        for rel, mode in EXCHANGE_MODES.items()
+    ]
+
+
+def ensure_course(layout: CourseLayout) -> None:
+    """Create the course directory, its config and its exchange directories (idempotent).
+
+    Directories are created with the modes of :data:`EXCHANGE_MODES`
+    (``chmod`` after ``mkdir``: the umask would otherwise drop bits); the
+    config is written atomically. Raises :class:`UsageError` when a
+    directory cannot be made (e.g. the exchange root needs an admin).
+    """
+    try:
+        layout.course_dir.mkdir(parents=True, exist_ok=True)
+        for directory, mode in plan_exchange_dirs(layout.exchange_root, layout.course_id):
+            directory.mkdir(parents=True, exist_ok=True)
+            if directory.stat().st_mode & 0o7777 != mode:
+                os.chmod(directory, mode)
+    except PermissionError as exc:
+        raise UsageError(
+            f"course {layout.course_id}: cannot create {exc.filename} "
+            "(the exchange root is created once by an administrator)"
+        ) from exc
+    write_atomically(layout.config_path, render_course_config(layout))
+    from coursehub.grading.gradebook import ensure_gradebook
+
+    ensure_gradebook(layout)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its directory and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def layout_from_env(course_id: str, environ: Mapping[str, str] | None = None) -> CourseLayout:
+    """Return the layout of ``course_id`` from the environment.
+
+    ``COURSEHUB_GRADING_COURSES`` (parent of the course directories, default
+    :data:`DEFAULT_COURSES_ROOT`), ``COURSEHUB_GRADING_EXCHANGE`` (default
+    :data:`DEFAULT_EXCHANGE_ROOT`), ``COURSEHUB_GRADING_EXECUTE_TIMEOUT``
+    (seconds per cell, default 30) and ``COURSEHUB_GRADING_SINGLE_USER``
+    (``1``: every account is one Unix user, as in the demo).
+    """
+    env = os.environ if environ is None else environ
+    timeout = env.get("COURSEHUB_GRADING_EXECUTE_TIMEOUT", str(DEFAULT_EXECUTE_TIMEOUT_S))
+    if not timeout.isdigit() or int(timeout) < 1:
+        raise UsageError(
+            "COURSEHUB_GRADING_EXECUTE_TIMEOUT must be a whole number of seconds >= 1, "
+            f"got {timeout!r}"
+        )
+    return make_layout(
+        course_id,
+        env.get("COURSEHUB_GRADING_COURSES", DEFAULT_COURSES_ROOT),
+        env.get("COURSEHUB_GRADING_EXCHANGE", DEFAULT_EXCHANGE_ROOT),
+        execute_timeout_s=int(timeout),
+        single_user=env.get("COURSEHUB_GRADING_SINGLE_USER", "") in ("1", "true", "yes"),
+    )

@@ -1,0 +1,77 @@
+"""The course's assignments page (blueprint ``grading``): team only, steps, grades, CSV."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from coursehub.grading.assignments import add_assignment
+from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.layout import ensure_course, layout_from_env
+from coursehub.web.testing import (
+    IDENTITIES,
+    dispose_app,
+    identity_headers,
+    make_test_app,
+    seed_web_catalog,
+)
+
+PAGE = "/courses/mlmeca-2025/grading"
+TEACHER = identity_headers(IDENTITIES["teacher"])
+
+
+@pytest.fixture
+def layout(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    made = layout_from_env("mlmeca-2025")
+    ensure_course(made)
+    add_assignment(made, DEMO_ASSIGNMENT, [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"])
+    return made
+
+
+@pytest.fixture
+def client(database_url, layout):
+    seed_web_catalog(database_url)
+    app = make_test_app(database_url)
+    yield app.test_client()
+    dispose_app(app)
+
+
+def csrf_token(page: str) -> str:
+    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
+    assert match, "no CSRF token in the page"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("who, status", [("teacher", 200), ("grader", 200), ("student", 403),
+                                         ("other_teacher", 403)])  # fmt: skip
+def test_only_the_teaching_team_sees_assignments(client, who, status):
+    assert client.get(PAGE, headers=identity_headers(IDENTITIES[who])).status_code == status
+    answer = client.get(f"{PAGE}/grades.csv", headers=identity_headers(IDENTITIES[who]))
+    assert answer.status_code == status
+
+
+def test_formgrader_opens_in_its_own_tab(client):
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    assert 'href="/services/mlmeca-2025/formgrader" target="_blank"' in page
+    assert DEMO_ASSIGNMENT in page
+
+
+def test_buttons_generate_then_release(client, layout):
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    data = {"csrf_token": csrf_token(page)}
+    early = client.post(f"{PAGE}/{DEMO_ASSIGNMENT}/release", headers=TEACHER, data=data,
+                        follow_redirects=True)  # fmt: skip
+    assert "is not generated yet" in early.get_data(as_text=True)
+    for step in ("generate", "release"):
+        answer = client.post(f"{PAGE}/{DEMO_ASSIGNMENT}/{step}", headers=TEACHER, data=data)
+        assert answer.status_code == 302
+    assert (layout.exchange_root / "mlmeca-2025" / "outbound" / DEMO_ASSIGNMENT).is_dir()
+
+
+def test_grades_export_is_nbgraders_csv(client):
+    answer = client.get(f"{PAGE}/grades.csv", headers=TEACHER)
+    assert answer.mimetype == "text/csv"
+    assert answer.get_data(as_text=True).splitlines()[0].startswith("assignment,duedate,")
