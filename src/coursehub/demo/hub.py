@@ -114,7 +114,31 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
         engine.dispose()
 
 
-def render_demo_config(data_dir: Path, port: int, ip: str, database_url: str) -> str:
+def demo_spawn_limit(override: str | None = None) -> int:
+    """Return the demo's ``concurrent_spawn_limit``: ``override``, else this machine's rule.
+
+    The rule is :func:`coursehub.hub.config.plan_spawn_limit` of the CPUs this
+    process may use (:func:`coursehub.resources.cpus.effective_cpus`), as the
+    demo's servers run here.
+
+    Raises
+    ------
+    UsageError
+        If ``override`` (``$COURSEHUB_SPAWN_LIMIT``) is not a positive integer.
+    """
+    from coursehub.hub.config import plan_spawn_limit
+    from coursehub.resources.cpus import effective_cpus
+
+    if override is None or override == "":
+        return plan_spawn_limit(effective_cpus())
+    if not override.isdigit() or int(override) < 1:
+        raise UsageError(f"COURSEHUB_SPAWN_LIMIT must be a positive integer, got {override!r}")
+    return int(override)
+
+
+def render_demo_config(
+    data_dir: Path, port: int, ip: str, database_url: str, spawn_limit: int
+) -> str:
     """Return the demo hub's ``jupyterhub_config.py`` (free ports for the hub, proxy API, app)."""
     from coursehub.hub.config import HubSettings, render_hub_config
 
@@ -131,16 +155,21 @@ def render_demo_config(data_dir: Path, port: int, ip: str, database_url: str) ->
         service_url=f"http://127.0.0.1:{service_port}",
         service_command=(sys.executable, "-m", "coursehub", "web", "serve"),
         database_url=database_url,
-        concurrent_spawn_limit=30,
+        concurrent_spawn_limit=spawn_limit,
     )
     return render_hub_config(settings)
 
 
 class DemoHub:
-    """The hub subprocess of the demo: start, wait until it answers, sync, stop."""
+    """The hub subprocess of the demo: start, wait until it answers, sync, stop.
 
-    def __init__(self, data_dir: Path, port: int, ip: str) -> None:
+    ``spawn_limit`` is its ``concurrent_spawn_limit``; None: ``$COURSEHUB_SPAWN_LIMIT``,
+    else :func:`demo_spawn_limit` of this machine.
+    """
+
+    def __init__(self, data_dir: Path, port: int, ip: str, spawn_limit: int | None = None) -> None:
         self.data_dir, self.port, self.ip = data_dir, port, ip
+        self.spawn_limit = spawn_limit or demo_spawn_limit(os.environ.get("COURSEHUB_SPAWN_LIMIT"))
         self.hub_dir = data_dir / "hub"
         self.process: subprocess.Popen[bytes] | None = None
         self.secrets = load_secrets(data_dir)
@@ -164,7 +193,8 @@ class DemoHub:
         """
         self.hub_dir.mkdir(parents=True, exist_ok=True)
         config = self.hub_dir / "jupyterhub_config.py"
-        config.write_text(render_demo_config(self.data_dir, self.port, self.ip, database_url))
+        text = render_demo_config(self.data_dir, self.port, self.ip, database_url, self.spawn_limit)
+        config.write_text(text)
         env = {
             **os.environ,
             "COURSEHUB_DEMO_PASSWORD": self.secrets.password,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -24,6 +25,46 @@ from coursehub.resources import format_mem
 
 #: Port of the course app service on the hub machine.
 SERVICE_PORT = 10101
+#: Concurrent spawns per CPU of the machine that runs the servers (see plan_spawn_limit).
+#: benchmarks/bench_spawn.py, 30 servers on 2 shared CPUs: 2 per CPU gave the last
+#: server at 104-130 s with spawns of 17-37 s at most; 4 per CPU, 100 s with spawns
+#: up to 33 s (124 s under heavier load).
+SPAWNS_PER_CPU = 2
+#: Seconds a server may take to answer once launched (JupyterHub's default is 30).
+HTTP_TIMEOUT_S = 180
+#: Retry-After range (s) with a 429. Median spawn measured by benchmarks/bench_spawn.py:
+#: 10-11 s with 4 spawns on 2 CPUs; JupyterHub's (30, 60) left slots idle (286 s to the
+#: last of 30 servers, against 104-130 s with this range).
+SPAWN_RETRY_RANGE_S = (10, 30)
+#: Seconds the spawner may take to launch a server, by spawner kind: a Slurm
+#: queue wait or an image pull (z2jh's own default is 300) take longer.
+START_TIMEOUT_S = {"slurm": 300, "kubernetes": 300, "systemd": 120, "local": 120}
+
+
+def plan_spawn_limit(n_cpus: float, per_cpu: int = SPAWNS_PER_CPU) -> int:
+    """Return ``concurrent_spawn_limit`` for servers started on ``n_cpus`` CPUs.
+
+    Rule: ``max(2, floor(per_cpu * n_cpus))``. Starting a single-user server
+    (jupyter-server with JupyterLab) costs about 1-2 s of CPU, and part of a
+    start is spent waiting (imports from disk, hub API round trips), so about
+    two starts per CPU keep the CPUs busy; more only share the same CPUs
+    between more starts, each then taking longer, up to ``http_timeout``
+    (measured with ``benchmarks/bench_spawn.py``). Users beyond the limit get
+    HTTP 429 and retry after ``Retry-After`` seconds.
+
+    Parameters
+    ----------
+    n_cpus
+        CPUs available to the servers (possibly fractional, e.g. a cgroup quota).
+    per_cpu
+        Concurrent spawns per CPU.
+
+    Returns
+    -------
+    int
+        The limit, at least 2.
+    """
+    return max(2, math.floor(per_cpu * n_cpus))
 
 
 @dataclass(frozen=True)
@@ -49,7 +90,20 @@ class HubSettings:
     cull_idle_s
         Seconds of inactivity before the idle culler stops a server.
     concurrent_spawn_limit
-        Spawns allowed to run at once.
+        Spawns allowed to run at once (pending until the server answers); the
+        hub answers HTTP 429 with ``Retry-After`` beyond it. 20 suits a hub
+        whose servers run on a 10-core machine; :func:`plan_spawn_limit` gives
+        the rule for another machine.
+    start_timeout_s
+        Seconds the spawner may take to launch a server (``Spawner.start_timeout``);
+        None: :data:`START_TIMEOUT_S` of the spawner kind.
+    http_timeout_s
+        Seconds a launched server may take to answer HTTP (``Spawner.http_timeout``).
+    spawn_retry_range_s
+        ``(min, max)`` seconds of the ``Retry-After`` the hub suggests with a 429
+        (``JupyterHub.spawn_throttle_retry_range``, default (30, 60), set through
+        ``tornado_settings`` as JupyterHub 6.1 does not read it from config); JupyterHub's
+        documentation asks for a lower bound near the median spawn time.
     default_profile
         Profile of a user in no course.
     demo
@@ -68,6 +122,9 @@ class HubSettings:
     database_url: str = "postgresql+psycopg://coursehub@localhost/coursehub"
     cull_idle_s: int = 3600
     concurrent_spawn_limit: int = 20
+    start_timeout_s: int | None = None
+    http_timeout_s: int = HTTP_TIMEOUT_S
+    spawn_retry_range_s: tuple[int, int] = SPAWN_RETRY_RANGE_S
     default_profile: CourseProfile = DEFAULT_PROFILE
     demo: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +138,12 @@ def _pyrepr(value: Any) -> str:
 
 def _yamlstr(value: Any) -> str:
     return json.dumps(str(value))
+
+
+def _start_timeout_s(settings: HubSettings) -> int:
+    if settings.start_timeout_s is not None:
+        return settings.start_timeout_s
+    return START_TIMEOUT_S.get(settings.kind, max(START_TIMEOUT_S.values()))
 
 
 def render_hub_config(settings: HubSettings) -> str:
@@ -109,6 +172,7 @@ def render_hub_config(settings: HubSettings) -> str:
     context = {
         **{f: getattr(settings, f) for f in settings.__dataclass_fields__},
         "default_mem": format_mem(settings.default_profile.mem_limit),
+        "start_timeout_s": _start_timeout_s(settings),
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),
@@ -156,7 +220,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=HubSettings.concurrent_spawn_limit,
         metavar="N",
-        help="concurrent spawns (default: %(default)s)",
+        help="concurrent spawns (default: %(default)s; rule: 2 per CPU core of the machine "
+        "that runs the servers, at least 2)",
     )
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write to FILE (atomically) instead of printing")  # fmt: skip
