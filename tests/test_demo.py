@@ -132,6 +132,10 @@ def test_demo_serves_login_and_student_server_runs_under_profile(demo_dir):
         assert env["OMP_WAIT_POLICY"] == "PASSIVE"
         assert env["HOME"] == str(demo_dir / "homes" / STUDENT)
         assert (demo_dir / "homes" / STUDENT / "double_pendulum.ipynb").is_file()
+        # the demo assignment is released, and the server's nbgrader sees the exchange
+        exchange = demo_dir / "nbgrader" / "exchange" / "mlmeca-2025"
+        assert (exchange / "outbound" / "pendulum_energy" / "pendulum_energy.ipynb").is_file()
+        assert (Path(env["JUPYTER_CONFIG_PATH"]) / "nbgrader_config.py").is_file()
         if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu").is_dir():
             check_cgroup(server.pid)
     finally:

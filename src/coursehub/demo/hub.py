@@ -96,10 +96,15 @@ def free_port() -> int:
 
 
 def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
-    """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``."""
+    """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``.
+
+    Seeding also sets the first course up for nbgrader under ``data_dir/nbgrader``
+    and releases its demo assignment.
+    """
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.catalog.schema import upgrade_database
     from coursehub.demo.seed import is_seeded, seed_catalog
+    from coursehub.grading.demo import setup_demo_grading
 
     url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
     engine = make_engine(url)
@@ -108,7 +113,14 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
         with session_scope(engine) as session:
             if is_seeded(session):
                 return url, False
-            seed_catalog(session)
+            course_ids = seed_catalog(session)
+            setup_demo_grading(
+                session,
+                course_ids[0],
+                data_dir / "nbgrader" / "courses",
+                data_dir / "nbgrader" / "exchange",
+                data_dir / "nbgrader" / "jupyter",
+            )
         return url, True
     finally:
         engine.dispose()
