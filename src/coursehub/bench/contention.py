@@ -1,0 +1,333 @@
+"""Run the contention benchmark: N simulated students training at once, in each mode.
+
+The plan and its records are in :mod:`coursehub.bench.scenarios`, the table's
+figures in :mod:`coursehub.bench.summary`. Here are the parts that act:
+
+* :func:`ensure_dataset` writes the small dataset every student reads;
+* :func:`coursehub.bench.naive.run_naive` starts plain interpreters with
+  the thread variables stripped, each in its own cgroup with the CPU quota;
+* :func:`run_managed` submits the students to the runner
+  (:class:`coursehub.runner.local.LocalBackend`) with a private admission
+  pool: as large as the demand in ``managed`` mode (nobody waits), the CPU
+  budget in ``overcommit`` mode (students queue);
+* :func:`run_benchmark` runs every scenario under a tqdm bar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coursehub.bench.scenarios import Scenario, ScenarioResult, StudentResult
+from coursehub.bench.workload import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_STEPS,
+    WorkloadReport,
+    parse_workload_output,
+)
+from coursehub.errors import CoursehubError
+from coursehub.resources import (
+    CgroupUnavailableError,
+    effective_cpus,
+    thread_env,
+)
+from coursehub.resources.cgroups import job_cgroup_bases
+from coursehub.runner.core import Job
+
+#: Trajectories of the shared dataset (about 40 for training; ~1 s to make).
+N_TRAJECTORIES = 64
+WORKLOAD_MODULE = "coursehub.bench.workload"
+POLL_S = 0.02
+#: Default parent cgroup of the benchmark's students.
+BENCH_CGROUP = "coursehub-bench"
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """Everything a benchmark run needs.
+
+    Attributes
+    ----------
+    scenarios
+        What to run, in order (the baseline first).
+    steps, batch_size
+        Workload size per student.
+    cpu_budget
+        CPUs of the machine for admission and for the ideal makespan.
+    timeout_s
+        Time limit of each student's job, seconds (None: none).
+    device
+        ``"cpu"``, or ``"cuda"`` for the GPU check.
+    cgroup_parent
+        Cgroup holding every student's cgroup, naive and managed alike.
+    cpu_shares
+        Weight of ``cgroup_parent`` against the machine's other processes
+        (v1 ``cpu.shares``, 2..262144; v2 ``cpu.weight`` scaled to 1..10000),
+        or None for the kernel's default (1024 / 100). A high weight keeps
+        other work on a shared machine from disturbing the measure.
+    repeat
+        Times the whole list of scenarios is run, one pass after the other
+        (so that slow drifts of a shared machine touch every scenario alike).
+    """
+
+    scenarios: tuple[Scenario, ...]
+    steps: int = DEFAULT_STEPS
+    batch_size: int = DEFAULT_BATCH_SIZE
+    cpu_budget: int = 1
+    timeout_s: float | None = None
+    device: str = "cpu"
+    cgroup_parent: str = BENCH_CGROUP
+    cpu_shares: int | None = None
+    repeat: int = 1
+
+
+@dataclass
+class BenchRun:
+    """The results of a run, the machine's load average around it (1, 5, 15 min), notes."""
+
+    results: list[ScenarioResult] = field(default_factory=list)
+    load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    notes: list[str] = field(default_factory=list)
+
+
+def default_cpu_budget() -> int:
+    """Return the CPUs this process may use, ``floor(effective_cpus())`` (>= 1)."""
+    return max(1, math.floor(effective_cpus()))
+
+
+def plan_workload_args(data: Path, settings: BenchSettings) -> list[str]:
+    """Return the workload's arguments for these settings."""
+    return [
+        "--data", str(data), "--steps", str(settings.steps),
+        "--batch-size", str(settings.batch_size), "--device", settings.device,
+    ]  # fmt: skip
+
+
+def ensure_dataset(path: Path) -> Path:
+    """Write the students' shared dataset to ``path`` unless it is there; return ``path``."""
+    if not path.exists():
+        from coursehub.pendulum.dataset import generate_dataset, save_dataset
+
+        save_dataset(generate_dataset(N_TRAJECTORIES, seed=0, progress=False), path)
+    return path
+
+
+def plan_cpu_weight(version: int, cpu_shares: int) -> tuple[str, str]:
+    """Return ``(file, value)`` giving a cgroup the CPU weight ``cpu_shares`` (v1 units).
+
+    v1 writes ``cpu.shares`` (clamped to 2..262144, the kernel's range);
+    v2 writes ``cpu.weight`` = ``1 + (shares - 2) * 9999 / 262142``, the
+    conversion of the OCI runtimes (runc ``ConvertCPUSharesToCgroupV2Value``).
+    """
+    shares = min(262_144, max(2, cpu_shares))
+    if version == 1:
+        return "cpu.shares", str(shares)
+    return "cpu.weight", str(1 + (shares - 2) * 9999 // 262_142)
+
+
+@contextlib.contextmanager
+def weighted_cgroup(parent: str, cpu_shares: int | None) -> Iterator[str | None]:
+    """Hold the students' parent cgroup with a CPU weight for the whole run; yield a note.
+
+    The parent gets an empty child, ``hold``, for as long as the block runs:
+    a job cgroup removes its parent when it is the last one out, and a new
+    parent would come back with the default weight. Yields None when done
+    (or when no weight was asked), else a line saying why the weight could
+    not be set (not root, no writable cgroup filesystem). Both directories
+    are removed afterwards when empty.
+    """
+    if cpu_shares is None:
+        yield None
+        return
+    try:
+        version, cpu_base, _ = job_cgroup_bases()
+        name, value = plan_cpu_weight(version, cpu_shares)
+        directory = cpu_base / parent
+        (directory / "hold").mkdir(parents=True, exist_ok=True)
+        if version == 2:
+            (cpu_base / "cgroup.subtree_control").write_text("+cpu")
+        (directory / name).write_text(value)
+    except (CgroupUnavailableError, OSError) as exc:
+        yield f"CPU weight of the benchmark not set: {exc}"
+        return
+    try:
+        yield None
+    finally:
+        for empty in (directory / "hold", directory):
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+
+
+def read_report(text: str) -> WorkloadReport | None:
+    """Return the workload's report from its output, None if it printed none."""
+    try:
+        return parse_workload_output(text)
+    except CoursehubError:
+        return None
+
+
+def warm_up(data: Path, settings: BenchSettings) -> None:
+    """Run the workload once for one step (one thread): warms the file cache, checks it works.
+
+    Without it the first scenario (the baseline) would pay alone for reading
+    torch from a cold disk cache.
+
+    Raises
+    ------
+    CoursehubError
+        If the workload fails; its last output lines are in the message.
+    """
+    args = plan_workload_args(data, dataclasses.replace(settings, steps=1))
+    env = {**os.environ, **thread_env(1)}
+    done = subprocess.run(
+        [sys.executable, "-m", WORKLOAD_MODULE, *args], env=env, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if done.returncode != 0 or read_report(done.stdout) is None:
+        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
+        raise CoursehubError(f"the training workload fails before any scenario: {tail}")
+
+
+@contextlib.contextmanager
+def work_directory(path: Path | None) -> Iterator[Path]:
+    """Yield ``path`` (created), or a temporary directory removed afterwards."""
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="coursehub-bench-") as tmp:
+        yield Path(tmp)
+
+
+def run_managed(
+    scenario: Scenario,
+    data: Path,
+    settings: BenchSettings,
+    work: Path,
+    on_exit: Callable[[int], None] | None = None,
+) -> ScenarioResult:
+    """Submit the scenario's students to the runner at once; wait for all of them.
+
+    ``managed`` (and the GPU check): the admission pool has room for every
+    student's threads; ``overcommit``: it has ``settings.cpu_budget`` CPUs,
+    so students queue. With ``settings.device == "cuda"`` each student gets
+    one slot of GPU 0, which takes them all. ``on_exit`` is called with a
+    student's index as soon as its job is seen to have ended.
+    """
+    from coursehub.runner.api import submit
+    from coursehub.runner.local import LocalBackend
+    from coursehub.runner.slots import SlotPool
+
+    n_threads = scenario.n_threads or 1
+    demand = scenario.n_students * n_threads
+    budget = settings.cpu_budget if scenario.mode == "overcommit" else max(demand, n_threads)
+    tag = secrets.token_hex(3)
+    gpus = 1 if settings.device == "cuda" else 0
+    pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), poll_s=0.02)
+    backend = LocalBackend(
+        runs_dir=work / "runs", slots=pool, sample_s=0.1, cgroup_parent=settings.cgroup_parent
+    )
+    options: dict[str, Any] = {
+        "module": True, "n_threads": n_threads, "cpu_limit": scenario.cpu_limit, "gpus": gpus,
+        "timeout_s": settings.timeout_s,
+    }  # fmt: skip
+    t0 = time.monotonic()
+    jobs: list[Job] = []
+    ends: dict[int, float] = {}
+    try:
+        for i in range(scenario.n_students):
+            name = f"{scenario.mode}-{tag}-{i}"
+            args = plan_workload_args(data, settings)
+            jobs.append(submit(WORKLOAD_MODULE, args, backend=backend, name=name, **options))
+        while len(ends) < len(jobs):
+            for i, job in enumerate(jobs):
+                if i not in ends and job.done():
+                    ends[i] = time.monotonic() - t0
+                    if on_exit is not None:
+                        on_exit(i)
+            time.sleep(POLL_S)
+    finally:
+        for i, job in enumerate(jobs):
+            if i not in ends:
+                job.cancel()
+                job.wait()
+    students = tuple(_student_of(job, ends[i]) for i, job in enumerate(jobs))
+    return ScenarioResult(scenario, students, max(ends.values()))
+
+
+def _student_of(job: Job, end_s: float) -> StudentResult:
+    result = job.result()
+    report = read_report(job.output())
+    stats = result.cgroup
+    return StudentResult(
+        returncode=result.returncode, wall_s=result.elapsed_s, queued_s=result.queued_s,
+        end_s=end_s, train_s=report.train_s if report else None,
+        cpu_s=report.cpu_s if report else None,
+        torch_threads=report.torch_threads if report else None, process_cpu_s=result.cpu_s,
+        nr_throttled=stats.nr_throttled if stats else None,
+        throttled_s=stats.throttled_s if stats else None,
+        enforcement="none" if result.enforcement == "watchdog" else result.enforcement,
+        gpu_peak_bytes=result.gpu_peak_bytes,
+    )  # fmt: skip
+
+
+def run_scenario(
+    scenario: Scenario, data: Path, settings: BenchSettings, work: Path
+) -> ScenarioResult:
+    """Run one scenario in its mode."""
+    from coursehub.bench.naive import run_naive
+
+    runner = run_naive if scenario.mode == "naive" else run_managed
+    return runner(scenario, data, settings, work)
+
+
+def run_benchmark(
+    settings: BenchSettings,
+    work_dir: Path | None = None,
+    progress: bool = True,
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> BenchRun:
+    """Run every scenario of ``settings`` in order, ``repeat`` times; return results and load.
+
+    Parameters
+    ----------
+    settings
+        Scenarios and workload size.
+    work_dir
+        Where the dataset, logs and slot files go (default: a temporary
+        directory, removed at the end).
+    progress
+        Show a tqdm bar over the scenarios (on stderr).
+    on_result
+        Called with each scenario's result as soon as it is known.
+    """
+    from tqdm import tqdm
+
+    run = BenchRun(load_before=os.getloadavg())
+    weighted = weighted_cgroup(settings.cgroup_parent, settings.cpu_shares)
+    with work_directory(work_dir) as work, weighted as note:
+        run.notes += [note] if note else []
+        data = ensure_dataset(work / "pendulum-bench.npz")
+        warm_up(data, settings)
+        planned = list(settings.scenarios) * settings.repeat
+        bar = tqdm(planned, desc="scenarios", unit="scenario", disable=not progress)
+        for scenario in bar:
+            bar.set_postfix_str(scenario.label)
+            result = run_scenario(scenario, data, settings, work)
+            run.results.append(result)
+            if on_result is not None:
+                on_result(result)
+    run.load_after = os.getloadavg()
+    return run

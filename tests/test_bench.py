@@ -1,0 +1,370 @@
+"""The contention benchmark's pure parts: plan, workload output, figures, table, GPU decisions."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from coursehub.bench.contention import BenchSettings, plan_cpu_weight, plan_workload_args
+from coursehub.bench.gpu import ExitSample, judge_release, plan_gpu_check
+from coursehub.bench.naive import plan_naive_env
+from coursehub.bench.report import render_header, render_table, render_targets
+from coursehub.bench.scenarios import (
+    Scenario,
+    ScenarioResult,
+    StudentResult,
+    check_cpu_limit,
+    parse_modes,
+    parse_users,
+    plan_scenarios,
+)
+from coursehub.bench.summary import (
+    Row,
+    Target,
+    check_baseline,
+    check_targets,
+    ideal_makespan,
+    merge_repeats,
+    plan_rows,
+)
+from coursehub.bench.workload import (
+    WorkloadReport,
+    parse_workload_output,
+    render_result_line,
+)
+from coursehub.errors import CoursehubError, UsageError
+from coursehub.resources import GpuInfo
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+# --- plan ------------------------------------------------------------------
+
+
+def test_parse_users_sorts_and_dedupes():
+    assert parse_users("4, 1,2,1") == (1, 2, 4)
+
+
+@pytest.mark.parametrize("text", ["0", "1,0", "-2", "two", "", "1,,2", "1.5"])
+def test_parse_users_rejects_non_positive_or_non_integers(text):
+    with pytest.raises(UsageError, match="--users"):
+        parse_users(text)
+
+
+def test_parse_modes_keeps_order_and_rejects_unknown():
+    assert parse_modes("overcommit, naive,overcommit") == ("overcommit", "naive")
+    with pytest.raises(UsageError, match="unknown mode 'fast'"):
+        parse_modes("naive,fast")
+
+
+@pytest.mark.parametrize(("cpu_limit", "threads"), [(1.0, 1), (0.5, 1), (2.0, 2), (1.9, 1)])
+def test_check_cpu_limit_gives_floor_threads(cpu_limit, threads):
+    assert check_cpu_limit(cpu_limit, cpu_budget=2) == threads
+
+
+@pytest.mark.parametrize("cpu_limit", [0.0, -1.0, math.nan, math.inf, 3.0])
+def test_check_cpu_limit_rejects_bad_or_too_large(cpu_limit):
+    with pytest.raises(UsageError, match="--cpu-limit"):
+        check_cpu_limit(cpu_limit, cpu_budget=2)
+
+
+def test_plan_scenarios_puts_the_baseline_first_once():
+    plan = plan_scenarios((1, 2), ("naive", "managed", "overcommit"), 1.0, 1)
+    labels = [s.label for s in plan]
+    assert labels == [
+        "managed x1",
+        "naive x1",
+        "naive x2",
+        "managed x2",
+        "overcommit x1",
+        "overcommit x2",
+    ]
+    assert plan[0].is_baseline
+    assert [s.n_threads for s in plan if s.mode == "naive"] == [None, None]
+    assert {s.n_threads for s in plan if s.mode != "naive"} == {1}
+
+
+def test_plan_scenarios_adds_the_baseline_when_not_asked_for():
+    plan = plan_scenarios((4,), ("overcommit",), 1.0, 1)
+    assert [s.label for s in plan] == ["managed x1", "overcommit x4"]
+
+
+# --- naive environment and workload arguments --------------------------------
+
+
+def test_naive_env_strips_every_thread_setting_and_keeps_the_rest():
+    base = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "OMP_NUM_THREADS": "1",
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "OMP_PROC_BIND": "true",
+        "GOMP_SPINCOUNT": "0",
+        "KMP_BLOCKTIME": "0",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "TF_NUM_INTEROP_THREADS": "1",
+        "PYTHON_CPU_COUNT": "1",
+        "COURSEHUB_N_THREADS": "1",
+        "COURSEHUB_CGROUP_PROCS": "/x",
+        "COURSEHUB_RUNS_DIR": "/runs",
+    }
+    snapshot = dict(base)
+    env = plan_naive_env(base)
+    assert env == {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "COURSEHUB_RUNS_DIR": "/runs",
+        "PYTHONUNBUFFERED": "1",
+    }
+    assert base == snapshot
+
+
+def test_workload_args_follow_the_settings():
+    settings = BenchSettings((), steps=7, batch_size=16, device="cuda")
+    assert plan_workload_args(Path("/d/data.npz"), settings) == [
+        "--data", "/d/data.npz", "--steps", "7", "--batch-size", "16", "--device", "cuda",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "shares", "expect"),
+    [
+        (1, 4096, ("cpu.shares", "4096")),
+        (1, 10**9, ("cpu.shares", "262144")),
+        (1, 1, ("cpu.shares", "2")),
+        (2, 1024, ("cpu.weight", "39")),
+        (2, 262144, ("cpu.weight", "10000")),
+        (2, 2, ("cpu.weight", "1")),
+    ],
+)
+def test_cpu_weight_in_v1_and_v2_units(version, shares, expect):
+    assert plan_cpu_weight(version, shares) == expect
+
+
+# --- workload output ---------------------------------------------------------
+
+
+def test_result_line_round_trips_and_the_last_one_wins():
+    first = WorkloadReport(1.0, 0.9, 2, 5, 0.5)
+    last = WorkloadReport(8.12345, 16.2, 1, 1000, 0.031, "cpu")
+    text = "\n".join(["noise", render_result_line(first), "more", render_result_line(last), ""])
+    assert parse_workload_output(text) == WorkloadReport(8.1235, 16.2, 1, 1000, 0.031, "cpu")
+
+
+def test_result_line_is_read_among_runner_lines():
+    text = (
+        'coursehub-bench-workload {"train_s": 3.5, "cpu_s": 7.0, "torch_threads": 2, '
+        '"steps": 10, "final_loss": 0.25, "device": "cpu"}\n'
+        "[coursehub] exit 0 | elapsed 5.1 s | CPU 7.3 s | 1 thread | peak RSS 300.0 MiB\n"
+    )
+    report = parse_workload_output(text)
+    assert (report.train_s, report.cpu_s, report.torch_threads, report.steps) == (3.5, 7.0, 2, 10)
+
+
+def test_missing_result_line_names_the_last_output():
+    with pytest.raises(CoursehubError, match=r"no result line.*Killed"):
+        parse_workload_output("loading\nTraceback\nKilled\n")
+
+
+def test_malformed_result_line_is_an_error():
+    with pytest.raises(CoursehubError, match="malformed"):
+        parse_workload_output('coursehub-bench-workload {"train_s": "x"}')
+
+
+# --- figures -----------------------------------------------------------------
+
+
+def student(train_s, *, wall_s=None, end_s=None, throttled=0, threads=1, rc=0, enforcement=None):
+    return StudentResult(
+        returncode=rc, wall_s=wall_s or (train_s or 0) + 2, queued_s=0.0,
+        end_s=end_s or (train_s or 0) + 2, train_s=train_s,
+        cpu_s=None if train_s is None else train_s * threads, torch_threads=threads,
+        process_cpu_s=1.0, nr_throttled=throttled, throttled_s=0.0,
+        enforcement=enforcement or "cgroup v1",
+    )  # fmt: skip
+
+
+def scenario_result(mode, students, makespan_s, n_threads=1):
+    scenario = Scenario(mode, len(students), 1.0, None if mode == "naive" else n_threads)
+    return ScenarioResult(scenario, tuple(students), makespan_s)
+
+
+def sample_results():
+    return [
+        scenario_result("managed", [student(8.0)], 10.0),
+        scenario_result(
+            "naive",
+            [student(30.0, threads=2, throttled=300), student(50.0, threads=2, throttled=500)],
+            53.0,
+        ),
+        scenario_result("managed", [student(8.0), student(8.8)], 11.0),
+        scenario_result("overcommit", [student(8.0, throttled=1) for _ in range(4)], 21.0),
+    ]
+
+
+def test_ideal_makespan_is_total_work_over_cpus_but_never_below_one_job():
+    assert ideal_makespan(10.0, 4, 1, 2) == 20.0
+    assert ideal_makespan(10.0, 1, 1, 2) == 10.0
+    assert ideal_makespan(10.0, 3, 2, 2) == 30.0
+
+
+def test_rows_measure_slowdown_against_one_managed_student():
+    rows = plan_rows(sample_results(), cpu_budget=2)
+    by_label = {(r.mode, r.n_students): r for r in rows}
+    naive = by_label["naive", 2]
+    assert naive.slowdown == pytest.approx(40.0 / 8.0)
+    assert (naive.elapsed_median_s, naive.elapsed_max_s) == (40.0, 50.0)
+    assert naive.throttled_median == 400
+    assert naive.torch_threads == 2
+    assert naive.cpu_median_s == pytest.approx(80.0)
+    # The same work as 2 managed students (1 thread each): 2 x 1 x 10 s / 2 CPUs.
+    assert naive.ideal_makespan_s == pytest.approx(10.0)
+    assert by_label["managed", 2].slowdown == pytest.approx(8.4 / 8.0)
+    over = by_label["overcommit", 4]
+    assert over.ideal_makespan_s == pytest.approx(20.0)
+    assert over.makespan_ratio == pytest.approx(1.05)
+    assert [(r.mode, r.n_students) for r in rows] == [
+        ("managed", 1), ("managed", 2), ("naive", 2), ("overcommit", 4),
+    ]  # fmt: skip
+
+
+def test_repeats_are_merged_before_the_medians():
+    results = [
+        *sample_results(),
+        scenario_result("managed", [student(12.0)], 14.0),
+        scenario_result("managed", [student(10.0)], 12.0),
+    ]
+    merged = merge_repeats(results)
+    assert [r.scenario.label for r in merged] == [
+        "managed x1", "naive x2", "managed x2", "overcommit x4",
+    ]  # fmt: skip
+    assert [s.train_s for s in merged[0].students] == [8.0, 12.0, 10.0]
+    assert merged[0].makespan_s == 12.0
+    rows = plan_rows(results, cpu_budget=2)
+    assert rows[0].elapsed_median_s == 10.0
+    assert rows[0].makespan_s == 12.0
+
+
+def test_rows_fall_back_to_wall_time_and_count_failures():
+    results = [
+        scenario_result("managed", [student(8.0)], 10.0),
+        scenario_result("naive", [student(None, wall_s=60.0, rc=-9), student(20.0)], 60.0),
+    ]
+    naive = plan_rows(results, cpu_budget=2)[1]
+    assert naive.elapsed_max_s == 60.0
+    assert naive.failed == 1
+
+
+def test_rows_say_when_no_quota_applied():
+    results = [
+        scenario_result("managed", [student(8.0, enforcement="none")], 10.0),
+        scenario_result("managed", [student(8.0), student(8.0, enforcement="none")], 10.0),
+    ]
+    assert [r.quota_applied for r in plan_rows(results, cpu_budget=2)] == [False, False]
+
+
+def test_rows_need_the_baseline():
+    with pytest.raises(ValueError, match="baseline"):
+        plan_rows([scenario_result("naive", [student(8.0)], 10.0)], cpu_budget=2)
+
+
+def test_targets_are_checked_where_they_apply():
+    rows = plan_rows(sample_results(), cpu_budget=2)
+    targets = check_targets(rows, n_threads=1, cpu_budget=2)
+    assert [(t.text.split(":")[0], round(t.value, 3), t.met) for t in targets] == [
+        ("managed x2", 1.05, True),
+        ("naive x2", 5.0, True),
+        ("overcommit x4", 1.05, True),
+    ]
+
+
+def test_targets_report_a_miss():
+    results = sample_results()
+    results[2] = scenario_result("managed", [student(9.6), student(9.6)], 12.0)
+    targets = check_targets(plan_rows(results, cpu_budget=2), n_threads=1, cpu_budget=2)
+    assert [t.met for t in targets] == [False, True, True]
+    assert "target NOT met: managed x2: slowdown <= 1.10 (measured 1.20)" in render_targets(targets)
+
+
+def test_a_baseline_that_waited_for_cpu_is_flagged():
+    rows = plan_rows(sample_results(), cpu_budget=2)
+    assert check_baseline(rows) is None  # 8 s elapsed, 8 s CPU
+    waited = [scenario_result("managed", [student(26.2)], 32.0)]
+    waited[0] = ScenarioResult(
+        waited[0].scenario, (replace(waited[0].students[0], cpu_s=11.6),), 32.0
+    )
+    warning = check_baseline(plan_rows(waited, cpu_budget=2))
+    assert warning is not None and "elapsed 26.2 s, CPU 11.6 s" in warning
+
+
+# --- text --------------------------------------------------------------------
+
+
+def golden_rows() -> list[Row]:
+    return [
+        Row("managed", 1, 1, 8.0, 8.0, 7.9, 1.0, 0, 9.5, 9.5, 0, True),
+        Row("managed", 2, 1, 8.3, 8.6, 8.1, 1.0375, 3, 9.9, 9.5, 0, True),
+        Row("naive", 2, 2, 41.0, 44.5, 80.2, 5.125, 812, 45.0, 19.0, 0, True),
+        Row("overcommit", 4, 1, 8.1, 8.4, None, 1.0125, None, 19.8, 19.0, 1, False),
+    ]
+
+
+def test_table_matches_golden_text():
+    text = render_table(golden_rows(), baseline_s=8.0, cpu_budget=2)
+    assert text + "\n" == (GOLDEN / "bench_contention_table.txt.golden").read_text()
+
+
+def test_header_says_when_no_quota_applied():
+    load = ((0.5, 0.4, 0.3), (1.25, 0.5, 0.3))
+    text = render_header(1000, 64, 1.0, 2, ["none", "none"], load)
+    assert "no CPU quota applied" in text
+    assert "load average (1 min) before 0.50, after 1.25" in text
+    assert "CPU quota 1 CPU per student (cgroup v1)" in render_header(
+        1000, 64, 1.0, 2, ["cgroup v1"], load
+    )
+
+
+def test_targets_text_when_none_applies():
+    assert "none of the issue's targets" in render_targets([])
+    assert render_targets([Target("x", 2.0, True)]) == "target met: x (measured 2.00)"
+
+
+# --- GPU check decisions -----------------------------------------------------
+
+
+GPU = GpuInfo(0, "NVIDIA A40", "GPU-1", 48 * 1024**3, 500 * 1024**2, ())
+
+
+@pytest.mark.parametrize(
+    ("inventory", "cuda", "enabled", "expect"),
+    [
+        ([], False, True, "no GPU seen by NVML"),
+        ([GPU], False, True, "this torch build has no CUDA"),
+        ([GPU], True, False, "not asked for"),
+    ],
+)
+def test_gpu_check_is_skipped_with_a_reason(inventory, cuda, enabled, expect):
+    plan, message = plan_gpu_check(inventory, cuda, 3, enabled)
+    assert plan is None
+    assert expect in message
+
+
+def test_gpu_check_runs_on_the_first_gpu():
+    plan, message = plan_gpu_check([GPU], True, 3)
+    assert plan is not None and (plan.index, plan.n_students) == (0, 3)
+    assert message == "GPU check: 3 students at once on GPU 0 (NVIDIA A40)"
+
+
+def test_release_is_judged_against_what_still_runs():
+    MiB = 1024**2
+    peaks = [600 * MiB, 700 * MiB, None]
+    exits = [
+        ExitSample(0, 500 * MiB + 700 * MiB + 10 * MiB, (1,)),  # only student 1 left: freed
+        ExitSample(1, 500 * MiB + 300 * MiB, ()),  # nothing left but 300 MiB held: leaked
+        ExitSample(2, 500 * MiB, ()),
+    ]
+    assert judge_release(500 * MiB, exits, peaks) == [True, False, True]
