@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
 from coursehub.catalog.models import Course, ResourceProfile
 from coursehub.errors import UsageError
-from coursehub.resources.threads import threads_for_cpu_limit
+from coursehub.resources.spec import ResourceSpec, check_count
 from coursehub.resources.units import parse_mem
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -54,22 +54,15 @@ def check_profile_values(
         Naming the profile and the field at fault.
     """
     try:
-        cpu = float(cpu_limit)
         mem_bytes = parse_mem(mem_limit)
-        default_threads = threads_for_cpu_limit(cpu)
+        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
+        check_count("jobs_per_gpu", jobs_per_gpu, 1)
     except (UsageError, TypeError, ValueError) as exc:
         raise ValidationError(f"profile {name}: {exc}") from None
-    threads = default_threads if n_threads is None else n_threads
-    bounds = (("n_threads", threads, 1), ("gpus", gpus, 0), ("jobs_per_gpu", jobs_per_gpu, 1))
-    for field, value, low in bounds:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValidationError(
-                f"profile {name}: {field} must be an integer >= {low}, got {value!r}"
-            )
     return {
-        "cpu_limit": cpu,
+        "cpu_limit": spec.cpus,
         "mem_limit": mem_bytes,
-        "n_threads": threads,
+        "n_threads": spec.threads,
         "gpus": gpus,
         "jobs_per_gpu": jobs_per_gpu,
     }

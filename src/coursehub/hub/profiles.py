@@ -38,7 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from coursehub.errors import UsageError
-from coursehub.resources import format_mem, parse_mem, thread_env, threads_for_cpu_limit
+from coursehub.resources import (
+    ResourceSpec,
+    check_count,
+    format_mem,
+    parse_mem,
+    thread_env,
+)
 
 #: Spawner kinds understood by :func:`spawner_override`.
 SPAWNER_KINDS: tuple[str, ...] = ("local", "systemd", "slurm", "kubernetes")
@@ -121,16 +127,13 @@ def make_profile(
         If a value is out of range (non-positive CPUs, memory or threads,
         negative GPUs, fewer than one job per GPU).
     """
-    cpu = float(cpu_limit)
-    threads = threads_for_cpu_limit(cpu) if n_threads is None else n_threads
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise UsageError(f"profile {name!r}: n_threads must be a positive integer, got {threads!r}")
-    for field, value, low in (("gpus", gpus, 0), ("jobs_per_gpu", jobs_per_gpu, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise UsageError(
-                f"profile {name!r}: {field} must be an integer >= {low}, got {value!r}"
-            )
-    return CourseProfile(str(name), cpu, parse_mem(mem_limit), threads, gpus, jobs_per_gpu)
+    mem_bytes = parse_mem(mem_limit)
+    try:
+        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
+        check_count("jobs_per_gpu", jobs_per_gpu, 1)
+    except UsageError as exc:
+        raise UsageError(f"profile {name!r}: {exc}") from None
+    return CourseProfile(str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu)
 
 
 def parse_profile(data: Mapping[str, Any], where: str = "profile") -> CourseProfile:

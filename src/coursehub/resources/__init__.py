@@ -21,7 +21,7 @@ from coursehub.resources.cgroups import (
 )
 from coursehub.resources.cpus import affinity_cpus, effective_cpus
 from coursehub.resources.gpus import GpuInfo, GpuProcess, gpu_inventory, gpu_memory_of
-from coursehub.resources.spec import ResourceSpec
+from coursehub.resources.spec import ResourceSpec, check_count
 from coursehub.resources.threads import N_THREAD_VARS, thread_env, threads_for_cpu_limit
 from coursehub.resources.units import (
     describe_duration,
@@ -40,6 +40,7 @@ __all__ = [
     "JobCgroup",
     "ResourceSpec",
     "affinity_cpus",
+    "check_count",
     "describe_duration",
     "describe_mem",
     "effective_cpus",

@@ -9,6 +9,19 @@ from coursehub.errors import UsageError
 from coursehub.resources.threads import threads_for_cpu_limit
 
 
+def check_count(field_name: str, value: object, minimum: int) -> int:
+    """Return ``value`` if it is an integer >= ``minimum`` (not a bool).
+
+    Raises
+    ------
+    UsageError
+        Naming ``field_name`` and the value at fault.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{field_name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class ResourceSpec:
     """CPU quota, memory limit, thread count and GPUs of a job or a server.
@@ -41,10 +54,8 @@ class ResourceSpec:
 
     def __post_init__(self) -> None:
         n_threads = self.n_threads
-        if n_threads is not None and (
-            isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1
-        ):
-            raise UsageError(f"n_threads must be a positive integer, got {n_threads!r}")
+        if n_threads is not None:
+            check_count("n_threads", n_threads, 1)
         if self.cpu_limit is not None:
             cpu_limit = float(self.cpu_limit)
             if not math.isfinite(cpu_limit) or cpu_limit <= 0:
@@ -61,8 +72,7 @@ class ResourceSpec:
             raise UsageError(
                 f"mem_limit must be a positive number of bytes, got {self.mem_limit!r}"
             )
-        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 0:
-            raise UsageError(f"gpus must be a non-negative integer, got {self.gpus!r}")
+        check_count("gpus", self.gpus, 0)
         object.__setattr__(self, "cpu_limit", cpu_limit)
         object.__setattr__(self, "n_threads", n_threads)
 
