@@ -35,6 +35,7 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     ("POST", "/courses/new", "/courses/new", None,                       (302, 403, 400, 400, 403, 400)),
     ("GET", "/courses/<course_id>/edit", f"{C}/edit", None,              (302, 403, 403, 200, 403, 200)),
     ("POST", "/courses/<course_id>/edit", f"{C}/edit", None,             (302, 403, 403, 400, 403, 400)),
+    ("POST", "/courses/<course_id>/sync", f"{C}/sync", None,             (302, 403, 403, 302, 403, 302)),
     ("GET", "/courses/<course_id>/groups", f"{C}/groups", None,          (302, 403, 403, 200, 403, 200)),
     ("POST", "/courses/<course_id>/groups", f"{C}/groups", None,         (302, 403, 403, 400, 403, 400)),
     ("POST", "/courses/<course_id>/groups/<name>/delete", f"{C}/groups/G1/delete", None,
@@ -75,6 +76,7 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     ("DELETE", f"{A}/courses/<course_id>/members/<username>", f"{A}{C}/members/p2500004", None,
                                                                          (401, 403, 403, 204, 403, 204)),
     ("POST", f"{A}/courses/<course_id>/roster", f"{A}{C}/roster", {},    (401, 403, 403, 400, 403, 400)),
+    ("POST", f"{A}/courses/<course_id>/sync", f"{A}{C}/sync", None,      (401, 403, 403, 200, 403, 200)),
 ]  # fmt: skip
 
 CASES = [

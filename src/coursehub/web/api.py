@@ -25,6 +25,7 @@ from coursehub.web import auth
 from coursehub.web.access import Access, course_access, require, require_admin, require_creator
 from coursehub.web.actions import apply_course_changes, apply_new_course
 from coursehub.web.database import get_session
+from coursehub.web.hubsync import HubSyncOutcome, apply_hub_sync
 from coursehub.web.identity import Identity
 from coursehub.web.payloads import (
     PayloadError,
@@ -41,6 +42,8 @@ from coursehub.web.rosterflow import plan_import, render_plan_json
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 TOKEN_PATTERN = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
+#: Response header of every change: the hub sync's status for the course.
+SYNC_HEADER = "Coursehub-Hub-Sync"
 
 
 def init_app(app: Flask) -> None:
@@ -91,6 +94,18 @@ def api_course(course_id: str, needed: Access) -> tuple[Session, Course, Access]
     return session, course, access
 
 
+def synced(body: dict[str, Any] | None, outcome: HubSyncOutcome, status: int = 200) -> Response:
+    """Answer a change with the sync's outcome: ``hub_sync`` in the JSON body (None: 204,
+    no body) and the :data:`SYNC_HEADER` header."""
+    if body is None:
+        response = Response(status=204)
+    else:
+        response = jsonify(body | {"hub_sync": outcome.to_json()})
+        response.status_code = status
+    response.headers[SYNC_HEADER] = outcome.header()
+    return response
+
+
 def commit(session: Session) -> None:
     """Commit, or roll back and re-raise a catalog error (answered 400/404/409)."""
     try:
@@ -116,7 +131,7 @@ def list_courses() -> Response:
 
 
 @bp.post("/courses")
-def create_course() -> tuple[Response, int, dict[str, str]]:
+def create_course() -> tuple[Response, dict[str, str]]:
     """Create a course; the caller (or ``lead``, admins only) becomes its lead."""
     require_creator(g.identity)
     new = parse_new_course(request.get_json(silent=True))
@@ -130,7 +145,8 @@ def create_course() -> tuple[Response, int, dict[str, str]]:
         raise
     commit(session)
     location = url_for("api.get_course", course_id=course.course_id)
-    return jsonify(render_course(course)), 201, {"Location": location}
+    outcome = apply_hub_sync(session, course.course_id)
+    return synced(render_course(course), outcome, 201), {"Location": location}
 
 
 @bp.get("/courses/<course_id>", endpoint="get_course")
@@ -170,7 +186,7 @@ def update_course(course_id: str) -> Response:
         session.rollback()
         raise
     commit(session)
-    return jsonify(render_course(course))
+    return synced(render_course(course), apply_hub_sync(session, course_id))
 
 
 @bp.get("/courses/<course_id>/members")
@@ -183,7 +199,7 @@ def list_members(course_id: str) -> Response:
 
 
 @bp.post("/courses/<course_id>/members", endpoint="add_member")
-def add_member_view(course_id: str) -> tuple[Response, int]:
+def add_member_view(course_id: str) -> Response:
     """Add a person (role ``student`` by default) or change their role and group."""
     session, course, _ = api_course(course_id, Access.MANAGE)
     data = parse_new_member(request.get_json(silent=True))
@@ -200,16 +216,17 @@ def add_member_view(course_id: str) -> tuple[Response, int]:
         raise
     commit(session)
     names = {grp.id: grp.name for grp in course.groups}
-    return jsonify(render_member(member, names)), 200 if existed else 201
+    outcome = apply_hub_sync(session, course_id)
+    return synced(render_member(member, names), outcome, 200 if existed else 201)
 
 
 @bp.delete("/courses/<course_id>/members/<username>")
-def delete_member(course_id: str, username: str) -> tuple[str, int]:
+def delete_member(course_id: str, username: str) -> Response:
     """Take a person out of the course."""
     session, course, _ = api_course(course_id, Access.MANAGE)
     remove_member(session, course, username)
     commit(session)
-    return "", 204
+    return synced(None, apply_hub_sync(session, course_id))
 
 
 @bp.post("/courses/<course_id>/roster")
@@ -218,6 +235,15 @@ def import_roster(course_id: str) -> Response:
     session, course, _ = api_course(course_id, Access.MANAGE)
     req, dry_run = parse_roster_request(request.get_json(silent=True))
     plan = plan_import(session, course, req)
-    if not dry_run:
-        apply_roster(session, plan)
-    return jsonify(render_plan_json(plan) | {"applied": not dry_run})
+    body = render_plan_json(plan) | {"applied": not dry_run}
+    if dry_run:
+        return jsonify(body)
+    apply_roster(session, plan)
+    return synced(body, apply_hub_sync(session, course_id))
+
+
+@bp.post("/courses/<course_id>/sync")
+def sync_course(course_id: str) -> Response:
+    """Sync the catalog into the hub now; answer the course's sync outcome."""
+    session, _, _ = api_course(course_id, Access.MANAGE)
+    return synced({}, apply_hub_sync(session, course_id))

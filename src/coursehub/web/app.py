@@ -19,7 +19,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import NotFound
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from coursehub.web import api, auth, database, errors, views
+from coursehub.web import api, auth, database, errors, hubsync, views
 from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
 
 
@@ -60,6 +60,7 @@ def create_app(
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     _mount(app, plan_prefix(app.config))
     database.init_app(app)
+    hubsync.init_app(app)
     CSRFProtect(app).exempt(api.bp)
     auth.init_app(app, mode)
     views.init_app(app)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, g, render_template, request
+from flask import Blueprint, g, redirect, render_template, request, url_for
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 from wtforms import SelectChoice
@@ -16,6 +16,7 @@ from coursehub.web.actions import Material, NewCourse, apply_course_changes, app
 from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
 from coursehub.web.forms import CourseForm
+from coursehub.web.hubsync import apply_hub_sync, flash_outcome, hub_sync_settings
 from coursehub.web.views import back_to_course, form_status, load_course, show_error
 
 bp = Blueprint("courses", __name__)
@@ -29,7 +30,16 @@ def show(course_id: str) -> str:
     )
     require(page.access, Access.VIEW)
     return render_template("courses/show.html", page=page, course=page.course,
-                           access=page.access, Access=Access)  # fmt: skip
+                           access=page.access, Access=Access,
+                           hub_sync=hub_sync_settings())  # fmt: skip
+
+
+@bp.post("/courses/<course_id>/sync")
+def sync(course_id: str) -> Response:
+    """Sync the catalog into the hub now (the course's lead and teachers, admins)."""
+    load_course(course_id, Access.MANAGE)
+    flash_outcome(apply_hub_sync(get_session(), course_id), quiet=False)
+    return redirect(url_for("courses.show", course_id=course_id))
 
 
 def fill_choices(form: CourseForm, session: Session) -> None:
@@ -56,7 +66,9 @@ def create() -> tuple[str, int] | Response:
     if form.validate_on_submit():
         course = apply_create(session, form)
         if course is not None:
-            return back_to_course(course, f"Course {course.course_id} created.")
+            done = back_to_course(course, f"Course {course.course_id} created.")
+            flash_outcome(apply_hub_sync(session, course.course_id))
+            return done
     return render_template("courses/form.html", form=form, course=None), form_status(form)
 
 
@@ -96,7 +108,9 @@ def edit(course_id: str) -> tuple[str, int] | Response:
     if not form.is_submitted():
         prefill(form, course)
     if form.validate_on_submit() and apply_edit(session, form, course):
-        return back_to_course(course, f"Course {course.course_id} saved.")
+        done = back_to_course(course, f"Course {course.course_id} saved.")
+        flash_outcome(apply_hub_sync(session, course_id))
+        return done
     return render_template("courses/form.html", form=form, course=course), form_status(form)
 
 

@@ -11,6 +11,7 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.forms import ProfileForm
+from coursehub.web.hubsync import apply_hub_sync, flash_outcome
 from coursehub.web.views import form_status, show_error
 
 bp = Blueprint("profiles", __name__)
@@ -77,5 +78,6 @@ def edit(name: str) -> tuple[str, int] | Response:
             show_error(exc, form, "cpu_limit")
         else:
             flash(f"Profile {profile.name} saved.", "success")
+            flash_outcome(apply_hub_sync(session, None))
             return redirect(url_for("profiles.index"))
     return render_template("profiles/form.html", form=form, profile=profile), form_status(form)

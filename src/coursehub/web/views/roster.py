@@ -12,6 +12,7 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.forms import RosterConfirmForm, RosterUploadForm
+from coursehub.web.hubsync import apply_hub_sync, flash_outcome
 from coursehub.web.rosterflow import (
     RosterRequest,
     plan_digest,
@@ -84,8 +85,10 @@ def confirm(course_id: str) -> Response | tuple[str, int]:
         return render_template(
             "roster/upload.html", course=course, form=upload_form, problems=problems
         ), 400
-    return back_to_course(
+    done = back_to_course(
         course,
         f"Roster imported: {len(plan.additions)} added, {len(plan.updates)} updated, "
         f"{len(plan.removals)} removed.",
     )
+    flash_outcome(apply_hub_sync(session, course_id))
+    return done

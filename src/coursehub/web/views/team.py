@@ -12,6 +12,7 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.forms import MemberForm
+from coursehub.web.hubsync import apply_hub_sync, flash_outcome
 from coursehub.web.views import form_status, load_course, show_error
 
 bp = Blueprint("team", __name__)
@@ -49,6 +50,7 @@ def index(course_id: str) -> tuple[str, int] | Response:
             flash(
                 f"{member.person.username} is now {member.role} in {course.course_id}.", "success"
             )
+            flash_outcome(apply_hub_sync(session, course_id))
             return redirect(url_for("team.index", course_id=course_id))
     detail = course_detail(session, course)
     return render_template(
@@ -69,4 +71,5 @@ def delete(course_id: str, username: str) -> Response:
         show_error(exc)
     else:
         flash(f"{username} removed from {course.course_id}.", "success")
+        flash_outcome(apply_hub_sync(session, course_id))
     return redirect(url_for("team.index", course_id=course_id))

@@ -1,0 +1,218 @@
+"""Sync the catalog into the hub after a change made in the web app, and record the outcome.
+
+When the app can reach the hub's REST API with a token (:func:`plan_hub_sync`),
+each committed change that affects the hub (roster import, member added or
+removed, course created or edited, profile edited) calls :func:`apply_hub_sync`:
+the catalog is planned against the hub and applied by
+:mod:`coursehub.hub.sync` (never pruning: deleting users stays a deliberate
+``coursehub hub sync --prune``), and the outcome is written on every synced
+course (``last_sync_at``, ``last_sync_status``).
+
+Scope: the whole catalog. :mod:`coursehub.hub.sync` reads the whole hub
+(every user, every group) whatever the scope, and that read is most of the
+cost of a sync that changes little; a whole-catalog plan also carries a
+profile edit to every course using the profile and repairs drift left by an
+earlier failed sync of another course.
+
+In the request, not in a thread: the change is committed first, the sync
+runs with few attempts and a short timeout per request
+(``HUB_SYNC_ATTEMPTS``, ``HUB_SYNC_TIMEOUT_S``), and the user sees its
+outcome at once. A thread would outlive the request without a place to
+report to, and die with a WSGI worker.
+
+Configuration keys (``COURSEHUB_<KEY>`` variables): ``HUB_SYNC`` (on by
+default; ``0``/``false``/``off`` turns it off), ``HUB_SYNC_URL`` and
+``HUB_SYNC_TOKEN`` (default: the hub service's ``JUPYTERHUB_API_URL`` and
+``JUPYTERHUB_API_TOKEN``, or ``COURSEHUB_HUB_API_URL``), ``HUB_SYNC_ATTEMPTS``,
+``HUB_SYNC_TIMEOUT_S``. The token needs the scopes of ``coursehub hub sync``:
+``admin:users``, ``admin:groups``, ``list:users``, ``read:users``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from flask import Flask, current_app, flash
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from coursehub.errors import UsageError
+from coursehub.hub.hubclient import (
+    HubClient,
+    HubError,
+    HubUnreachableError,
+    RetryPolicy,
+    normalize_api_url,
+)
+from coursehub.hub.sync import (
+    CourseSpec,
+    SyncReport,
+    actual_state,
+    apply_sync,
+    course_specs,
+    desired_from_courses,
+    plan_sync,
+    record_sync_status,
+    render_course_errors,
+)
+
+SETTINGS_KEY = "coursehub.hubsync"
+#: Status of a change made while the sync is off.
+OFF = "off"
+#: Status of a course that the sync leaves out (archived, or of a closed year).
+NOT_SYNCED = "not synced: archived course or closed year"
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+@dataclass(frozen=True)
+class HubSyncSettings:
+    """Where and how the web app syncs: ``api_url`` None means off, ``off_reason`` says why."""
+
+    api_url: str | None
+    token: str = field(default="", repr=False)
+    attempts: int = 2
+    timeout_s: float = 5.0
+    off_reason: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """True when changes are synced to the hub."""
+        return self.api_url is not None
+
+    def retry(self) -> RetryPolicy:
+        """The retry policy of the sync's requests: few, short tries (the user is waiting)."""
+        return RetryPolicy(
+            self.attempts, backoff_s=0.2, backoff_max_s=1.0, timeout_s=self.timeout_s
+        )
+
+
+@dataclass(frozen=True)
+class HubSyncOutcome:
+    """A course's sync outcome: ``status`` (``"ok"``, ``"error: ..."``, ``"off"``), ``at``."""
+
+    status: str
+    at: datetime | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the sync ran and left the course in error."""
+        return self.status.startswith("error")
+
+    def header(self) -> str:
+        """Return the status as an HTTP header value (ASCII, one line, 200 characters at most)."""
+        text = " ".join(self.status.split())[:200]
+        return text.encode("ascii", "replace").decode("ascii")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"status": ..., "at": ISO 8601 or None}`` for API answers."""
+        return {"status": self.status, "at": self.at.isoformat() if self.at else None}
+
+
+def parse_flag(value: Any) -> bool:
+    """Return a boolean setting from a bool, a number or a string (``"0"``, ``"off"``: False)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in FALSE_WORDS
+    return bool(value)
+
+
+def plan_hub_sync(config: Mapping[str, Any]) -> HubSyncSettings:
+    """Decide whether and where the web app syncs (pure).
+
+    Returns
+    -------
+    HubSyncSettings
+        Off (with the reason) when ``HUB_SYNC`` is false or no URL and token
+        are configured; else the normalised API URL, token and retry bounds.
+
+    Raises
+    ------
+    UsageError
+        For a URL that is not http(s), ``HUB_SYNC_ATTEMPTS`` < 1 or a
+        ``HUB_SYNC_TIMEOUT_S`` that is not positive.
+    """
+    if not parse_flag(config.get("HUB_SYNC", True)):
+        return HubSyncSettings(None, off_reason="turned off (COURSEHUB_HUB_SYNC)")
+    url = config.get("HUB_SYNC_URL") or config.get("HUB_API_URL")
+    token = config.get("HUB_SYNC_TOKEN") or config.get("HUB_API_TOKEN")
+    if not url or not token:
+        return HubSyncSettings(None, off_reason="no hub API URL and token (standalone mode)")
+    attempts = int(config.get("HUB_SYNC_ATTEMPTS", 2))
+    timeout_s = float(config.get("HUB_SYNC_TIMEOUT_S", 5.0))
+    if attempts < 1:
+        raise UsageError(f"COURSEHUB_HUB_SYNC_ATTEMPTS must be >= 1, got {attempts}")
+    if timeout_s <= 0:
+        raise UsageError(f"COURSEHUB_HUB_SYNC_TIMEOUT_S must be > 0, got {timeout_s:g}")
+    return HubSyncSettings(normalize_api_url(str(url)), str(token), attempts, timeout_s)
+
+
+def init_app(app: Flask) -> None:
+    """Decide the app's sync settings once (see :func:`plan_hub_sync`)."""
+    app.extensions[SETTINGS_KEY] = plan_hub_sync(app.config)
+
+
+def hub_sync_settings() -> HubSyncSettings:
+    """Return the current app's sync settings."""
+    return cast(HubSyncSettings, current_app.extensions[SETTINGS_KEY])
+
+
+def run_sync(settings: HubSyncSettings, courses: list[CourseSpec]) -> SyncReport:
+    """Plan ``courses`` against the hub and apply the plan; a hub that fails to answer
+    while being read gives an aborted report (never raises for the hub's answers)."""
+    assert settings.api_url is not None
+    with HubClient(settings.api_url, settings.token, retry=settings.retry()) as client:
+        try:
+            actual = actual_state(client)
+        except (HubUnreachableError, HubError) as exc:
+            return SyncReport(aborted=str(exc))
+        return apply_sync(plan_sync(desired_from_courses(courses), actual), client)
+
+
+def apply_hub_sync(session: Session, course_id: str | None) -> HubSyncOutcome:
+    """Sync the catalog into the hub after a committed change; record and return the outcome.
+
+    Every synced course gets ``last_sync_at``/``last_sync_status`` (committed
+    here). Returns the outcome of ``course_id`` (None: of the whole run):
+    ``"off"`` when the sync is off, :data:`NOT_SYNCED` for a course the sync
+    leaves out. Hub failures are recorded, never raised.
+    """
+    settings = hub_sync_settings()
+    if not settings.enabled:
+        return HubSyncOutcome(OFF)
+    courses = course_specs(session)
+    report = run_sync(settings, courses)
+    when = datetime.now(UTC)
+    course_ids = [c.course_id for c in courses]
+    try:
+        record_sync_status(session, course_ids, report, now=when)
+        session.commit()
+    except SQLAlchemyError:
+        session.rollback()
+        current_app.logger.exception("hub sync: could not record its status")
+    if not report.ok:
+        current_app.logger.warning("hub sync incomplete: %s", report)
+    return HubSyncOutcome(render_outcome(course_ids, report, course_id), when)
+
+
+def render_outcome(course_ids: list[str], report: SyncReport, course_id: str | None) -> str:
+    """Return the status of ``course_id`` after ``report``, or of the whole run for None (pure)."""
+    if course_id is not None:
+        return render_course_errors(course_ids, report).get(course_id, NOT_SYNCED)
+    if report.ok:
+        return "ok"
+    if report.aborted:
+        return f"error: sync interrupted: {report.aborted}"
+    return "error: " + ": ".join(report.errors[0])
+
+
+def flash_outcome(outcome: HubSyncOutcome, quiet: bool = True) -> None:
+    """Flash a failed sync as a warning; with ``quiet`` False, also success and "off"."""
+    if outcome.failed:
+        flash(f"Saved, but the hub is not up to date: {outcome.status}. "
+              "Students may not see the change until a sync succeeds.", "warning")  # fmt: skip
+    elif not quiet and outcome.status == OFF:
+        flash(f"Hub sync is off: {hub_sync_settings().off_reason}.", "warning")
+    elif not quiet:
+        flash(f"Hub sync: {outcome.status}.", "success")
