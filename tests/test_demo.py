@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from coursehub.errors import UsageError
 pytestmark = pytest.mark.integration
 
 STUDENT = "p2501001"
+LEAD = "mbuffat"
+FORMGRADER = "/services/mlmeca-2025/formgrader"
 START_TIMEOUT_S = 90.0
 
 
@@ -34,15 +37,18 @@ def _proxy_or_skip() -> None:
 class Demo:
     """One ``coursehub demo`` subprocess on a free port."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, sigint_ignored: bool = False) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.output = data_dir.parent / f"demo-{self.port}.out"
+        self.stopped: list[psutil.Process] = []
+        # `nohup make demo &`: a background job of a non-interactive shell ignores SIGINT
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         with self.output.open("wb") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "coursehub", "demo", "--port", str(self.port),
                  "--data-dir", str(data_dir)],
-                stdout=out, stderr=subprocess.STDOUT,
+                stdout=out, stderr=subprocess.STDOUT, preexec_fn=ignore,
             )  # fmt: skip
         self._wait_for_banner()
 
@@ -74,14 +80,40 @@ class Demo:
         except psutil.NoSuchProcess:
             return []
 
-    def stop(self) -> int:
+    def login(self, username: str) -> requests.Session:
+        """Return a browser-like session signed in to the hub through its login form."""
+        session = requests.Session()
+        form = session.get(f"{self.url}/hub/login", timeout=10).text
+        xsrf = re.search(r'name="_xsrf"[^>]*value="([^"]+)"', form)
+        password = json.loads((self.data_dir / "demo-secrets.json").read_text())["password"]
+        data = {"username": username, "password": password, "_xsrf": xsrf.group(1) if xsrf else ""}
+        answer = session.post(f"{self.url}/hub/login", data=data, timeout=30)
+        assert answer.status_code == 200 and session.cookies.get("jupyterhub-session-id")
+        return session
+
+    def leftovers(self) -> list[psutil.Process]:
+        """Return the processes seen under the demo before it stopped that still run."""
+        return [p for p in self.stopped if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        self.stopped = self.descendants()
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+            self.process.send_signal(signum)
         try:
             return self.process.wait(60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
+
+
+def get_formgrader(session: requests.Session, url: str) -> requests.Response:
+    """GET the formgrader through the hub, waiting while its service is still starting."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        answer = session.get(url + FORMGRADER, timeout=30)
+        if answer.status_code not in (502, 503) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.5)
 
 
 def wait_for_server(demo: Demo, username: str) -> psutil.Process:
@@ -138,11 +170,33 @@ def test_demo_serves_login_and_student_server_runs_under_profile(demo_dir):
         assert (Path(env["JUPYTER_CONFIG_PATH"]) / "nbgrader_config.py").is_file()
         if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu").is_dir():
             check_cgroup(server.pid)
+        # the course page's formgrader link answers for the lead, not for a student
+        formgrader = get_formgrader(demo.login(LEAD), demo.url)
+        assert formgrader.status_code == 200, formgrader.text[-2000:]
+        assert "nbgrader" in formgrader.text.lower() and "formgrader" in formgrader.url
+        assert get_formgrader(demo.login(STUDENT), demo.url).status_code in (403, 404)
+        # the course app signs users in through the hub's OAuth: the lead manages the
+        # course, a student is refused its management pages
+        check_course_app(demo)
     finally:
         status = demo.stop()
     assert status == 0
-    assert not demo.descendants()
+    assert demo.stopped and not demo.leftovers()
     assert "stopped; data kept" in demo.text()
+
+
+def check_course_app(demo: Demo) -> None:
+    """The lead reaches the course's edit page through HubOAuth; a student gets 403."""
+    app = f"{demo.url}/services/coursehub"
+    lead = demo.login(LEAD)
+    page = lead.get(f"{app}/courses/mlmeca-2025/", timeout=30)
+    assert page.status_code == 200 and "Machine Learning for Mechanics" in page.text
+    assert "/hub/api/oauth2/authorize" in " ".join(r.url for r in page.history)
+    assert lead.get(f"{app}/courses/mlmeca-2025/edit", timeout=30).status_code == 200
+    student = demo.login(STUDENT)
+    assert student.get(f"{app}/courses/mlmeca-2025/", timeout=30).status_code == 200
+    assert student.get(f"{app}/courses/mlmeca-2025/edit", timeout=30).status_code == 403
+    assert student.get(f"{app}/courses/mlmeca-2025/roster", timeout=30).status_code == 403
 
 
 def check_cgroup(pid: int) -> None:
@@ -157,18 +211,49 @@ def check_cgroup(pid: int) -> None:
     assert int((mem_dir / "memory.limit_in_bytes").read_text()) == 4 * 1024**3
 
 
-def test_restart_keeps_data_and_does_not_reseed(demo_dir):
+def test_restart_in_the_background_keeps_data_and_stops_on_sigterm(demo_dir):
+    """Started as `nohup make demo &` (SIGINT ignored), SIGTERM stops it and all it started."""
     if not (demo_dir / "catalog.sqlite").exists():
         pytest.skip("needs the data left by the previous test")
     secrets_before = (demo_dir / "demo-secrets.json").read_text()
-    demo = Demo(demo_dir)
+    demo = Demo(demo_dir, sigint_ignored=True)
+    status = None
     try:
         assert "catalog kept" in demo.text()
         users = demo.api("GET", "/users").json()
         assert STUDENT in {u["name"] for u in users}
         assert (demo_dir / "jupyterhub.sqlite").exists()
         assert (demo_dir / "homes" / STUDENT).is_dir()
+        wait_for_server(demo, STUDENT)
     finally:
-        assert demo.stop() == 0
+        status = demo.stop(signal.SIGTERM)
+    assert status == 0
     assert (demo_dir / "demo-secrets.json").read_text() == secrets_before
-    assert not demo.descendants()
+    assert len(demo.stopped) >= 3 and not demo.leftovers()  # proxy, app, culler, server...
+    assert "did not stop" not in demo.text()  # the hub stopped on SIGTERM, not killed
+
+
+def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, monkeypatch):
+    from traitlets.config import Config
+
+    from coursehub.demo.hub import grading_layouts, render_demo_config
+    from coursehub.grading.layout import make_layout, render_course_config, write_atomically
+
+    layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")
+    write_atomically(layout.config_path, render_course_config(layout))
+    (tmp_path / "nbgrader" / "courses" / "numflu-2025").mkdir()  # not set up: no service
+    monkeypatch.setenv("COURSEHUB_CHP", "/bin/true")
+    for name, value in [("COURSEHUB_DEMO_PASSWORD", "pw"), ("COURSEHUB_DEMO_SERVICE_TOKEN", "t"),
+                        ("FORMGRADER_TOKEN_MLMECA_2025", "fg")]:  # fmt: skip
+        monkeypatch.setenv(name, value)
+    layouts = grading_layouts(tmp_path)
+    assert [fg.course_id for fg in layouts] == ["mlmeca-2025"]
+    config = Config()
+    exec(render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, layouts),
+         {"get_config": lambda: config})  # fmt: skip
+    services = {s["name"]: s for s in config.JupyterHub.services}
+    assert services["mlmeca-2025"]["cwd"] == str(layout.course_dir)
+    assert services["mlmeca-2025"]["command"][0] == sys.executable
+    assert services["coursehub"]["environment"]["COURSEHUB_FORMGRADER_COURSES"] == "mlmeca-2025"
+    roles = {r["name"]: r for r in config.JupyterHub.load_roles}
+    assert roles["formgrade-mlmeca-2025"]["scopes"] == ["access:services!service=mlmeca-2025"]

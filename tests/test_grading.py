@@ -28,6 +28,7 @@ from coursehub.grading.gradebook import (
     sync_gradebook,
 )
 from coursehub.grading.hubservice import (
+    formgrader_link,
     formgrader_url,
     plan_service_model,
     register_formgrader,
@@ -112,6 +113,29 @@ def test_formgrader_config_matches_golden_and_gives_each_team_its_course(tmp_pat
 
 def test_formgrader_opens_under_the_course_service():
     assert formgrader_url("mlmeca-2025", "/") == "/services/mlmeca-2025/formgrader"
+
+
+@pytest.mark.parametrize(
+    "listed, expected",
+    [(None, None), ("", None), ("numflu-2025", None),
+     ("numflu-2025, mlmeca-2025", "/services/mlmeca-2025/formgrader"),
+     ("*", "/services/mlmeca-2025/formgrader")],
+)  # fmt: skip
+def test_formgrader_link_only_for_courses_whose_service_is_configured(listed, expected):
+    env = {} if listed is None else {"COURSEHUB_FORMGRADER_COURSES": listed}
+    assert formgrader_link("mlmeca-2025", env) == expected
+
+
+def test_formgrader_config_with_chosen_python_ports_and_root(tmp_path, monkeypatch):
+    text = render_formgrader_config([FIXED], python="/venv/bin/python", ports=[41234],
+                                    allow_root=True)  # fmt: skip
+    monkeypatch.setenv("FORMGRADER_TOKEN_MLMECA_2025", "t1")
+    base = "c.JupyterHub.services = []\nc.JupyterHub.load_roles = []\n"
+    (service,) = load_config(text, tmp_path, prefix=base).JupyterHub.services
+    assert service["url"] == "http://127.0.0.1:41234"
+    assert service["command"][0] == "/venv/bin/python" and service["command"][-1] == "--allow-root"
+    with pytest.raises(ValueError, match="1 courses but 2 ports"):
+        render_formgrader_config([FIXED], ports=[1, 2])
 
 
 class FakeHub:

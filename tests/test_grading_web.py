@@ -53,10 +53,21 @@ def test_only_the_teaching_team_sees_assignments(client, who, status):
     assert answer.status_code == status
 
 
-def test_formgrader_opens_in_its_own_tab(client):
+def test_formgrader_opens_in_its_own_tab(client, monkeypatch):
+    monkeypatch.setenv("COURSEHUB_FORMGRADER_COURSES", "numflu-2025,mlmeca-2025")
     page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
     assert 'href="/services/mlmeca-2025/formgrader" target="_blank"' in page
     assert DEMO_ASSIGNMENT in page
+
+
+@pytest.mark.parametrize("listed", [None, "", "numflu-2025"])
+def test_no_formgrader_link_unless_the_hub_runs_its_service(client, monkeypatch, listed):
+    if listed is None:
+        monkeypatch.delenv("COURSEHUB_FORMGRADER_COURSES", raising=False)
+    else:
+        monkeypatch.setenv("COURSEHUB_FORMGRADER_COURSES", listed)
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    assert "formgrader" not in page and DEMO_ASSIGNMENT in page
 
 
 def test_buttons_generate_then_release(client, layout):

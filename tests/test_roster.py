@@ -191,3 +191,25 @@ def test_header_key_and_column_letters():
         "ZZ",
         "AAA",
     ]
+
+
+def test_several_missing_columns_in_one_message_with_the_headers_once():
+    rows = [["foo", "bar"], ["1", "2"]]
+    assert roster_error(to_csv(rows).encode()) == [
+        "missing columns student number (N° étudiant), last name (Nom), first name (Prénom); "
+        "headers found: 'foo', 'bar'"
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('N° étudiant;Nom;Prénom\r\n1;"Dupont;Jean\r\n2;Martin;Paul\r\n', "row 2, column B"),
+        ('N° étudiant;Nom;Prénom\r\n1;Dupont;Jean\r\n2;Martin;"Paul\r\n', "row 3, column C"),
+        ('N° étudiant;Nom;Prénom\n1;Dupont;Jean\n2;Martin;"Paul', "row 3, column C"),
+    ],
+)
+def test_unterminated_quote_is_named_with_its_row_and_column(text, where):
+    assert roster_error(text.encode()) == [
+        f"{where}: unterminated quote (a '\"' opens a value that is not closed on its row)"
+    ]

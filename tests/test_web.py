@@ -352,3 +352,15 @@ def test_plan_pages(n_items, page, expected):
     from coursehub.web.coursepage import plan_pages
 
     assert plan_pages(n_items, page, size=50) == expected
+
+
+@pytest.mark.parametrize(
+    "who, shown",
+    [("student", False), ("grader", True), ("teacher", True), ("other_teacher", True),
+     ("admin", True)],
+)  # fmt: skip
+def test_find_a_person_link_only_for_those_who_may_search(client, who, shown):
+    page = client.get("/", headers=identity_headers(IDENTITIES[who])).get_data(as_text=True)
+    assert ("Find a person" in page) is shown
+    status = client.get("/people/", headers=identity_headers(IDENTITIES[who])).status_code
+    assert (status == 200) is shown

@@ -172,8 +172,8 @@ def match_headers(header: list[str]) -> tuple[dict[str, int], list[str]]:
 
 
 def _split(text: str) -> list[list[str]]:
-    lines = (line for line in text.splitlines() if any(c.isalnum() for c in line))
-    header_line = next(lines, "")
+    content = (line for line in text.splitlines() if any(c.isalnum() for c in line))
+    header_line = next(content, "")
 
     def score(delimiter: str) -> tuple[int, int]:
         known = match_headers(_first_row(header_line, delimiter))[0]
@@ -181,10 +181,41 @@ def _split(text: str) -> list[list[str]]:
 
     best = max(DELIMITERS, key=score)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=best)
+    lines = io.StringIO(text, newline="").readlines()
+    width = len(_first_row(header_line, best))
+    records: list[list[str]] = []
     try:
-        return list(reader)
+        start = 0  # physical lines before the current record
+        for record in reader:
+            records.append(record)
+            spans = any("\n" in value or "\r" in value for value in record)
+            if spans or reader.line_num >= len(lines):  # a quoted line break, or the last row
+                _check_quotes(record, len(records), lines[start : reader.line_num], best, width)
+            start = reader.line_num
     except csv.Error as exc:
         raise RosterError([f"line {reader.line_num}: the file is not valid CSV ({exc})"]) from None
+    return records
+
+
+def _check_quotes(record: list[str], number: int, lines: list[str], sep: str, width: int) -> None:
+    """Raise RosterError if record ``number`` (over ``lines``) opens a quote that never closes.
+
+    Such a record runs to the end of the file (strict parsing of its lines
+    finds no closing quote) or, closed by a later stray quote, has a value
+    spanning lines and fewer values than the header (``width``).
+    """
+    try:
+        list(csv.reader(io.StringIO("".join(lines), newline=""), delimiter=sep, strict=True))
+        unclosed = False
+    except csv.Error as exc:
+        unclosed = "unexpected end of data" in str(exc)
+    spans = [i for i, value in enumerate(record) if "\n" in value or "\r" in value]
+    if unclosed or (spans and len(record) < width):
+        column = column_letter(spans[0] if spans else len(record) - 1)
+        raise RosterError(
+            [f"row {number}, column {column}: unterminated quote (a '\"' opens a value "
+             "that is not closed on its row)"]
+        )  # fmt: skip
 
 
 def _first_row(line: str, delimiter: str) -> list[str]:
@@ -230,7 +261,8 @@ def parse_roster(data: bytes, username_rule: str = "student_id") -> list[RosterR
     missing = [FIELD_LABELS[field] for field in required if field not in columns]
     if missing:
         found = ", ".join(repr(h.strip()) for h in header if h.strip()) or "none"
-        raise RosterError([f"missing column {m}; headers found: {found}" for m in missing])
+        noun = "column" if len(missing) == 1 else "columns"
+        raise RosterError([f"missing {noun} {', '.join(missing)}; headers found: {found}"])
     if problems:
         raise RosterError(problems)
     rule = USERNAME_RULES[username_rule]

@@ -7,19 +7,27 @@ Layout of the data directory (kept across restarts; nothing is re-seeded):
 ``jupyterhub.sqlite``          the hub's database (and its cookie secret next to it)
 ``hub/jupyterhub_config.py``   rendered at each start (:mod:`coursehub.hub.config`)
 ``hub/jupyterhub.log``         the hub's, proxy's and services' output
+``nbgrader/courses/{course_id}`` a course set up for grading; its formgrader runs
+                               as the hub service ``{course_id}``
 ``homes/{username}``           each user's home (the pendulum notebook is copied
                                there on first spawn)
 
 Start-up: migrate and seed the catalog, render the hub configuration, start
 ``python -m jupyterhub`` (which starts configurable-http-proxy and the course
 app at ``/services/coursehub/``), wait for its API, sync the catalog into hub
-users and groups, print the URL and the accounts. Ctrl-C (or SIGTERM) asks
-the hub to stop (it stops its servers, services and proxy), then anything
-left among its descendants is killed.
+users and groups, print the URL and the accounts.
+
+Stop: Ctrl-C, SIGTERM or SIGHUP, even when started in the background
+(``nohup make demo &``, where SIGINT is ignored: explicit handlers replace
+that). The hub starts with default signal dispositions and is stopped with
+SIGTERM (it stops its servers, services and proxy); after
+:data:`HUB_STOP_TIMEOUT_S`, its process group and any descendant left
+(servers run in their own sessions) are killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -27,16 +35,25 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coursehub.errors import CoursehubError, UsageError
 
+if TYPE_CHECKING:
+    from coursehub.grading.layout import CourseLayout
+
 SERVICE_NAME = "coursehub"
 HUB_START_TIMEOUT_S = 90.0
+#: Seconds the hub gets to stop its servers, services and proxy after SIGTERM.
 HUB_STOP_TIMEOUT_S = 30.0
+#: Seconds a process left after the hub gets between SIGTERM and SIGKILL.
+LEFTOVER_STOP_TIMEOUT_S = 5.0
+#: Signals that stop the demo.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -148,10 +165,31 @@ def demo_spawn_limit(override: str | None = None) -> int:
     return int(override)
 
 
+def grading_layouts(data_dir: Path) -> list[CourseLayout]:
+    """Return the layouts of the demo's courses set up for grading (with ``nbgrader_config.py``)."""
+    from coursehub.grading.layout import make_layout
+
+    root = data_dir / "nbgrader" / "courses"
+    found = sorted(p.parent.name for p in root.glob("*/nbgrader_config.py"))
+    return [make_layout(c, root, data_dir / "nbgrader" / "exchange", single_user=True)
+            for c in found]  # fmt: skip
+
+
 def render_demo_config(
-    data_dir: Path, port: int, ip: str, database_url: str, spawn_limit: int
+    data_dir: Path,
+    port: int,
+    ip: str,
+    database_url: str,
+    spawn_limit: int,
+    formgraders: Sequence[CourseLayout] = (),
 ) -> str:
-    """Return the demo hub's ``jupyterhub_config.py`` (free ports for the hub, proxy API, app)."""
+    """Return the demo hub's ``jupyterhub_config.py`` (free ports for the hub, proxy API, app).
+
+    Each course of ``formgraders`` gets its formgrader as a hub service named
+    after it (:func:`coursehub.grading.hubservice.render_formgrader_config`,
+    token from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group.
+    """
+    from coursehub.grading.hubservice import render_formgrader_config
     from coursehub.hub.config import HubSettings, render_hub_config
 
     service_port = free_port()
@@ -168,8 +206,15 @@ def render_demo_config(
         service_command=(sys.executable, "-m", "coursehub", "web", "serve"),
         database_url=database_url,
         concurrent_spawn_limit=spawn_limit,
+        formgrader_courses=tuple(layout.course_id for layout in formgraders),
     )
-    return render_hub_config(settings)
+    text = render_hub_config(settings)
+    if formgraders:
+        ports = [free_port() for _ in formgraders]
+        text += "\n" + render_formgrader_config(
+            formgraders, python=sys.executable, ports=ports, allow_root=os.geteuid() == 0
+        )
+    return text
 
 
 class DemoHub:
@@ -204,8 +249,13 @@ class DemoHub:
             If the hub exits or does not answer within the timeout (with the log's end).
         """
         self.hub_dir.mkdir(parents=True, exist_ok=True)
+        from coursehub.grading.hubservice import token_variable
+
         config = self.hub_dir / "jupyterhub_config.py"
-        text = render_demo_config(self.data_dir, self.port, self.ip, database_url, self.spawn_limit)
+        formgraders = grading_layouts(self.data_dir)
+        text = render_demo_config(
+            self.data_dir, self.port, self.ip, database_url, self.spawn_limit, formgraders
+        )
         config.write_text(text)
         env = {
             **os.environ,
@@ -213,12 +263,14 @@ class DemoHub:
             "COURSEHUB_DEMO_SERVICE_TOKEN": self.secrets.service_token,
             "COURSEHUB_DATABASE_URL": database_url,
             "COURSEHUB_DATA_DIR": str(self.data_dir),
+            # fresh at each start: the hub takes configured service tokens at start-up
+            **{token_variable(fg.course_id): secrets.token_hex(32) for fg in formgraders},
         }
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "jupyterhub", "-f", str(config)],
                 cwd=self.hub_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_default_signals,
             )  # fmt: skip
         self._wait_up()
 
@@ -248,7 +300,11 @@ class DemoHub:
             return ""
 
     def sync(self, database_url: str) -> Any:
-        """Sync the catalog into the hub (users, course groups, profiles); return the report."""
+        """Sync the catalog into the hub (users, course groups, profiles); return the report.
+
+        Each synced course records the time and status (``last_sync_at``,
+        ``last_sync_status``) that its page shows.
+        """
         from coursehub.catalog.db import make_engine, session_scope
         from coursehub.hub.hubclient import HubClient
         from coursehub.hub.sync import (
@@ -257,20 +313,30 @@ class DemoHub:
             course_specs,
             desired_from_courses,
             plan_sync,
+            record_sync_status,
         )
 
         engine = make_engine(database_url)
         client = HubClient(f"{self.url}/hub/api", self.secrets.service_token)
         try:
             with session_scope(engine) as session:
-                desired = desired_from_courses(course_specs(session))
-            return apply_sync(plan_sync(desired, actual_state(client)), client)
+                courses = course_specs(session)
+            desired = desired_from_courses(courses)
+            report = apply_sync(plan_sync(desired, actual_state(client)), client)
+            with session_scope(engine) as session:
+                record_sync_status(session, [c.course_id for c in courses], report)
+            return report
         finally:
             client.close()
             engine.dispose()
 
     def stop(self) -> None:
-        """Ask the hub to stop (SIGINT), then kill whatever of its descendants is left."""
+        """Stop the hub (SIGTERM, then SIGKILL after the grace), then whatever it left.
+
+        The hub's descendants are listed before it stops (orphans lose their
+        parent); its process group (the proxy, services) and those left
+        (servers run in their own sessions) get SIGTERM, then SIGKILL.
+        """
         import psutil
 
         process, self.process = self.process, None
@@ -281,21 +347,41 @@ class DemoHub:
         except psutil.NoSuchProcess:
             children = []
         if process.poll() is None:
-            process.send_signal(signal.SIGINT)
+            process.terminate()
             try:
                 process.wait(HUB_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
+                print(f"coursehub demo: the hub did not stop within {HUB_STOP_TIMEOUT_S:g} s "
+                      "of SIGTERM; killed", file=sys.stderr, flush=True)  # fmt: skip
                 process.kill()
                 process.wait()
-        _gone, alive = psutil.wait_procs(children, timeout=5)
+        _kill_group(process.pid, signal.SIGTERM)
+        _gone, alive = psutil.wait_procs(children, timeout=LEFTOVER_STOP_TIMEOUT_S)
         for child in alive:
             child.kill()
-        psutil.wait_procs(alive, timeout=5)
+        _kill_group(process.pid, signal.SIGKILL)
+        psutil.wait_procs(alive, timeout=LEFTOVER_STOP_TIMEOUT_S)
 
     def wait(self) -> int:
         """Block until the hub exits; return its status."""
         assert self.process is not None
         return self.process.wait()
+
+
+def _default_signals() -> None:
+    """In the hub's child process: default dispositions, so that it handles SIGINT and SIGTERM.
+
+    A background job of a non-interactive shell starts with SIGINT ignored,
+    and an ignored signal stays ignored across ``exec``.
+    """
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to the process group ``pgid`` if any of it is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -311,7 +397,7 @@ def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
     database_url, seeded = prepare_catalog(data_dir)
     print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
     hub = DemoHub(data_dir, port, ip)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)
         report = hub.sync(database_url)
@@ -324,6 +410,9 @@ def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
         print("coursehub demo: stopping the hub, its servers and services...", flush=True)
         return 0
     finally:
+        for signum in STOP_SIGNALS:  # a second Ctrl-C does not cut the stop short
+            signal.signal(signum, signal.SIG_IGN)
         hub.stop()
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         print("coursehub demo: stopped; data kept in " + str(data_dir), flush=True)

@@ -26,9 +26,10 @@ frame is blank with JupyterHub 4.1+ (nbgrader#1870).
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,8 @@ from coursehub.grading.layout import CourseLayout
 
 #: First port of the formgrader services (one port per course, in course order).
 BASE_PORT = 9900
+#: The course app's variable listing the courses whose formgrader service the hub runs.
+FORMGRADER_COURSES_VARIABLE = "COURSEHUB_FORMGRADER_COURSES"
 
 
 def formgrader_url(course_id: str, hub_prefix: str = "/") -> str:
@@ -43,9 +46,14 @@ def formgrader_url(course_id: str, hub_prefix: str = "/") -> str:
     return f"{hub_prefix.rstrip('/')}/services/{course_id}/formgrader"
 
 
-def formgrader_command(python: str = sys.executable) -> list[str]:
-    """Return the formgrader's command (``jupyterhub-singleuser`` with the nbgrader extension)."""
-    return [python, "-m", "jupyterhub.singleuser", "--ServerApp.default_url=/formgrader"]
+def formgrader_command(python: str = sys.executable, allow_root: bool = False) -> list[str]:
+    """Return the formgrader's command (``jupyterhub-singleuser`` with the nbgrader extension).
+
+    ``allow_root``: add ``--allow-root``, which jupyter-server needs to run as
+    root (the demo in a container); a real formgrader runs as the course's grader.
+    """
+    command = [python, "-m", "jupyterhub.singleuser", "--ServerApp.default_url=/formgrader"]
+    return [*command, "--allow-root"] if allow_root else command
 
 
 def plan_service_model(course_id: str, url: str, api_token: str) -> dict[str, Any]:
@@ -60,21 +68,56 @@ def plan_service_model(course_id: str, url: str, api_token: str) -> dict[str, An
     }
 
 
-def render_formgrader_config(layouts: Sequence[CourseLayout], base_port: int = BASE_PORT) -> str:
+def formgrader_link(
+    course_id: str, environ: Mapping[str, str] | None = None, hub_prefix: str = "/"
+) -> str | None:
+    """Return the formgrader's address if the hub runs one for ``course_id``, else None.
+
+    The course app cannot see the hub's configuration, so the courses whose
+    formgrader service is configured are listed in ``COURSEHUB_FORMGRADER_COURSES``
+    (comma-separated course ids, ``*`` for every course; unset: none) of
+    the course app's environment; ``coursehub demo`` sets it. Without it a
+    link to ``/services/<course_id>/formgrader`` would answer 404.
+    """
+    env = os.environ if environ is None else environ
+    listed = {c.strip() for c in env.get(FORMGRADER_COURSES_VARIABLE, "").split(",")}
+    if course_id in listed or "*" in listed:
+        return formgrader_url(course_id, hub_prefix)
+    return None
+
+
+def render_formgrader_config(
+    layouts: Sequence[CourseLayout],
+    base_port: int = BASE_PORT,
+    python: str = "python3",
+    ports: Sequence[int] | None = None,
+    allow_root: bool = False,
+) -> str:
     """Return the ``jupyterhub_config.py`` lines that run a formgrader per course (pure).
 
-    Each service gets port ``base_port + i`` and its token from the
-    environment variable ``FORMGRADER_TOKEN_<COURSE_ID>`` (upper case,
-    ``-`` as ``_``), so no secret is written in the file.
+    Each service runs ``python -m jupyterhub.singleuser`` (nbgrader's
+    formgrader extension, enabled when nbgrader is installed) in its course
+    directory, on port ``ports[i]`` (default ``base_port + i``), with its
+    token from the environment variable ``FORMGRADER_TOKEN_<COURSE_ID>``
+    (upper case, ``-`` as ``_``), so no secret is written in the file.
+    ``allow_root`` as in :func:`formgrader_command`.
+
+    Raises
+    ------
+    ValueError
+        If ``ports`` is given with another length than ``layouts``.
     """
+    ports = list(ports) if ports is not None else [base_port + i for i in range(len(layouts))]
+    if len(ports) != len(layouts):
+        raise ValueError(f"{len(layouts)} courses but {len(ports)} ports")
     lines = ["# --- nbgrader: one formgrader service per course (written by coursehub) ---",
              "import os", "", "c.JupyterHub.services += ["]  # fmt: skip
-    for i, layout in enumerate(layouts):
+    for layout, port in zip(layouts, ports, strict=True):
         lines += [
             "    {",
             f"        'name': {layout.course_id!r},",
-            f"        'url': 'http://127.0.0.1:{base_port + i}',",
-            f"        'command': {formgrader_command('python3')!r},",
+            f"        'url': 'http://127.0.0.1:{port}',",
+            f"        'command': {formgrader_command(python, allow_root)!r},",
             f"        'cwd': {str(layout.course_dir)!r},",
             f"        'api_token': os.environ[{token_variable(layout.course_id)!r}],",
             "        'oauth_no_confirm': True,",

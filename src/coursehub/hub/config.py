@@ -108,6 +108,10 @@ class HubSettings:
         Profile of a user in no course.
     demo
         Render the demo configuration (shared password, servers as the hub's user).
+    formgrader_courses
+        Demo: the courses whose formgrader the hub runs as a service; the
+        course app gets them in ``COURSEHUB_FORMGRADER_COURSES`` and links
+        only to those.
     """
 
     kind: str = "systemd"
@@ -127,6 +131,7 @@ class HubSettings:
     spawn_retry_range_s: tuple[int, int] = SPAWN_RETRY_RANGE_S
     default_profile: CourseProfile = DEFAULT_PROFILE
     demo: bool = False
+    formgrader_courses: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -6,6 +6,7 @@ sign-in (``auth.login``) and come back to the page they asked for.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import Flask, current_app, flash, g, redirect, request, url_for
@@ -18,7 +19,10 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, course_access, may_create_courses, require
 from coursehub.web.auth import auth_mode
 from coursehub.web.database import get_session
+from coursehub.web.identity import Identity
 
+#: Seconds the header keeps "is on a teaching team" per user (a role change shows after it).
+TEAM_CACHE_S = 60.0
 #: endpoints that need no signed-in user (the API checks its own tokens)
 PUBLIC_ENDPOINTS = frozenset({"static", "auth.login", "auth.oauth_callback", "auth.logout"})
 
@@ -53,13 +57,41 @@ def require_login() -> Response | None:
 
 
 def navigation() -> dict[str, Any]:
-    """Template flags for the header's links."""
+    """Template flags for the header's links (each shown only to those who may use it)."""
     identity = g.get("identity")
     creators = current_app.config["COURSE_CREATOR_GROUPS"]
     return {
         "can_create_courses": may_create_courses(identity, creators),
+        "can_find_people": may_find_people(identity),
         "hub_mode": auth_mode() == "hub",
     }
+
+
+def may_find_people(identity: Identity | None) -> bool:
+    """Return whether ``identity`` may search for people: an admin or a teaching-team member.
+
+    Without a query when the hub groups tell: admins, course creators (who
+    lead the courses they create) and members of a ``formgrade-{course_id}``
+    team group (written by the course sync), a team member of the course the
+    page shows (:func:`load_course`); else the catalog decides, its answer
+    kept :data:`TEAM_CACHE_S` seconds per user (one query less per page).
+    """
+    if identity is None:
+        return False
+    creators = set(current_app.config["COURSE_CREATOR_GROUPS"])
+    if identity.admin or any(n in creators or n.startswith("formgrade-") for n in identity.groups):
+        return True
+    if g.get("on_a_teaching_team"):  # a team member of the course this page shows
+        return True
+    from coursehub.web.views.people import team_course_pks
+
+    cache = current_app.extensions.setdefault("coursehub_team_members", {})
+    now = time.monotonic()
+    known = cache.get(identity.name)
+    if known is None or known[0] < now:
+        known = (now + TEAM_CACHE_S, bool(team_course_pks(get_session(), identity)))
+        cache[identity.name] = known
+    return known[1]
 
 
 def load_course(course_id: str, needed: Access) -> tuple[Course, Access]:
@@ -68,6 +100,8 @@ def load_course(course_id: str, needed: Access) -> tuple[Course, Access]:
     course = get_course(session, course_id)
     access = course_access(session, g.get("identity"), course)
     require(access, needed)
+    if access >= Access.READ_ROSTER:
+        g.on_a_teaching_team = True  # spares navigation() its query
     return course, access
 
 

@@ -46,7 +46,7 @@ def index(course_id: str) -> str:
     from coursehub.grading.assignments import assignment_status, list_assignments
     from coursehub.grading.autograde import load_outcomes
     from coursehub.grading.export import read_grade_table
-    from coursehub.grading.hubservice import formgrader_url
+    from coursehub.grading.hubservice import formgrader_link
 
     course, _ = load_course(course_id, Access.READ_ROSTER)
     layout = course_layout(course.course_id)
@@ -59,7 +59,7 @@ def index(course_id: str) -> str:
         statuses=[assignment_status(layout, name) for name in names],
         outcomes={name: load_outcomes(layout, name) for name in names},
         table=read_grade_table(layout) if ready else None,
-        formgrader=formgrader_url(course.course_id),
+        formgrader=formgrader_link(course.course_id),
     )
 
 
