@@ -60,6 +60,21 @@ NVIDIA_CONTROL_DEVICES: tuple[str, ...] = (
 )
 
 
+class UnitPropertyValues(list[str]):
+    """Values of a systemd unit property given several times (``DeviceAllow=``).
+
+    SystemdSpawner passes a list value of ``unit_extra_properties`` as one
+    ``--property`` per entry, but first expands ``{USERNAME}`` and
+    ``{USERID}`` in every value with ``value.format(...)``
+    (jupyterhub-systemdspawner 1.0.2, ``SystemdSpawner.start``), which a
+    plain list lacks: this list formats each of its entries.
+    """
+
+    def format(self, *args: Any, **kwargs: Any) -> UnitPropertyValues:
+        """Return a copy with ``str.format(*args, **kwargs)`` applied to each entry."""
+        return UnitPropertyValues(value.format(*args, **kwargs) for value in self)
+
+
 @dataclass(frozen=True)
 class CourseProfile:
     """The per-user limits of a course's servers.
@@ -361,7 +376,7 @@ def _systemd_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any
     if gpu_ids:
         devices = [f"/dev/nvidia{i}" for i in gpu_ids] + list(NVIDIA_CONTROL_DEVICES)
         properties["DevicePolicy"] = "closed"
-        properties["DeviceAllow"] = [f"{device} rw" for device in devices]
+        properties["DeviceAllow"] = UnitPropertyValues(f"{device} rw" for device in devices)
     return {"unit_extra_properties": properties, "isolate_devices": not gpu_ids}
 
 
