@@ -298,3 +298,21 @@ def _rmdir_retrying(path: Path) -> None:
         except OSError:
             time.sleep(0.02)
     path.rmdir()
+
+
+@pytest.fixture
+def app(database_url: str) -> Iterator[object]:
+    """The course web app in test mode on a fresh database seeded with the web fixtures'
+    catalog (``coursehub.web.testing.seed_web_catalog``), disposed of afterwards."""
+    from coursehub.web.testing import dispose_app, make_test_app, seed_web_catalog
+
+    seed_web_catalog(database_url)
+    application = make_test_app(database_url)
+    yield application
+    dispose_app(application)
+
+
+@pytest.fixture
+def client(app: object) -> object:
+    """A Flask test client of :func:`app`."""
+    return app.test_client()  # type: ignore[attr-defined]

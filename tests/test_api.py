@@ -6,23 +6,10 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
-from coursehub.web.testing import api_headers, dispose_app, make_test_app, seed_web_catalog
+from coursehub.web.testing import api_headers
 
 C = "/api/v1/courses/mlmeca-2025"
 TEACHER = api_headers("teacher")
-
-
-@pytest.fixture
-def app(database_url):
-    seed_web_catalog(database_url)
-    application = make_test_app(database_url)
-    yield application
-    dispose_app(application)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def test_openapi_file_is_valid_and_matches_the_routes(client, app):

@@ -17,8 +17,6 @@ from coursehub.web.testing import (
     IDENTITIES,
     dispose_app,
     identity_headers,
-    make_test_app,
-    seed_web_catalog,
 )
 
 C = "/courses/mlmeca-2025"
@@ -30,19 +28,6 @@ ROSTER = (
     "p2500001;Lefèvre;Anaïs;anais.lefevre@etu.example.org;G1\n"
     "p2500099;Zola;Émile;emile.zola@etu.example.org;G3\n"
 )
-
-
-@pytest.fixture
-def app(database_url):
-    seed_web_catalog(database_url)
-    application = make_test_app(database_url)
-    yield application
-    dispose_app(application)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def csrf_token(html: str) -> str:

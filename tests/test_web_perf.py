@@ -29,9 +29,7 @@ from coursehub.web.serving import ServerPlan, plan_gunicorn_options, plan_worker
 from coursehub.web.testing import (
     IDENTITIES,
     add_students,
-    dispose_app,
     identity_headers,
-    make_test_app,
     seed_web_catalog,
 )
 
@@ -63,14 +61,6 @@ def enrol(url: str, n_students: int) -> None:
             add_students(session, get_course(session, "mlmeca-2025"), n_students)
     finally:
         engine.dispose()
-
-
-@pytest.fixture
-def app(database_url):
-    seed_web_catalog(database_url)
-    application = make_test_app(database_url)
-    yield application
-    dispose_app(application)
 
 
 def page_statements(app, headers: dict[str, str], query: str = "") -> list[str]:
