@@ -139,6 +139,9 @@ def test_team_members_add_change_remove(session, year_portal):
     assert people.role_in(session, "TDUPONT", course) == Role.LEAD
     assert len(course.memberships) == 1
     assert people.get_person(session, "tdupont").first_name == "Thérèse"
+    with pytest.raises(ConflictError, match="tdupont is the last lead of mlmeca-2025"):
+        people.remove_member(session, course, "tdupont")
+    people.add_member(session, course, "mbuffat", Role.LEAD)
     people.remove_member(session, course, "tdupont")
     assert people.role_in(session, "tdupont", course) is None
     assert people.find_person(session, "tdupont") is not None
@@ -271,3 +274,103 @@ def test_profile_names_are_unique(session):
     profiles.create_profile(session, "p", cpu_limit=1, mem_limit="1G")
     with pytest.raises(ConflictError, match="profile p already exists"):
         profiles.create_profile(session, "p", cpu_limit=2, mem_limit="1G")
+
+
+# identity belongs to the person; a course keeps a lead ------------------------------------------
+
+from coursehub.catalog.errors import ForbiddenError, IdentityError  # noqa: E402
+from coursehub.catalog.rules import (  # noqa: E402
+    Actor,
+    check_role_change,
+    identity_changes,
+    may_change_identity,
+)
+
+TEACHER = Actor("tdupont", role=Role.TEACHER)
+LEAD = Actor("mbuffat", role=Role.LEAD)
+ADMIN = Actor("root", admin=True)
+
+
+@pytest.mark.parametrize(
+    ("actor", "courses_of_person", "expected"),
+    [
+        (TEACHER, {1}, True),  # only in the teacher's course
+        (TEACHER, {1, 2}, False),  # also in another course
+        (TEACHER, {2}, False),  # only in another course
+        (TEACHER, set(), False),  # in no course
+        (LEAD, {1, 2}, False),
+        (ADMIN, {2}, True),
+        (ADMIN, set(), True),
+    ],
+)
+def test_who_may_change_a_persons_identity(actor, courses_of_person, expected):
+    assert may_change_identity(actor, courses_of_person, 1) is expected
+
+
+def test_identity_changes_list_old_and_new_and_ignore_empty_values():
+    current = {"first_name": "Chloé", "last_name": "Moreau", "email": None}
+    given = {"first_name": "", "last_name": "Moreau-Durand", "email": "c@x.org"}
+    assert identity_changes(current, given) == (
+        ("last_name", "Moreau", "Moreau-Durand"),
+        ("email", None, "c@x.org"),
+    )
+    assert identity_changes(current, {"last_name": "Moreau"}) == ()
+
+
+@pytest.mark.parametrize(
+    ("actor", "target", "current", "new", "leads", "error"),
+    [
+        (TEACHER, "mbuffat", Role.LEAD, Role.STUDENT, ["mbuffat"], r"mbuffat\) or a hub admin"),
+        (TEACHER, "mbuffat", Role.LEAD, None, ["mbuffat", "x"], "only a lead"),
+        (TEACHER, "tdupont", Role.TEACHER, Role.LEAD, ["mbuffat"], "only a lead"),
+        (TEACHER, "new", None, Role.LEAD, ["mbuffat"], "only a lead"),
+        (LEAD, "mbuffat", Role.LEAD, Role.TEACHER, ["mbuffat"], "mbuffat is the last lead of c"),
+        (LEAD, "mbuffat", Role.LEAD, None, ["mbuffat"], "the last lead"),
+        (ADMIN, "mbuffat", Role.LEAD, None, ["mbuffat"], "the last lead"),
+        (LEAD, "mbuffat", Role.LEAD, None, ["mbuffat", "x"], None),
+        (LEAD, "tdupont", Role.TEACHER, Role.LEAD, ["mbuffat"], None),
+        (ADMIN, "x", Role.LEAD, Role.STUDENT, ["mbuffat", "x"], None),
+        (TEACHER, "p1", Role.STUDENT, Role.GRADER, ["mbuffat"], None),
+        (TEACHER, "p1", Role.STUDENT, None, ["mbuffat"], None),
+        (TEACHER, "mbuffat", Role.LEAD, Role.LEAD, ["mbuffat"], None),
+    ],
+)  # fmt: skip
+def test_lead_rules(actor, target, current, new, leads, error):
+    if error is None:
+        check_role_change("c-2025", actor, target, current, new, leads)
+        return
+    with pytest.raises((ForbiddenError, ConflictError), match=error):
+        check_role_change("c-2025", actor, target, current, new, leads)
+
+
+def test_a_teacher_cannot_rename_a_person_of_another_course(session, year_portal):
+    year, portal = year_portal
+    mine = courses.create_course(session, "A1", "A", year, portal)
+    theirs = courses.create_course(session, "B1", "B", year, portal)
+    people.add_member(session, theirs, "olead", Role.LEAD, first_name="Olga", email="o@x.org")
+    session.commit()
+    with pytest.raises(IdentityError) as info:
+        people.add_member(
+            session, mine, "olead", first_name="Hijacked", email="evil@x.org", actor=TEACHER
+        )
+    assert str(info.value) == (
+        "olead exists outside a1-2025: only a hub admin may change their first name, e-mail; "
+        "leave these fields empty to add them as they are"
+    )
+    session.rollback()
+    person = people.get_person(session, "olead")
+    assert (person.first_name, person.email) == ("Olga", "o@x.org")
+    people.add_member(session, mine, "olead", actor=TEACHER)  # as they are: fine
+    people.add_member(session, mine, "olead", first_name="Olga", actor=TEACHER)  # same: fine
+    assert people.role_in(session, "olead", mine) == Role.STUDENT
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"first_name": "A\x00"}, {"last_name": "B\u2028C"}, {"email": "a\x00@b.org"},
+     {"student_number": "1\x7f"}, {"first_name": "x" * 201}],
+)  # fmt: skip
+def test_names_with_control_characters_never_reach_the_database(session, year_portal, fields):
+    course = courses.create_course(session, "A1", "A", *year_portal)
+    with pytest.raises(ValidationError, match=r"control character|longer than"):
+        people.add_member(session, course, "alice", **fields)

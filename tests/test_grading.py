@@ -21,6 +21,7 @@ from coursehub.grading.assignments import (
 )
 from coursehub.grading.autograde import autograde_args, plan_autograde
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.exchange import plan_student_identity
 from coursehub.grading.gradebook import (
     StudentRecord,
     plan_gradebook_sync,
@@ -387,3 +388,73 @@ def test_register_formgrader_on_a_real_hub(live_hub, answering_url):
     with HubClient(live_hub.api_url, live_hub.token) as sync_only:  # no admin:services
         refused = register_formgrader(sync_only, "fg-test-2025", answering_url)
     assert not refused.registered and "restart the hub" in refused.message
+
+
+# --- who a student is, and where their files go ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("requested", "hub_user", "os_user", "is_root", "expected"),
+    [
+        (None, "p1", "root", True, "p1"),  # demo: every server is root, the hub names the user
+        ("p1", "p1", "root", True, "p1"),
+        (None, None, "p2", False, "p2"),
+        ("p2", None, "p2", False, "p2"),
+        ("p2", None, "root", True, "p2"),  # an administrator outside the hub
+        ("p2", "p1", "root", True, None),  # root inside p1's server: still p1
+        ("p2", "p1", "p1", False, None),
+        ("p2", None, "p1", False, None),
+    ],
+)
+def test_a_student_fetches_and_submits_only_as_themselves(
+    requested, hub_user, os_user, is_root, expected
+):
+    if expected is None:
+        with pytest.raises(UsageError, match=f"--student {requested}: you are"):
+            plan_student_identity(requested, hub_user, os_user, is_root)
+    else:
+        assert plan_student_identity(requested, hub_user, os_user, is_root) == expected
+
+
+@pytest.fixture
+def released(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("COURSEHUB_GRADING_SINGLE_USER", "1")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    made = layout_from_env("phys-2025")
+    ensure_course(made)
+    add_assignment(made, "ps1", [demo_notebook()])
+    generate_assignment(made, "ps1")
+    release_assignment(made, "ps1")
+    return made
+
+
+def test_submit_as_another_hub_user_is_refused_with_a_clear_message(released, monkeypatch,
+                                                                      capsys):  # fmt: skip
+    monkeypatch.setenv("JUPYTERHUB_USER", "p2501002")
+    assert main(["grading", "submit", "phys-2025", "ps1", "--student", "p2501001"]) == 2
+    err = capsys.readouterr().err
+    assert "--student p2501001: you are hub user p2501002" in err
+    assert not list((released.exchange_root / "phys-2025" / "inbound").iterdir())
+
+
+@pytest.mark.parametrize("given", ["mywork", "./a/../mywork", "{tmp}/mywork", "~/mywork"])
+def test_fetch_and_submit_dir_is_resolved_once(released, tmp_path, monkeypatch, capsys, given):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    home = tmp_path / "home"
+    expected = (home if given.startswith("~") else work) / "mywork" / "phys-2025" / "ps1"
+    if given.startswith("{tmp}"):
+        expected = tmp_path / "mywork" / "phys-2025" / "ps1"
+    given = given.format(tmp=tmp_path)
+    (work / "a").mkdir()
+    monkeypatch.setenv("JUPYTERHUB_USER", "p2501001")
+    assert main(["grading", "fetch", "phys-2025", "ps1", "--dir", given]) == 0
+    printed = capsys.readouterr().out.strip().removeprefix("fetched into ")
+    assert Path(printed).resolve() == expected.resolve()
+    assert (expected / f"{DEMO_ASSIGNMENT}.ipynb").is_file()
+    assert main(["grading", "submit", "phys-2025", "ps1", "--dir", given]) == 0
+    assert "as p2501001" in capsys.readouterr().out

@@ -11,7 +11,9 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.config import HubSettings, render_hub_config
+from coursehub.hub.busyactivity import SERVER_ARG
+from coursehub.hub.config import HubSettings, render_hub_config, render_idle_notice
+from coursehub.hub.identity import hub_id_for_db_url
 
 GOLDEN = Path(__file__).parent / "golden"
 PYTHON_KINDS = ("systemd", "local", "slurm")
@@ -106,3 +108,69 @@ def test_cli_prints_and_writes_the_config(capsys, tmp_path):
     assert main(["hub", "config", "--spawner", "kubernetes", "-o", str(target)]) == 0
     assert yaml.safe_load(target.read_text())["cull"]["enabled"] is True
     assert main(["hub", "config", "--cull-idle", "0"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("cull_idle_s", "said"),
+    [(3600, "after 1 hour without"), (7200, "after 2 hours without"), (90, "after 2 minutes")],
+)
+def test_students_are_told_when_idle_servers_are_stopped(cull_idle_s, said):
+    notice = render_idle_notice(cull_idle_s)
+    assert said in notice
+    assert "computation still running counts as activity (up to 24 hours)" in notice
+
+
+@pytest.mark.parametrize("kind", PYTHON_KINDS)
+def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_path, monkeypatch):
+    settings = replace(HubSettings(), kind=kind, cull_idle_s=1800)
+    config = load_python_config(render_hub_config(settings), tmp_path, monkeypatch)
+    assert config.Spawner.args == [SERVER_ARG]
+    notice = render_idle_notice(1800)
+    assert config.JupyterHub.template_vars == {
+        "announcement_home": notice, "announcement_spawn": notice,
+    }  # fmt: skip
+    culler = {s["name"]: s for s in config.JupyterHub.services}["idle-culler"]
+    assert "--timeout=1800" in culler["command"]
+
+
+def test_kubernetes_pods_count_busy_kernels_and_students_see_the_idle_rule():
+    values = yaml.safe_load(render_hub_config(replace(HubSettings(), kind="kubernetes")))
+    assert values["hub"]["config"]["KubeSpawner"]["args"] == [SERVER_ARG]
+    assert values["hub"]["config"]["JupyterHub"]["template_vars"]["announcement_spawn"] == (
+        render_idle_notice(3600)
+    )
+    assert "no_course='default'" in values["hub"]["extraConfig"]["coursehub-profiles"]
+
+
+def test_host_wide_names_carry_the_hub_id_of_the_data_dir(tmp_path, monkeypatch):
+    ids = {}
+    for data_dir in ("/srv/jupyterhub", "/srv/demo"):
+        settings = replace(HubSettings(), kind="local", data_dir=data_dir)
+        config = load_python_config(render_hub_config(settings), tmp_path, monkeypatch)
+        ids[data_dir] = config.CgroupLocalProcessSpawner.hub_id
+        assert ids[data_dir] == hub_id_for_db_url(f"sqlite:///{data_dir}/jupyterhub.sqlite")
+        assert config.Spawner.apply_user_options.__self__.hub_id == ids[data_dir]
+        assert config.CgroupLocalProcessSpawner.device_isolation == "required"
+    assert ids["/srv/jupyterhub"] != ids["/srv/demo"]
+    systemd = load_python_config(render_hub_config(HubSettings()), tmp_path, monkeypatch)
+    assert systemd.SystemdSpawner.unit_name_template == (
+        f"jupyter-{ids['/srv/jupyterhub']}-{{USERNAME}}-singleuser"
+    )
+
+
+def test_the_demo_spawner_gets_its_data_dirs_hub_id(tmp_path, monkeypatch):
+    settings = replace(HubSettings(), kind="local", demo=True, data_dir=str(tmp_path))
+    monkeypatch.setenv("COURSEHUB_DEMO_PASSWORD", "demo-password")
+    monkeypatch.setenv("COURSEHUB_DEMO_SERVICE_TOKEN", "t" * 32)
+    config = load_python_config(render_hub_config(settings), tmp_path, monkeypatch)
+    expected = hub_id_for_db_url(f"sqlite:///{tmp_path}/jupyterhub.sqlite")
+    assert config.CgroupSimpleLocalProcessSpawner.hub_id == expected
+
+
+@pytest.mark.parametrize("choice", ["default", "refuse"])
+def test_the_no_course_choice_reaches_the_spawner_hooks(choice, tmp_path, monkeypatch, capsys):
+    assert main(["hub", "config", "--spawner", "local", "--no-course", choice]) == 0
+    config = load_python_config(capsys.readouterr().out, tmp_path, monkeypatch)
+    assert config.Spawner.apply_user_options.__self__.no_course == choice
+    with pytest.raises(UsageError, match="no_course"):
+        render_hub_config(replace(HubSettings(), no_course="maybe"))

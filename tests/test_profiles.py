@@ -59,11 +59,14 @@ def test_local_override_sets_limits_and_thread_environment():
     assert {env[name] for name in N_THREAD_VARS} == {"2"}
     assert env["OMP_WAIT_POLICY"] == "PASSIVE"
     assert env["CUDA_VISIBLE_DEVICES"] == ""
-    assert set(override) == {"cpu_limit", "mem_limit", "environment"}
+    assert set(override) == {"cpu_limit", "mem_limit", "environment", "visible_gpus"}
+    assert override["visible_gpus"] == []
 
 
 def test_local_override_exposes_only_the_assigned_gpu():
-    env = spawner_override(GPU, "local", gpu_ids=[3])["environment"]
+    override = spawner_override(GPU, "local", gpu_ids=[3])
+    env = override["environment"]
+    assert override["visible_gpus"] == [3]
     assert env["CUDA_VISIBLE_DEVICES"] == "3"
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 

@@ -79,14 +79,24 @@ def test_columns_in_any_order_and_extra_columns_ignored():
 
 
 def test_quoted_fields_with_separators_quotes_and_newlines():
-    rows = [["Nom", "Prénom", "N° étudiant"], ['Dupont; "le grand"', "Jean,\nPierre", "42"]]
+    rows = [
+        ["Nom", "Prénom", "N° étudiant", "Remarque"],
+        ['Dupont; "le grand"', "Jean, Pierre", "42", "tiers temps\r\nsalle 3"],
+    ]
     data = to_csv(rows, sep=";", quote_all=True).encode()
     (row,) = parse_roster(data)
     assert (row.last_name, row.first_name, row.username) == (
         'Dupont; "le grand"',
-        "Jean,\nPierre",
+        "Jean, Pierre",
         "42",
     )
+
+
+def test_a_line_break_inside_a_stored_value_is_refused_with_its_row_and_column():
+    rows = [["Nom", "Prénom", "N° étudiant"], ["Dupont", "Jean\nPierre", "42"]]
+    assert roster_error(to_csv(rows, quote_all=True).encode()) == [
+        "row 2, column B (Prénom): contains a control character (U+000A)"
+    ]
 
 
 def test_blank_lines_are_skipped_but_counted():
@@ -213,3 +223,96 @@ def test_unterminated_quote_is_named_with_its_row_and_column(text, where):
     assert roster_error(text.encode()) == [
         f"{where}: unterminated quote (a '\"' opens a value that is not closed on its row)"
     ]
+
+
+# control characters, binary files, Excel's "sep=" line ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("char", "code"),
+    [("\x00", "U+0000"), ("\x01", "U+0001"), ("\x1b", "U+001B"), ("\x7f", "U+007F"),
+     ("\x85", "U+0085"), ("\x9b", "U+009B"), ("\u2028", "U+2028"), ("\u2029", "U+2029"),
+     ("\u202e", "U+202E"), ("\u2066", "U+2066"), ("\t", "U+0009"), ("\r", "U+000D")],
+)  # fmt: skip
+@pytest.mark.parametrize(("column", "where"), [(1, "column B (Nom)"), (4, "column E (Groupe)")])
+def test_a_control_character_in_a_stored_value_is_named_by_row_and_column(
+    char, code, column, where
+):
+    rows = [list(r) for r in FRENCH]
+    rows[2][column] = f"x{char}y"
+    problems = roster_error(to_csv(rows, quote_all=True).encode("utf-8"))
+    assert problems == [f"row 3, {where}: contains a control character ({code})"]
+
+
+def test_control_characters_in_a_column_that_is_not_stored_are_refused_too():
+    rows = [[*r, "Remarque"] if i == 0 else [*r, "ok"] for i, r in enumerate(FRENCH)]
+    rows[3][5] = "voir\x00secrétariat"
+    assert roster_error(to_csv(rows).encode()) == [
+        "row 4, column F (Remarque): contains a control character (U+0000)"
+    ]
+
+
+def test_a_control_character_in_the_header_is_named_without_echoing_it():
+    rows = [["N° étudiant", "Nom", "Prénom", "Co\x07mmentaire"], ["1", "A", "B", ""]]
+    assert roster_error(to_csv(rows).encode()) == [
+        "row 1, column D (Co\\u0007mmentaire): contains a control character (U+0007)"
+    ]
+
+
+def test_a_nul_byte_after_the_first_4_kib_is_named_by_row_and_column_without_the_value():
+    lines = [f"p26{i:05d};Nom{i};Prénom;p26{i:05d}@example.org;" for i in range(200)]
+    text = "N° étudiant;Nom;Prénom;Courriel;Groupe\r\n" + "\r\n".join(lines)
+    data = (text + "\r\np2699999;Mar\x00tin;Léa;lea@example.org;\r\n").encode()
+    assert len(data) > 4096
+    problems = roster_error(data)
+    assert problems == ["row 202, column B (Nom): contains a control character (U+0000)"]
+    assert "Mar" not in problems[0] and "lea@" not in problems[0]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        bytes(range(0x80, 0x100)) * 12,  # high bytes that are no text in any encoding tried
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 100,  # an old .xls
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n",
+        b"\x1f\x8b\x08\x00rest",
+        b"\xff\xfeN\x00o\x00m",  # UTF-16 cut in the middle of a character
+        "Nom;Prénom\r\n".encode() + bytes(range(0x01, 0x09)) * 40,
+    ],
+    ids=["high-bytes", "xls", "pdf", "gzip", "broken-utf16", "control-bytes"],
+)
+def test_a_binary_file_gets_one_short_line(data):
+    problems = roster_error(data)
+    assert problems == [
+        "the file is not a CSV text file (binary data; an Excel file? save it as CSV)"
+    ]
+
+
+def test_a_long_unknown_header_is_quoted_cut_to_about_100_characters():
+    header = "".join(chr(c) for c in range(0xC0, 0x100)) * 60  # mojibake of a binary file
+    problems = roster_error((header + "\r\n1\r\n").encode("cp1252"))
+    assert len(problems) == 1 and len(problems[0]) < 250
+    assert problems[0].startswith("missing columns") and problems[0].endswith("...")
+
+
+@pytest.mark.parametrize(
+    ("first_line", "sep", "encoding"),
+    [
+        ("sep=;", ";", "utf-8"),
+        ("sep=,", ",", "utf-8"),
+        ("sep=\t", "\t", "utf-8"),
+        ("sep=;", ";", "utf-8-sig"),
+        ('"sep=;"', ";", "utf-8"),
+        ("SEP=;;;;", ";", "cp1252"),
+        ("sep=\t", "\t", "utf-16"),
+    ],
+)
+def test_excels_sep_line_names_the_separator_and_is_not_a_row(first_line, sep, encoding):
+    data = (first_line + "\r\n" + to_csv(FRENCH, sep=sep)).encode(encoding)
+    assert parse_roster(data) == EXPECTED
+
+
+def test_a_sep_line_wins_over_the_guess():
+    rows = [["N° étudiant", "Nom", "Prénom"], ["1", "Dupont, Jean", "Paul"]]
+    (row,) = parse_roster(("sep=;\n" + to_csv(rows, sep=";")).encode())
+    assert row.last_name == "Dupont, Jean"

@@ -244,9 +244,135 @@ def test_cli_roster_import(database_url, tmp_path, capsys):
     path.write_bytes(roster("p2600002;X;Y;bad-mail;G1", "p2600002;X;Y;;G1"))
     assert main(args) == 2
     assert capsys.readouterr().err == (
-        "coursehub: error: roster: row 2, column D (Courriel): "
+        f"coursehub: error: roster {path}: row 2, column D (Courriel): "
         "'bad-mail' is not an e-mail address; "
         "row 3: student p2600002 is listed twice (rows 2 and 3)\n"
     )
     assert main([*args[:3], str(tmp_path / "missing.csv"), *args[4:]]) == 2
     assert "cannot read roster" in capsys.readouterr().err
+
+
+# control characters and database errors: same message on SQLite and PostgreSQL, no personal data --
+
+
+def test_a_nul_byte_is_refused_before_the_database_with_the_same_message_everywhere(
+    session, course, engine
+):
+    before = snapshot(engine)
+    lines = [f"p26{i:05d};Nom{i};Prénom;p26{i:05d}@example.org;G1" for i in range(200)]
+    data = roster(*lines, "p2699999;Mar\x00tin;Léa;lea@example.org;G1")
+    with pytest.raises(RosterError) as info:
+        import_roster(session, course.course_id, data)
+    assert str(info.value) == (
+        "roster: row 202, column B (Nom): contains a control character (U+0000)"
+    )
+    assert snapshot(engine) == before
+
+
+def test_a_value_the_database_refuses_is_a_message_without_any_value(session, course, engine):
+    # Rows made by hand skip parse_roster's checks: what reaches the database is refused by
+    # PostgreSQL (NUL) and SQLite (the student number of another person), never with a value.
+    bad = RosterRow(2, "p2600001", "p2500002", "Mar\x00tin", "Léa", "lea@example.org", None)
+    plan = enrolment.RosterPlan(course.course_id, "add", None, additions=[bad])
+    before = snapshot(engine)
+    with pytest.raises((ConflictError, RosterError)) as info:
+        apply_roster(session, plan)
+    message = str(info.value)
+    assert "nothing written" in message
+    for secret in ("Mar", "Léa", "lea@", "p2500002", "p2600001"):
+        assert secret not in message
+    assert snapshot(engine) == before
+
+
+# identity: shown old -> new, confirmed, and kept for people of other courses ------------------
+
+
+@pytest.fixture
+def two_courses(session, course):
+    """mlmeca-2025 (seeded, Chloé Moreau p2500003 a student) and numflu-2025, empty."""
+    other = courses.create_course(session, "NUMFLU", "Numerical fluids", course.year, course.portal)
+    session.commit()
+    return course, other
+
+
+CROSS = roster("p2500003;Moreau-Durand;Chloé;c.moreau@other.example.org;G1")
+
+
+def test_a_teacher_importing_a_student_of_another_course_keeps_their_identity(session, two_courses):
+    _, numflu = two_courses
+    plan = plan_roster(session, numflu, parse_roster(CROSS))
+    (change,) = plan.identity_changes
+    assert (change.row, change.username, change.applied) == (2, "p2500003", False)
+    assert change.changes == (
+        ("last_name", "Moreau", "Moreau-Durand"),
+        ("email", "chloé.moreau@etu.example.org", "c.moreau@other.example.org"),
+    )
+    assert not plan.needs_confirmation
+    text = render_plan(plan)
+    assert (
+        "! row 2: p2500003 last_name 'Moreau' -> 'Moreau-Durand', "
+        "email 'chloé.moreau@etu.example.org' -> 'c.moreau@other.example.org' (not applied: "
+    ) in text
+    apply_roster(session, plan)
+    person = people.get_person(session, "p2500003")
+    assert (person.last_name, person.email) == ("Moreau", "chloé.moreau@etu.example.org")
+    assert people.role_in(session, "p2500003", numflu) == Role.STUDENT
+
+
+def test_an_admin_import_renames_only_once_confirmed(session, two_courses, engine):
+    _, numflu = two_courses
+    before = snapshot(engine)
+    with pytest.raises(ConflictError, match="changes the name, e-mail or student number of 1"):
+        import_roster(session, numflu.course_id, CROSS, admin=True)
+    assert snapshot(engine) == before
+    plan = import_roster(session, numflu.course_id, CROSS, admin=True, confirm=True)
+    assert plan.identity_changes[0].applied
+    session.expire_all()
+    assert people.get_person(session, "p2500003").last_name == "Moreau-Durand"
+
+
+def test_a_teacher_may_rename_a_student_who_is_only_in_their_course(session, course):
+    data = roster("p2500001;Lefèvre-Roux;Anaïs;;G1")
+    plan = plan_roster(session, course, parse_roster(data))
+    assert [(c.changes, c.applied) for c in plan.identity_changes] == [
+        ((("last_name", "Lefèvre", "Lefèvre-Roux"),), True)
+    ]
+    assert "~ row 2: p2500001 last_name 'Lefèvre' -> 'Lefèvre-Roux'" in render_plan(plan)
+    assert plan.needs_confirmation
+
+
+def test_a_student_also_in_another_course_keeps_their_identity_in_an_update(session, two_courses):
+    mlmeca, numflu = two_courses
+    people.add_member(session, numflu, "p2500001")
+    session.commit()
+    plan = plan_roster(session, mlmeca, parse_roster(roster("p2500001;Roux;Anaïs;;G2")))
+    assert [(u.row.username, u.fields) for u in plan.updates] == [("p2500001", ("group",))]
+    assert [c.applied for c in plan.identity_changes] == [False]
+    apply_roster(session, plan)
+    assert people.get_person(session, "p2500001").last_name == "Lefèvre"
+
+
+def test_cli_dry_run_shows_the_rename_and_applying_it_needs_yes(database_url, tmp_path, capsys):
+    assert main(["db", "seed", "--database-url", database_url]) == 0
+    path = tmp_path / "cross.csv"
+    path.write_bytes(CROSS)
+    args = ["roster", "import", "mlmeca-2025", str(path), "--database-url", database_url]
+    assert main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "~ row 2: p2500003 last_name 'Moreau' -> 'Moreau-Durand', email " in out
+    assert "dry run: nothing written" in out
+    assert main(args) == 2
+    assert "re-run with --yes" in capsys.readouterr().err
+    assert main([*args, "--yes"]) == 0
+    assert capsys.readouterr().out.endswith("applied\n")
+
+
+def test_cli_binary_roster_is_one_short_line_naming_the_file(database_url, tmp_path, capsys):
+    assert main(["db", "seed", "--database-url", database_url]) == 0
+    path = tmp_path / "export.csv"
+    path.write_bytes(bytes(range(0x80, 0x100)) * 24)
+    assert main(["roster", "import", "mlmeca-2025", str(path), "--database-url", database_url]) == 2
+    assert capsys.readouterr().err == (
+        f"coursehub: error: roster {path}: the file is not a CSV text file "
+        "(binary data; an Excel file? save it as CSV)\n"
+    )

@@ -9,6 +9,7 @@ import pytest
 from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 
+from coursehub.errors import UsageError
 from coursehub.hub.profiles import DEFAULT_PROFILE, make_profile, render_profile
 from coursehub.hub.spawner import CourseProfiles, GpuAssignments, chain_hooks
 
@@ -28,8 +29,11 @@ def make_spawner(name="alice", profiles=(), server=""):
     return SimpleLocalProcessSpawner(user=user, name=server)
 
 
-def hooks(tmp_path, kind="local", gpu_ids=(0, 1)):
-    return CourseProfiles(kind, gpu_ids=gpu_ids, state_path=tmp_path / "gpus.json")
+def hooks(tmp_path, kind="local", gpu_ids=(0, 1), hub_id="hubA", no_course="default"):
+    return CourseProfiles(
+        kind, gpu_ids=gpu_ids, state_path=tmp_path / "gpus.json", hub_id=hub_id,
+        no_course=no_course,
+    )  # fmt: skip
 
 
 def test_user_in_no_course_gets_the_default_profile(tmp_path):
@@ -105,7 +109,75 @@ def test_gpu_assignment_survives_a_restart(tmp_path):
     hooks(tmp_path, gpu_ids=[0, 1]).apply(again, {})
     assert again.environment["CUDA_VISIBLE_DEVICES"] == "1"
     state = json.loads((tmp_path / "gpus.json").read_text())
-    assert state == {"assignments": {"ann/": [0], "bob/": [1]}}
+    assert state == {"assignments": {"hubA:ann/": [0], "hubA:bob/": [1]}}
+
+
+def test_two_hubs_sharing_a_gpu_file_keep_their_own_users_apart(tmp_path):
+    hub_a, hub_b = hooks(tmp_path, hub_id="hubA"), hooks(tmp_path, hub_id="hubB")
+    on_a, on_b = (make_spawner("bob", profiles=[("gpu", GPU)]) for _ in range(2))
+    hub_a.apply(on_a, {})
+    hub_b.apply(on_b, {})
+    assert hub_a.gpus.read() == {"hubA:bob/": [0], "hubB:bob/": [1]}
+    hub_b.release(on_b)
+    assert hub_a.gpus.read() == {"hubA:bob/": [0]}
+
+
+def test_an_entry_written_before_hub_ids_is_released_with_its_server(tmp_path):
+    (tmp_path / "gpus.json").write_text(json.dumps({"assignments": {"bob/": [0]}}))
+    spawner = make_spawner("bob", profiles=[("gpu", GPU)])
+    profiles = hooks(tmp_path)
+    profiles.apply(spawner, {})
+    profiles.release(spawner)
+    assert profiles.gpus.read() == {}
+
+
+@pytest.mark.parametrize(
+    ("courses", "form_has"),
+    [
+        ([], "You are in no course yet; your server starts with the default profile (1 CPU, 2G)"),
+        ([("m2", M2)], None),
+        ([("m2", M2), ("big", BIG)], 'value="big" selected'),
+    ],
+    ids=["no-course", "one-course", "two-courses"],
+)
+def test_the_spawn_page_shows_a_notice_in_no_course_nothing_in_one_a_choice_in_two(
+    tmp_path, courses, form_has
+):
+    form = hooks(tmp_path).options_form(make_spawner(profiles=courses))
+    if form_has is None:
+        assert form == ""
+    else:
+        assert form_has in form.replace("&#x27;", "'")
+        assert ("no course" in form) == (not courses)
+
+
+def test_a_user_in_no_course_starts_the_default_profile_after_the_notice(tmp_path):
+    spawner = make_spawner()
+    profiles = hooks(tmp_path, no_course="default")
+    assert "Ask your teacher to add you" in profiles.options_form(spawner).replace("&#x27;", "'")
+    profiles.apply(spawner, profiles.options_from_form({}))
+    assert spawner.cpu_limit == DEFAULT_PROFILE.cpu_limit
+
+
+@pytest.mark.parametrize("user_options", [{}, {"course": "m2"}], ids=["form", "api-course"])
+def test_a_site_that_refuses_users_in_no_course_says_why_and_starts_nothing(tmp_path, user_options):
+    spawner = make_spawner()
+    profiles = hooks(tmp_path, no_course="refuse")
+    form = profiles.options_form(spawner)
+    assert "no server can start for you" in form
+    assert "display: none" in form  # the Start button is hidden
+    with pytest.raises(web.HTTPError) as info:
+        profiles.apply(spawner, user_options)
+    assert info.value.status_code == 403
+    assert "Ask your teacher to add you to a course" in info.value.log_message
+    enrolled = make_spawner(profiles=[("m2", M2)])
+    profiles.apply(enrolled, {})
+    assert enrolled.cpu_limit == 2.0
+
+
+def test_an_unknown_no_course_choice_is_refused_naming_the_choices(tmp_path):
+    with pytest.raises(UsageError, match="default"):
+        hooks(tmp_path, no_course="maybe")
 
 
 def test_slurm_and_kubernetes_do_not_assign_gpus_themselves(tmp_path):

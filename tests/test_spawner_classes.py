@@ -146,3 +146,22 @@ def test_kubernetes_pod_limits_carry_the_profile():
     assert container.resources.limits == {"cpu": 2.0, "memory": 8 * GIB, "nvidia.com/gpu": "1"}
     env = {e.name: e.value for e in container.env}
     assert env["OMP_NUM_THREADS"] == "2"
+
+
+def test_kubernetes_pod_without_gpu_sees_no_gpu_even_if_its_image_says_all():
+    spawner = make_spawner("kubernetes")
+    apply_override(spawner, spawner_override(CPU_ONLY, "kubernetes"))
+    container = asyncio.run(spawner.get_pod_manifest()).spec.containers[0]
+    assert "nvidia.com/gpu" not in container.resources.limits
+    assert {e.name: e.value for e in container.env}["NVIDIA_VISIBLE_DEVICES"] == "void"
+    apply_override(spawner, spawner_override(WITH_GPU, "kubernetes"))  # the next spawn: GPU
+    container = asyncio.run(spawner.get_pod_manifest()).spec.containers[0]
+    assert "NVIDIA_VISIBLE_DEVICES" not in {e.name for e in container.env}
+
+
+def test_local_spawner_gets_the_gpus_its_devices_cgroup_allows():
+    spawner = make_spawner("local")
+    apply_override(spawner, spawner_override(WITH_GPU, "local", gpu_ids=[1]))
+    assert spawner.visible_gpus == [1]
+    apply_override(spawner, spawner_override(CPU_ONLY, "local"))
+    assert spawner.visible_gpus == []

@@ -212,3 +212,93 @@ def test_pipeline_trains_through_the_course_interface(tmp_path):
     args = argparse.Namespace(epochs=2, seed=0, max_windows=None)
     argv = plan_train_args(tmp_path, args, 3)
     assert argv[:4] == [str(tmp_path / "model.pt"), "2", "3", "--data"]
+
+
+def parse_train(*argv):
+    parser = argparse.ArgumentParser()
+    train.add_arguments(parser)
+    return parser.parse_args([str(a) for a in argv])
+
+
+CHECKPOINT_SETTINGS = {
+    "model_config": {"arch": "lstm", "hidden_size": 128, "n_layers": 2, "window": 10,
+                     "dropout": 0.0},
+    "train_config": {"n_epochs": 1, "batch_size": 256, "lr": 0.002, "seed": 0,
+                     "max_windows": 512, "rollout_steps": 1, "noise": 0.1, "lr_decay": 0.7},
+    "data": {"file": "data.npz", "seed": 3, "trajectories": None},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        ([], []),
+        (["--lr", "2e-3", "--hidden-size", "128", "--seed", "0"], []),  # same values
+        (["--lr", "0.01"], ["checkpoint has lr=0.002, --lr 0.01 given"]),
+        (["--hidden-size", "64"], ["checkpoint has hidden_size=128, --hidden-size 64 given"]),
+        (["--layers", "3"], ["checkpoint has n_layers=2, --layers 3 given"]),
+        (["--batch-size", "7"], ["checkpoint has batch_size=256, --batch-size 7 given"]),
+        (["--rollout-steps", "4"], ["checkpoint has rollout_steps=1, --rollout-steps 4 given"]),
+        (["--noise", "0"], ["checkpoint has noise=0.1, --noise 0.0 given"]),
+        (["--lr-decay", "1"], ["checkpoint has lr_decay=0.7, --lr-decay 1.0 given"]),
+        (["--seed", "5"], ["checkpoint has seed=0, --seed 5 given"]),
+        (["--max-windows", "64"], ["checkpoint has max_windows=512, --max-windows 64 given"]),
+        (["--trajectories", "5"], ["checkpoint has trajectories=all, --trajectories 5 given"]),
+        (["--arch", "course"], ["checkpoint has arch=lstm, --arch course given"]),
+        (
+            ["--hidden-size", "64", "--lr", "0.5", "--batch-size", "7"],
+            [
+                "checkpoint has hidden_size=128, --hidden-size 64 given",
+                "checkpoint has batch_size=256, --batch-size 7 given",
+                "checkpoint has lr=0.002, --lr 0.5 given",
+            ],
+        ),
+        # changeable on resume: the epochs, threads, data file, device, progress bar
+        (["--data", "elsewhere.npz", "--device", "cpu", "--no-progress"], []),
+    ],
+)
+def test_a_resume_refuses_each_option_given_with_another_value(options, refused):
+    args = parse_train("m.pt", 9, 4, "--resume", *options)
+    assert train.plan_resume_conflicts(args, CHECKPOINT_SETTINGS) == refused
+
+
+def test_the_resume_help_names_what_may_change():
+    text = " ".join(train.RESUME_HELP.split())
+    for name in train.RESUME_CHANGEABLE:
+        assert name in text
+
+
+@pytest.mark.parametrize("command", ["module", "coursehub"])
+def test_resuming_with_other_hyperparameters_exits_2_and_keeps_the_checkpoint(
+    tmp_path, data, capsys, command
+):
+    model_file = tmp_path / "model.pt"
+    assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL)[0] == 0
+    before = model_file.read_bytes()
+    argv = [str(model_file), "2", "1", "--data", str(data), "--no-progress", "--resume",
+            "--hidden-size", "64", "--lr", "0.5", "--batch-size", "7"]  # fmt: skip
+    module = ["coursehub.pendulum.train"] if command == "module" else ["coursehub", "pendulum"]
+    prefix = module + ([] if command == "module" else ["train"])
+    proc = subprocess.run([sys.executable, "-m", *prefix, *argv], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    for part in ("checkpoint has hidden_size=16, --hidden-size 64 given",
+                 "checkpoint has lr=0.002, --lr 0.5 given",
+                 "checkpoint has batch_size=64, --batch-size 7 given"):  # fmt: skip
+        assert part in err
+    assert model_file.read_bytes() == before
+
+
+def test_resuming_with_options_left_out_continues_with_the_checkpoints_settings(
+    tmp_path, data, capsys
+):
+    model_file = tmp_path / "model.pt"
+    assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL, "--lr", "0.01")[0] == 0
+    status, out, err = run_train(capsys, model_file, 2, 2, "--data", data, "--resume",
+                                 "--no-progress")  # fmt: skip
+    assert status == 0, err
+    ckpt = load_checkpoint(model_file)
+    assert ckpt["epoch"] == 2 and ckpt["train_config"]["lr"] == 0.01
+    assert ckpt["model_config"]["hidden_size"] == 16 and "2 x 16 hidden" in out

@@ -22,61 +22,63 @@ from coursehub.web.testing import (
 
 C = "/courses/mlmeca-2025"
 A = "/api/v1"
-PARTS = ("anonymous", "student", "other_teacher", "teacher", "grader", "admin")
+PARTS = (
+    "anonymous", "student", "other_student", "other_teacher", "teacher", "lead", "grader", "admin",
+)  # fmt: skip
 
 # (method, url rule, concrete path, JSON body or None) -> statuses in PARTS order
 MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
-    # pages                                                              anon stud othT teach grad admin
-    ("GET", "/", "/", None,                                              (302, 200, 200, 200, 200, 200)),
-    ("GET", "/years/<year>/", "/years/2025-2026/", None,                 (302, 200, 200, 200, 200, 200)),
-    ("GET", "/years/<year>/<portal>/", "/years/2025-2026/MECA/", None,   (302, 200, 404, 200, 200, 200)),
-    ("GET", "/courses/<course_id>/", f"{C}/", None,                      (302, 200, 403, 200, 200, 200)),
-    ("GET", "/courses/new", "/courses/new", None,                        (302, 403, 200, 200, 403, 200)),
-    ("POST", "/courses/new", "/courses/new", None,                       (302, 403, 400, 400, 403, 400)),
-    ("GET", "/courses/<course_id>/edit", f"{C}/edit", None,              (302, 403, 403, 200, 403, 200)),
-    ("POST", "/courses/<course_id>/edit", f"{C}/edit", None,             (302, 403, 403, 400, 403, 400)),
-    ("POST", "/courses/<course_id>/sync", f"{C}/sync", None,             (302, 403, 403, 302, 403, 302)),
-    ("GET", "/courses/<course_id>/groups", f"{C}/groups", None,          (302, 403, 403, 200, 403, 200)),
-    ("POST", "/courses/<course_id>/groups", f"{C}/groups", None,         (302, 403, 403, 400, 403, 400)),
+    # pages                                                              anon stud othS othT teach lead grad admin
+    ("GET", "/", "/", None,                                              (302, 200, 200, 200, 200, 200, 200, 200)),
+    ("GET", "/years/<year>/", "/years/2025-2026/", None,                 (302, 200, 200, 200, 200, 200, 200, 200)),
+    ("GET", "/years/<year>/<portal>/", "/years/2025-2026/MECA/", None,   (302, 200, 404, 404, 200, 200, 200, 200)),
+    ("GET", "/courses/<course_id>/", f"{C}/", None,                      (302, 200, 403, 403, 200, 200, 200, 200)),
+    ("GET", "/courses/new", "/courses/new", None,                        (302, 403, 403, 200, 200, 200, 403, 200)),
+    ("POST", "/courses/new", "/courses/new", None,                       (302, 403, 403, 400, 400, 400, 403, 400)),
+    ("GET", "/courses/<course_id>/edit", f"{C}/edit", None,              (302, 403, 403, 403, 200, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/edit", f"{C}/edit", None,             (302, 403, 403, 403, 400, 400, 403, 400)),
+    ("POST", "/courses/<course_id>/sync", f"{C}/sync", None,             (302, 403, 403, 403, 302, 302, 403, 302)),
+    ("GET", "/courses/<course_id>/groups", f"{C}/groups", None,          (302, 403, 403, 403, 200, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/groups", f"{C}/groups", None,         (302, 403, 403, 403, 400, 400, 403, 400)),
     ("POST", "/courses/<course_id>/groups/<name>/delete", f"{C}/groups/G1/delete", None,
-                                                                         (302, 403, 403, 302, 403, 302)),
-    ("GET", "/courses/<course_id>/members", f"{C}/members", None,        (302, 403, 403, 200, 403, 200)),
-    ("POST", "/courses/<course_id>/members", f"{C}/members", None,       (302, 403, 403, 400, 403, 400)),
+                                                                         (302, 403, 403, 403, 302, 302, 403, 302)),
+    ("GET", "/courses/<course_id>/members", f"{C}/members", None,        (302, 403, 403, 403, 200, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/members", f"{C}/members", None,       (302, 403, 403, 403, 400, 400, 403, 400)),
     ("POST", "/courses/<course_id>/members/<username>/delete", f"{C}/members/p2500004/delete", None,
-                                                                         (302, 403, 403, 302, 403, 302)),
-    ("GET", "/courses/<course_id>/roster", f"{C}/roster", None,          (302, 403, 403, 200, 403, 200)),
-    ("POST", "/courses/<course_id>/roster", f"{C}/roster", None,         (302, 403, 403, 400, 403, 400)),
+                                                                         (302, 403, 403, 403, 302, 302, 403, 302)),
+    ("GET", "/courses/<course_id>/roster", f"{C}/roster", None,          (302, 403, 403, 403, 200, 200, 403, 200)),
+    ("POST", "/courses/<course_id>/roster", f"{C}/roster", None,         (302, 403, 403, 403, 400, 400, 403, 400)),
     ("POST", "/courses/<course_id>/roster/confirm", f"{C}/roster/confirm", None,
-                                                                         (302, 403, 403, 400, 403, 400)),
-    ("GET", "/profiles/", "/profiles/", None,                            (302, 403, 403, 403, 403, 200)),
-    ("GET", "/profiles/new", "/profiles/new", None,                      (302, 403, 403, 403, 403, 200)),
-    ("POST", "/profiles/new", "/profiles/new", None,                     (302, 403, 403, 403, 403, 400)),
-    ("GET", "/profiles/<name>/edit", "/profiles/small/edit", None,       (302, 403, 403, 403, 403, 200)),
-    ("POST", "/profiles/<name>/edit", "/profiles/small/edit", None,      (302, 403, 403, 403, 403, 400)),
-    ("GET", "/people/", "/people/?q=p25", None,                          (302, 403, 200, 200, 200, 200)),
-    ("GET", "/courses/<course_id>/grading", f"{C}/grading", None,       (302, 403, 403, 200, 200, 200)),
+                                                                         (302, 403, 403, 403, 400, 400, 403, 400)),
+    ("GET", "/profiles/", "/profiles/", None,                            (302, 403, 403, 403, 403, 403, 403, 200)),
+    ("GET", "/profiles/new", "/profiles/new", None,                      (302, 403, 403, 403, 403, 403, 403, 200)),
+    ("POST", "/profiles/new", "/profiles/new", None,                     (302, 403, 403, 403, 403, 403, 403, 400)),
+    ("GET", "/profiles/<name>/edit", "/profiles/small/edit", None,       (302, 403, 403, 403, 403, 403, 403, 200)),
+    ("POST", "/profiles/<name>/edit", "/profiles/small/edit", None,      (302, 403, 403, 403, 403, 403, 403, 400)),
+    ("GET", "/people/", "/people/?q=p25", None,                          (302, 403, 403, 200, 200, 200, 200, 200)),
+    ("GET", "/courses/<course_id>/grading", f"{C}/grading", None,       (302, 403, 403, 403, 200, 200, 200, 200)),
     ("POST", "/courses/<course_id>/grading/<assignment>/<step>", f"{C}/grading/ps1/release", None,
-                                                                         (302, 403, 403, 302, 302, 302)),
+                                                                         (302, 403, 403, 403, 302, 302, 302, 302)),
     ("GET", "/courses/<course_id>/grading/grades.csv", f"{C}/grading/grades.csv", None,
-                                                                         (302, 403, 403, 404, 404, 404)),
+                                                                         (302, 403, 403, 403, 404, 404, 404, 404)),
     # sign-in: no hub in tests, so no OAuth to start or finish
-    ("GET", "/login", "/login", None,                                    (404, 404, 404, 404, 404, 404)),
-    ("GET", "/oauth_callback", "/oauth_callback?code=x&state=y", None,   (403, 403, 403, 403, 403, 403)),
-    ("POST", "/logout", "/logout", None,                                 (302, 302, 302, 302, 302, 302)),
-    ("GET", "/static/<path:filename>", "/static/coursehub.css", None,    (200, 200, 200, 200, 200, 200)),
+    ("GET", "/login", "/login", None,                                    (404, 404, 404, 404, 404, 404, 404, 404)),
+    ("GET", "/oauth_callback", "/oauth_callback?code=x&state=y", None,   (403, 403, 403, 403, 403, 403, 403, 403)),
+    ("POST", "/logout", "/logout", None,                                 (302, 302, 302, 302, 302, 302, 302, 302)),
+    ("GET", "/static/<path:filename>", "/static/coursehub.css", None,    (200, 200, 200, 200, 200, 200, 200, 200)),
     # JSON API
-    ("GET", f"{A}/openapi.yaml", f"{A}/openapi.yaml", None,              (200, 200, 200, 200, 200, 200)),
-    ("GET", f"{A}/courses", f"{A}/courses", None,                        (401, 200, 200, 200, 200, 200)),
-    ("POST", f"{A}/courses", f"{A}/courses", {},                         (401, 403, 400, 400, 403, 400)),
-    ("GET", f"{A}/courses/<course_id>", f"{A}{C}", None,                 (401, 200, 403, 200, 200, 200)),
+    ("GET", f"{A}/openapi.yaml", f"{A}/openapi.yaml", None,              (200, 200, 200, 200, 200, 200, 200, 200)),
+    ("GET", f"{A}/courses", f"{A}/courses", None,                        (401, 200, 200, 200, 200, 200, 200, 200)),
+    ("POST", f"{A}/courses", f"{A}/courses", {},                         (401, 403, 403, 400, 400, 400, 403, 400)),
+    ("GET", f"{A}/courses/<course_id>", f"{A}{C}", None,                 (401, 200, 403, 403, 200, 200, 200, 200)),
     ("PATCH", f"{A}/courses/<course_id>", f"{A}{C}", {"title": "Renamed"},
-                                                                         (401, 403, 403, 200, 403, 200)),
-    ("GET", f"{A}/courses/<course_id>/members", f"{A}{C}/members", None, (401, 403, 403, 200, 200, 200)),
-    ("POST", f"{A}/courses/<course_id>/members", f"{A}{C}/members", {},  (401, 403, 403, 400, 403, 400)),
+                                                                         (401, 403, 403, 403, 200, 200, 403, 200)),
+    ("GET", f"{A}/courses/<course_id>/members", f"{A}{C}/members", None, (401, 403, 403, 403, 200, 200, 200, 200)),
+    ("POST", f"{A}/courses/<course_id>/members", f"{A}{C}/members", {},  (401, 403, 403, 403, 400, 400, 403, 400)),
     ("DELETE", f"{A}/courses/<course_id>/members/<username>", f"{A}{C}/members/p2500004", None,
-                                                                         (401, 403, 403, 204, 403, 204)),
-    ("POST", f"{A}/courses/<course_id>/roster", f"{A}{C}/roster", {},    (401, 403, 403, 400, 403, 400)),
-    ("POST", f"{A}/courses/<course_id>/sync", f"{A}{C}/sync", None,      (401, 403, 403, 200, 403, 200)),
+                                                                         (401, 403, 403, 403, 204, 204, 403, 204)),
+    ("POST", f"{A}/courses/<course_id>/roster", f"{A}{C}/roster", {},    (401, 403, 403, 403, 400, 400, 403, 400)),
+    ("POST", f"{A}/courses/<course_id>/sync", f"{A}{C}/sync", None,      (401, 403, 403, 403, 200, 200, 403, 200)),
 ]  # fmt: skip
 
 CASES = [
@@ -150,3 +152,91 @@ def test_course_page_access_on_postgresql(database_url, part):
         assert members.status_code == expected["GET", f"{A}/courses/<course_id>/members"][index]
     finally:
         dispose_app(app)
+
+
+# the identity and lead rules, route by route ------------------------------------------------------
+
+HIJACK = {"username": "oteacher", "role": "student", "first_name": "Hijacked",
+          "email": "attacker@evil.example"}  # fmt: skip
+# (method, path, body) -> statuses in PARTS order; a body goes as JSON to the API, as a form else
+RULES: list[tuple[str, str, dict | None, tuple[int, ...]]] = [
+    # the only lead, mbuffat, demoted or removed                         anon stud othS othT teach lead grad admin
+    ("POST", f"{A}{C}/members", {"username": "mbuffat", "role": "student"}, (401, 403, 403, 403, 403, 409, 403, 409)),
+    ("DELETE", f"{A}{C}/members/mbuffat", None,                          (401, 403, 403, 403, 403, 409, 403, 409)),
+    ("POST", f"{C}/members", {"username": "mbuffat", "role": "teacher"}, (302, 403, 403, 403, 403, 409, 403, 409)),
+    ("POST", f"{C}/members/mbuffat/delete", None,                        (302, 403, 403, 403, 403, 409, 403, 409)),
+    # a teacher making themselves (or anyone) lead
+    ("POST", f"{A}{C}/members", {"username": "tdupont", "role": "lead"}, (401, 403, 403, 403, 403, 200, 403, 200)),
+    ("POST", f"{C}/members", {"username": "tdupont", "role": "lead"},    (302, 403, 403, 403, 403, 302, 403, 302)),
+    ("POST", f"{A}{C}/members", {"username": "newlead", "role": "lead"}, (401, 403, 403, 403, 403, 201, 403, 201)),
+    # another course's lead or student renamed or re-mailed through this course
+    ("POST", f"{A}{C}/members", HIJACK,                                  (401, 403, 403, 403, 409, 409, 403, 201)),
+    ("POST", f"{C}/members", HIJACK,                                     (302, 403, 403, 403, 409, 409, 403, 302)),
+    ("POST", f"{A}{C}/members", {"username": "p2509001", "last_name": "Roux"},
+                                                                         (401, 403, 403, 403, 409, 409, 403, 201)),
+    # ... while adding them as they are is fine, and so is renaming this course's own student
+    ("POST", f"{A}{C}/members", {"username": "p2509001"},                (401, 403, 403, 403, 201, 201, 403, 201)),
+    ("POST", f"{A}{C}/members", {"username": "p2500001", "first_name": "Anna"},
+                                                                         (401, 403, 403, 403, 200, 200, 403, 200)),
+]  # fmt: skip
+
+RULE_CASES = [
+    pytest.param(method, path, body, part, statuses[i], id=f"{method} {path} {body} {part}")
+    for method, path, body, statuses in RULES
+    for i, part in enumerate(PARTS)
+]
+SEEDED_IDENTITIES = {
+    "oteacher": ("", "", None),
+    "p2509001": ("Inès", "Garnier", "ines.garnier@etu.example.org"),
+}
+
+
+def catalog_facts(url: str) -> tuple[dict[str, tuple], list[str]]:
+    """The identities of the other course's people and mlmeca-2025's leads."""
+    import sqlite3
+
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        people = {
+            name: (first, last, email)
+            for name, first, last, email in db.execute(
+                "SELECT username, first_name, last_name, email FROM people"
+                " WHERE username IN ('oteacher', 'p2509001')"
+            )
+        }
+        leads = [
+            name
+            for (name,) in db.execute(
+                "SELECT p.username FROM memberships m JOIN people p ON p.id = m.person_pk"
+                " JOIN courses c ON c.id = m.course_pk"
+                " WHERE c.course_id = 'mlmeca-2025' AND m.role = 'lead'"
+            )
+        ]
+    return people, leads
+
+
+@pytest.mark.parametrize(("method", "path", "body", "part", "expected"), RULE_CASES)
+def test_identity_and_lead_rules(tmp_path, template_url, method, path, body, part, expected):
+    """Only an admin renames people of other courses; only a lead or an admin changes leads;
+    the course keeps a lead whoever asks."""
+    import shutil
+
+    shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
+    url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+    app = make_test_app(url, WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False)
+    try:
+        api = path.startswith(A)
+        headers = api_headers(part) if api else identity_headers(IDENTITIES[part])
+        kwargs = {"json": body} if api else {"data": body}
+        with app.test_client().open(path, method=method, headers=headers, **kwargs) as response:
+            assert response.status_code == expected, response.get_data(as_text=True)[:800]
+            text = response.get_data(as_text=True)
+    finally:
+        dispose_app(app)
+    people, leads = catalog_facts(url)
+    assert leads, "mlmeca-2025 lost its last lead"
+    if part != "admin":
+        assert people == SEEDED_IDENTITIES
+    if expected == 409 and "only a hub admin" in text:
+        assert "Garnier" not in text and "ines.garnier" not in text  # stored values never shown
+    if expected == 403 and part in ("teacher",) and "lead" in text:
+        assert "or a hub admin" in text and "mbuffat" in text  # says who can do it

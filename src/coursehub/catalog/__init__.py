@@ -32,11 +32,20 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
     ``get_group``, ``remove_group``, ``check_group_name``; ``set_material``; ``course_detail`` ->
     ``CourseDetail`` (team, students, groups with counts, profile, material);
     ``catalog_tree`` (years -> portals -> courses).
+``coursehub.catalog.rules``
+    ``Actor``, ``SYSTEM``, ``IDENTITY_FIELDS``; pure ``identity_changes``,
+    ``may_change_identity`` (identity belongs to the person: only an admin
+    changes that of someone not only in the caller's course) and
+    ``check_role_change`` (a course keeps a lead; leads and admins make leads).
+``coursehub.catalog.text``
+    ``is_forbidden_char``, ``control_char_problem``, ``quote_text``: the
+    control characters no stored value may hold.
 ``coursehub.catalog.people``
     ``normalize_username``, ``check_username``, ``check_email``,
-    ``parse_role``; ``ensure_person``, ``get_person``, ``find_person``,
+    ``check_identity``, ``parse_role``; ``ensure_person``, ``get_person``, ``find_person``,
     ``search_people`` (find a person across courses); ``add_member``,
-    ``remove_member``, ``get_membership``, ``role_in``, ``is_team``,
+    ``remove_member`` (both take ``actor=``), ``course_leads``, ``get_membership``,
+    ``role_in``, ``is_team``,
     ``visible_courses`` (all for an admin, else the user's courses).
 ``coursehub.catalog.profiles``
     ``create_profile``, ``get_profile``, ``list_profiles``,
@@ -47,14 +56,18 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
 ``coursehub.catalog.enrolment``
     ``plan_roster(session, course, rows, mode="add"|"sync", group=None) ->
     RosterPlan`` (``additions``, ``updates``, ``removals``, ``unchanged``,
-    ``new_groups``), ``plan_changes`` (its pure core), ``render_plan(plan)
-    -> str``, ``apply_roster(session, plan)`` (one transaction, commits),
-    ``import_roster(session, course_id, data, ...)``.
+    ``new_groups``, ``identity_changes``), ``plan_changes`` (its pure core),
+    ``render_plan(plan) -> str`` (:mod:`coursehub.catalog.preview`),
+    ``apply_roster(session, plan)`` (one transaction, commits; database
+    errors become messages without values, :mod:`coursehub.catalog.dberrors`),
+    ``check_confirmed``, ``import_roster(session, course_id, data, ...,
+    admin=False, confirm=False)``.
 ``coursehub.catalog.seed``
     ``seed_demo(session) -> Course``.
 ``coursehub.catalog.errors``
     ``ValidationError`` (a ``UsageError``), ``NotFoundError``,
-    ``ConflictError``, ``SchemaError``, ``RosterError`` (``.problems``), all
+    ``ConflictError``, ``IdentityError`` (a ``ConflictError``),
+    ``ForbiddenError``, ``SchemaError``, ``RosterError`` (``.problems``), all
     ``CoursehubError``.
 
 Transactions: service functions flush and never commit; the caller commits

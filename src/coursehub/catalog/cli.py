@@ -54,6 +54,12 @@ def _register_roster(subparsers: Any) -> None:
     sub.add_argument("file", metavar="FILE", type=Path, help="the CSV file")
     sub.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
     sub.add_argument(
+        "--yes",
+        action="store_true",
+        help="apply the changes to existing people's names, e-mails or student numbers "
+        "(the '~ row' lines of --dry-run); without it such an import writes nothing",
+    )
+    sub.add_argument(
         "--mode",
         choices=("add", "sync"),
         default="add",
@@ -119,9 +125,15 @@ def run_seed(args: argparse.Namespace) -> int:
 
 
 def run_roster_import(args: argparse.Namespace) -> int:
-    """Read, plan and (unless ``--dry-run``) apply a roster; print the plan."""
+    """Read and plan a roster, print the plan, then (unless ``--dry-run``) apply it.
+
+    The command line has a hub admin's rights: it may change anyone's
+    identity, once confirmed with ``--yes``.
+    """
     from coursehub.catalog.db import session_factory
-    from coursehub.catalog.enrolment import import_roster, render_plan
+    from coursehub.catalog.enrolment import apply_roster, check_confirmed, import_roster
+    from coursehub.catalog.errors import IdentityError, RosterError
+    from coursehub.catalog.preview import render_plan
     from coursehub.catalog.schema import check_schema
 
     try:
@@ -130,15 +142,27 @@ def run_roster_import(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read roster {args.file}: {exc.strerror}") from None
     with _engine(args) as engine, session_factory(engine)() as session:
         check_schema(engine)
-        plan = import_roster(
-            session,
-            args.course,
-            data,
-            mode=args.mode,
-            group=args.group,
-            username_rule=args.username_from,
-            dry_run=args.dry_run,
-        )
-    sys.stdout.write(render_plan(plan))
-    print("dry run: nothing written" if args.dry_run else "applied")
+        try:
+            plan = import_roster(
+                session,
+                args.course,
+                data,
+                mode=args.mode,
+                group=args.group,
+                username_rule=args.username_from,
+                dry_run=True,
+                admin=True,
+            )
+        except RosterError as exc:
+            raise RosterError(exc.problems, source=str(args.file)) from None
+        sys.stdout.write(render_plan(plan))
+        if args.dry_run:
+            print("dry run: nothing written")
+            return 0
+        try:
+            check_confirmed(plan, args.yes)
+        except IdentityError as exc:
+            raise IdentityError(f"{exc}: re-run with --yes") from None
+        apply_roster(session, plan)
+    print("applied")
     return 0

@@ -19,7 +19,11 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from coursehub.filemodes import ensure_private_sqlite
+
 SQLITE_FILENAME = "catalog.sqlite"
+#: Mode of the SQLite catalog and its ``-wal``/``-shm`` files: owner only.
+CATALOG_FILE_MODE = 0o600
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -47,7 +51,10 @@ def database_url(environ: Mapping[str, str] | None = None) -> str:
 def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     """Create an engine for ``url`` (default :func:`database_url`).
 
-    SQLite: the parent directory of the file is created, foreign keys are
+    SQLite: the parent directory of the file is created (0o700 when new),
+    the file and its ``-wal``/``-shm`` are made owner-only (0o600, also
+    correcting an older installation: it holds names, e-mails and student
+    numbers; :func:`coursehub.filemodes.ensure_private_sqlite`), foreign keys are
     enforced (``PRAGMA foreign_keys=ON``) and the journal is in WAL mode so
     that the web app can read while a roster import writes. ``kwargs`` go to
     :func:`sqlalchemy.create_engine`.
@@ -56,8 +63,15 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, **kwargs)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if (
+        parsed.database
+        and parsed.database != ":memory:"
+        and not parsed.database.startswith("file:")
+    ):
+        path = Path(parsed.database).expanduser()
+        if not path.parent.is_dir():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_sqlite(path, CATALOG_FILE_MODE)
     engine = create_engine(url, **kwargs)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine

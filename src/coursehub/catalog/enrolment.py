@@ -7,6 +7,16 @@ The web app and ``coursehub roster import`` share these steps:
 :func:`apply_roster` writes it all or nothing. A web "confirm" step re-parses
 and re-plans the uploaded bytes, then applies; :func:`apply_roster` refuses a
 plan that the course has outgrown since (:class:`ConflictError`).
+
+Identity (names, e-mail, student number) belongs to the person, not to the
+course (:mod:`coursehub.catalog.rules`). A row that would change it for a
+person already in the catalog is listed in the plan as an
+:class:`IdentityChange`, ``old -> new``: applied when the importer is a hub
+admin (the command line is) or the person belongs to this course and no
+other, else kept as it is and marked "not applied". Applied identity changes
+need a confirmation (:attr:`RosterPlan.needs_confirmation`): the web
+preview's confirm button, ``confirm_identity_changes`` in the API, ``--yes``
+on the command line.
 """
 
 from __future__ import annotations
@@ -16,13 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from coursehub.catalog.courses import check_group_name, get_course
-from coursehub.catalog.errors import ConflictError, RosterError, ValidationError
+from coursehub.catalog.dberrors import describe_db_error
+from coursehub.catalog.errors import ConflictError, IdentityError, RosterError, ValidationError
 from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.preview import render_identity_change, render_plan
 from coursehub.catalog.roster import RosterRow, parse_roster
+from coursehub.catalog.rules import identity_changes
+
+__all__ = ["describe_db_error", "render_identity_change", "render_plan"]
 
 MODES = ("add", "sync")
 #: Person fields a roster sets, in the order the preview lists changes.
@@ -41,6 +56,22 @@ class MemberState:
     email: str | None
     role: str | None = None
     group: str | None = None
+    in_other_courses: bool = False
+
+
+@dataclass(frozen=True)
+class IdentityChange:
+    """A row that changes an existing person's identity: ``(field, old, new)`` per field.
+
+    ``applied`` is False when the importer may not change it (the person is
+    outside the course, or also in another course, and the importer is no
+    admin): the import then keeps the stored values.
+    """
+
+    row: int
+    username: str
+    changes: tuple[tuple[str, str | None, str], ...]
+    applied: bool
 
 
 @dataclass(frozen=True)
@@ -63,11 +94,21 @@ class RosterPlan:
     removals: list[MemberState] = field(default_factory=list)
     unchanged: int = 0
     new_groups: list[str] = field(default_factory=list)
+    identity_changes: list[IdentityChange] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
         """Whether applying the plan would change nothing."""
         return not (self.additions or self.updates or self.removals or self.new_groups)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """Whether applying the plan renames or re-mails someone already in the catalog."""
+        return any(change.applied for change in self.identity_changes)
+
+    def applies_identity(self, username: str) -> bool:
+        """Whether the plan writes ``username``'s identity fields."""
+        return any(c.applied and c.username == username for c in self.identity_changes)
 
 
 def plan_changes(
@@ -78,6 +119,7 @@ def plan_changes(
     groups: Iterable[str],
     mode: str = "add",
     group: str | None = None,
+    admin: bool = False,
 ) -> RosterPlan:
     """Compare roster rows with the catalog's state and return the plan (pure).
 
@@ -100,6 +142,9 @@ def plan_changes(
     group
         Put every row in this group (else each row's own group, if any; a
         row without one keeps its current group).
+    admin
+        Whether the importer is a hub admin, who may change anyone's identity;
+        others only that of people in this course and no other.
 
     Raises
     ------
@@ -121,9 +166,13 @@ def plan_changes(
     plan.new_groups = sorted({row.group for row in rows if row.group} - known)
     for row in rows:
         current = state.get(row.username)
+        applied = False
+        if current is not None and (changes := identity_changes(current.__dict__, row.__dict__)):
+            applied = admin or (current.role is not None and not current.in_other_courses)
+            plan.identity_changes.append(IdentityChange(row.row, row.username, changes, applied))
         if current is None or current.role is None:
             plan.additions.append(row)
-        elif changed := _changed_fields(row, current):
+        elif changed := _changed_fields(row, current, applied):
             plan.updates.append(RosterUpdate(row, changed))
         else:
             plan.unchanged += 1
@@ -169,9 +218,11 @@ def _row_problem(
     return None
 
 
-def _changed_fields(row: RosterRow, current: MemberState) -> tuple[str, ...]:
+def _changed_fields(row: RosterRow, current: MemberState, identity: bool) -> tuple[str, ...]:
     changed = [
-        f for f in PERSON_FIELDS if getattr(row, f) and getattr(row, f) != getattr(current, f)
+        f
+        for f in PERSON_FIELDS
+        if identity and getattr(row, f) and getattr(row, f) != getattr(current, f)
     ]
     if row.group and row.group != current.group:
         changed.append("group")
@@ -186,11 +237,14 @@ def read_state(
     ``owners`` maps each student number of ``rows`` already in the catalog to its username.
     """
     state: dict[str, MemberState] = {}
+    listed = _people_by(session, Person.username, [r.username for r in rows])
+    elsewhere = _in_other_courses(session, course, [p.id for p in listed])
     for membership in _memberships(session, course):
         group = membership.group.name if membership.group else None
-        state[membership.person.username] = _state(membership.person, membership.role, group)
-    for person in _people_by(session, Person.username, [r.username for r in rows]):
-        state.setdefault(person.username, _state(person))
+        person = membership.person
+        state[person.username] = _state(person, membership.role, group, person.id in elsewhere)
+    for person in listed:
+        state.setdefault(person.username, _state(person, other=person.id in elsewhere))
     numbers = [r.student_number for r in rows]
     owners = {
         p.student_number or "": p.username
@@ -199,7 +253,9 @@ def read_state(
     return state, owners
 
 
-def _state(person: Person, role: str | None = None, group: str | None = None) -> MemberState:
+def _state(
+    person: Person, role: str | None = None, group: str | None = None, other: bool = False
+) -> MemberState:
     return MemberState(
         person.username,
         person.student_number,
@@ -208,7 +264,20 @@ def _state(person: Person, role: str | None = None, group: str | None = None) ->
         person.email,
         role,
         group,
+        other,
     )
+
+
+def _in_other_courses(session: Session, course: Course, person_pks: list[int]) -> set[int]:
+    """Return those of ``person_pks`` with a membership in a course other than ``course``."""
+    found: set[int] = set()
+    for start in range(0, len(person_pks), _CHUNK):
+        chunk = person_pks[start : start + _CHUNK]
+        query = select(Membership.person_pk).where(
+            Membership.person_pk.in_(chunk), Membership.course_pk != course.id
+        )
+        found.update(session.scalars(query))
+    return found
 
 
 def _memberships(session: Session, course: Course) -> list[Membership]:
@@ -234,11 +303,12 @@ def plan_roster(
     rows: list[RosterRow],
     mode: str = "add",
     group: str | None = None,
+    admin: bool = False,
 ) -> RosterPlan:
     """Read the course's current members, then plan the import (:func:`plan_changes`)."""
     state, owners = read_state(session, course, rows)
     groups = [g.name for g in course.groups]
-    return plan_changes(course.course_id, rows, state, owners, groups, mode, group)
+    return plan_changes(course.course_id, rows, state, owners, groups, mode, group, admin)
 
 
 def apply_roster(session: Session, plan: RosterPlan) -> None:
@@ -253,7 +323,11 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
     ConflictError
         If the catalog changed after the plan was made (a student to add is
         already in the course, one to update or remove has left it, or a
-        student number was given to someone else).
+        student number was given to someone else): the message names the
+        broken rule, never a value.
+    RosterError
+        If the database refuses a value (too long, a character it cannot
+        store): nothing written.
     """
     try:
         course = get_course(session, plan.course_id)
@@ -264,9 +338,10 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
         members = {m.person.username: m for m in _memberships(session, course)}
         _check_current(plan, members)
         session.flush()
-        _apply_additions(session, course, plan.additions, groups)
+        _apply_additions(session, course, plan, groups)
         for update in plan.updates:
-            _set_fields(members[update.row.username].person, update.row)
+            if plan.applies_identity(update.row.username):
+                _set_fields(members[update.row.username].person, update.row)
             if update.row.group:
                 members[update.row.username].group = groups[update.row.group]
         for removed in plan.removals:
@@ -274,11 +349,18 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
         session.commit()
     except IntegrityError as exc:
         session.rollback()
-        reason = str(exc.orig).strip().splitlines()[0]
         raise ConflictError(
             f"roster of {plan.course_id} not applied, nothing written: the catalog changed "
-            f"meanwhile ({reason}): preview again"
-        ) from exc
+            f"meanwhile ({describe_db_error(exc)}): preview again"
+        ) from None
+    except DBAPIError as exc:
+        session.rollback()
+        raise RosterError(
+            [
+                "not applied, nothing written: the database refused a value "
+                f"({describe_db_error(exc)})"
+            ]
+        ) from None
     except BaseException:
         session.rollback()
         raise
@@ -297,13 +379,14 @@ def _check_current(plan: RosterPlan, members: dict[str, Membership]) -> None:
 
 
 def _apply_additions(
-    session: Session, course: Course, rows: list[RosterRow], groups: dict[str, CourseGroup]
+    session: Session, course: Course, plan: RosterPlan, groups: dict[str, CourseGroup]
 ) -> None:
+    rows = plan.additions
     existing = _people_by(session, Person.username, [r.username for r in rows])
     person_pks = {p.username: p.id for p in existing}
     by_username = {p.username: p for p in existing}
     for row in rows:
-        if row.username in by_username:
+        if row.username in by_username and plan.applies_identity(row.username):
             _set_fields(by_username[row.username], row)
     new = [_person_values(row) for row in rows if row.username not in person_pks]
     if new:
@@ -341,45 +424,39 @@ def import_roster(
     group: str | None = None,
     username_rule: str = "student_id",
     dry_run: bool = False,
+    admin: bool = False,
+    confirm: bool = False,
 ) -> RosterPlan:
     """Parse, plan and (unless ``dry_run``) apply a roster file; return the plan.
+
+    ``admin``: the importer is a hub admin (:func:`plan_changes`);
+    ``confirm``: apply the plan's identity changes
+    (:attr:`RosterPlan.needs_confirmation`).
 
     Raises
     ------
     RosterError
         Any problem of the file (:func:`coursehub.catalog.roster.parse_roster`) or plan.
+    IdentityError
+        If the plan renames or re-mails existing people and ``confirm`` is False.
     NotFoundError
         If the course does not exist.
     """
     rows = parse_roster(data, username_rule)
-    plan = plan_roster(session, get_course(session, course_id), rows, mode, group)
+    plan = plan_roster(session, get_course(session, course_id), rows, mode, group, admin)
     if not dry_run:
+        check_confirmed(plan, confirm)
         apply_roster(session, plan)
     return plan
 
 
-def render_plan(plan: RosterPlan) -> str:
-    """Return the preview of a plan as text, one line per change (pure)."""
-    head = f"course {plan.course_id}, mode {plan.mode}" + (
-        f", group {plan.group}" if plan.group else ""
-    )
-    lines = [
-        head,
-        f"{len(plan.additions)} to add, {len(plan.updates)} to update, "
-        f"{len(plan.removals)} to remove, {plan.unchanged} unchanged",
-    ]
-    if plan.new_groups:
-        lines.append(f"new groups: {', '.join(plan.new_groups)}")
-    lines += [f"+ row {r.row}: {_describe(r)}" for r in plan.additions]
-    lines += [
-        f"~ row {u.row.row}: {_describe(u.row)} ({', '.join(u.fields)})" for u in plan.updates
-    ]
-    lines += [f"- {m.username} {m.first_name} {m.last_name}".rstrip() for m in plan.removals]
-    return "\n".join(lines) + "\n"
-
-
-def _describe(row: RosterRow) -> str:
-    text = f"{row.username} {row.first_name} {row.last_name}"
-    return (
-        text + (f" <{row.email}>" if row.email else "") + (f" [{row.group}]" if row.group else "")
-    )
+def check_confirmed(plan: RosterPlan, confirm: bool) -> None:
+    """Raise :class:`IdentityError` if ``plan`` changes identities and ``confirm`` is False."""
+    if plan.needs_confirmation and not confirm:
+        count = sum(1 for change in plan.identity_changes if change.applied)
+        raise IdentityError(
+            f"roster of {plan.course_id} not applied, nothing written: it changes the name, "
+            f"e-mail or student number of {count} existing "
+            f"{'person' if count == 1 else 'people'} (the '~ row' lines of the preview): "
+            "confirm these changes to apply it"
+        )

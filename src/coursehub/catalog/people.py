@@ -3,16 +3,38 @@
 As in :mod:`coursehub.catalog.courses`, functions flush and never commit.
 Usernames are stored the way JupyterHub's authenticators normalise them
 (:func:`normalize_username`: stripped, lower case; REFERENCE.md section 4).
+
+Two rules protect what belongs to no single course:
+
+- Identity (:data:`IDENTITY_FIELDS`: names, e-mail, student number) is the
+  person's, shared by every course. A manager of course A may change it only
+  for a person whose memberships are all in A; anyone else's identity only a
+  hub admin changes (:func:`may_change_identity`). Adding an existing person
+  to A with other values is refused (:class:`IdentityError`, HTTP 409)
+  without showing the stored values; leaving the fields empty adds them as
+  they are.
+- A course always keeps at least one lead. Only a lead of the course or a
+  hub admin makes or unmakes leads, and nobody removes or demotes the last
+  lead (:func:`check_role_change`).
+
+Callers say who asks with an :class:`Actor`; the default, :data:`SYSTEM`
+(command line, seeds), has a hub admin's rights.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
+from coursehub.catalog.errors import (
+    ConflictError,
+    IdentityError,
+    NotFoundError,
+    ValidationError,
+)
 from coursehub.catalog.models import (
     TEAM_ROLES,
     AcademicYear,
@@ -22,6 +44,18 @@ from coursehub.catalog.models import (
     Person,
     Role,
 )
+from coursehub.catalog.rules import (
+    FIELD_NAMES,
+    IDENTITY_FIELDS,
+    SYSTEM,
+    Actor,
+    check_role_change,
+    identity_changes,
+    may_change_identity,
+)
+from coursehub.catalog.text import control_char_problem
+
+__all__ = ["SYSTEM", "Actor", "check_role_change", "identity_changes", "may_change_identity"]
 
 #: A pragmatic e-mail check: one "@", no spaces, a dot in the domain. Full
 #: RFC 5322 validation is not the point; catching a shifted CSV column is.
@@ -48,9 +82,33 @@ def check_username(name: str) -> str:
 def check_email(email: str) -> str:
     """Return ``email`` stripped, or raise :class:`ValidationError` if it is not an address."""
     email = email.strip()
+    if control_char_problem(email):
+        raise ValidationError(f"the e-mail {control_char_problem(email)}")
     if not _EMAIL.match(email):
         raise ValidationError(f"{email!r} is not an e-mail address")
     return email
+
+
+def check_identity(values: Mapping[str, str | None]) -> dict[str, str]:
+    """Return the non-empty identity values stripped, checked for length and characters.
+
+    Raises
+    ------
+    ValidationError
+        A value longer than :data:`IDENTITY_FIELDS` allows, holding a control
+        character (:mod:`coursehub.catalog.text`), or a bad e-mail.
+    """
+    checked: dict[str, str] = {}
+    for name, limit in IDENTITY_FIELDS.items():
+        value = (values.get(name) or "").strip()
+        if not value:
+            continue
+        if problem := control_char_problem(value):
+            raise ValidationError(f"the {FIELD_NAMES[name]} {problem}")
+        if len(value) > limit:
+            raise ValidationError(f"the {FIELD_NAMES[name]} is longer than {limit} characters")
+        checked[name] = check_email(value) if name == "email" else value
+    return checked
 
 
 def parse_role(role: str) -> Role:
@@ -83,27 +141,53 @@ def ensure_person(
     last_name: str = "",
     email: str | None = None,
     student_number: str | None = None,
+    *,
+    course: Course | None = None,
+    actor: Actor = SYSTEM,
 ) -> Person:
     """Return the person with ``username``, creating it if needed.
 
     Names, e-mail and student number given (non-empty) replace the stored
-    ones. Raises :class:`ValidationError` for a bad username or e-mail and
-    :class:`ConflictError` if the student number belongs to someone else.
+    ones when :func:`may_change_identity` lets ``actor``, managing
+    ``course``, change them.
+
+    Raises
+    ------
+    ValidationError
+        A bad username or identity value (:func:`check_identity`).
+    IdentityError
+        The person exists, a given value differs and ``actor`` may not change
+        it (the message names the fields, never the stored values).
+    ConflictError
+        If the student number belongs to someone else.
     """
     username = check_username(username)
-    email = check_email(email) if email else None
+    values = check_identity(
+        {"first_name": first_name, "last_name": last_name, "email": email,
+         "student_number": student_number}
+    )  # fmt: skip
     person = find_person(session, username)
     if person is None:
-        person = Person(username=username)
+        person = Person(username=username, first_name="", last_name="")
         session.add(person)
-    if student_number:
-        owner = session.scalar(select(Person).where(Person.student_number == student_number))
+    else:
+        current = {name: getattr(person, name) for name in IDENTITY_FIELDS}
+        changes = identity_changes(current, values)
+        courses = {m.course_pk for m in person.memberships}
+        if changes and not may_change_identity(actor, courses, course.id if course else None):
+            where = f"outside {course.course_id}" if course is not None else "already"
+            fields = ", ".join(FIELD_NAMES[name] for name, _old, _new in changes)
+            raise IdentityError(
+                f"{username} exists {where}: only a hub admin may change their {fields}; "
+                "leave these fields empty to add them as they are"
+            )
+    number = values.get("student_number")
+    if number:
+        owner = session.scalar(select(Person).where(Person.student_number == number))
         if owner is not None and owner is not person:
-            raise ConflictError(f"student number {student_number} belongs to {owner.username}")
-        person.student_number = student_number
-    person.first_name = first_name.strip() or person.first_name or ""
-    person.last_name = last_name.strip() or person.last_name or ""
-    person.email = email or person.email
+            raise ConflictError(f"student number {number} belongs to {owner.username}")
+    for name, value in values.items():
+        setattr(person, name, value)
     session.flush()
     return person
 
@@ -146,19 +230,36 @@ def add_member(
     last_name: str = "",
     email: str | None = None,
     student_number: str | None = None,
+    *,
+    actor: Actor = SYSTEM,
 ) -> Membership:
     """Put ``username`` in ``course`` with ``role`` (and ``group``), creating the person if needed.
 
     A person already in the course gets the new role and group (one
-    membership per person and course). ``person_fields`` (``first_name``,
-    ``last_name``, ``email``, ``student_number``) go to :func:`ensure_person`.
-    Raises :class:`ValidationError` for a bad role or a group of another course.
+    membership per person and course). The person fields (``first_name``,
+    ``last_name``, ``email``, ``student_number``) go to :func:`ensure_person`
+    with ``actor``, who must also pass :func:`check_role_change`.
+
+    Raises
+    ------
+    ValidationError
+        A bad role, a group of another course, a bad person field.
+    IdentityError, ForbiddenError, ConflictError
+        From :func:`ensure_person` and :func:`check_role_change`.
     """
     role = parse_role(str(role))
     if group is not None and group.course_pk != course.id:
         raise ValidationError(f"group {group.name} is not a group of course {course.course_id}")
-    person = ensure_person(session, username, first_name, last_name, email, student_number)
-    membership = get_membership(session, course, person.username)
+    membership = get_membership(session, course, username)
+    current = Role(membership.role) if membership is not None else None
+    check_role_change(
+        course.course_id, actor, normalize_username(username), current, role,
+        course_leads(session, course),
+    )  # fmt: skip
+    person = ensure_person(
+        session, username, first_name, last_name, email, student_number,
+        course=course, actor=actor,
+    )  # fmt: skip
     if membership is None:
         membership = Membership(person=person, course=course, role=role.value)
         session.add(membership)
@@ -168,11 +269,36 @@ def add_member(
     return membership
 
 
-def remove_member(session: Session, course: Course, username: str) -> None:
-    """Take ``username`` out of ``course`` (the person stays); :class:`NotFoundError` if absent."""
+def course_leads(session: Session, course: Course) -> list[str]:
+    """Return the usernames of the course's leads, sorted."""
+    query = (
+        select(Person.username)
+        .join(Membership.person)
+        .where(Membership.course_pk == course.id, Membership.role == Role.LEAD.value)
+        .order_by(Person.username)
+    )
+    return list(session.scalars(query))
+
+
+def remove_member(
+    session: Session, course: Course, username: str, *, actor: Actor = SYSTEM
+) -> None:
+    """Take ``username`` out of ``course`` (the person stays).
+
+    Raises
+    ------
+    NotFoundError
+        If they are not in the course.
+    ForbiddenError, ConflictError
+        From :func:`check_role_change` (a lead's removal).
+    """
     membership = get_membership(session, course, username)
     if membership is None:
         raise NotFoundError(f"{normalize_username(username)} is not in course {course.course_id}")
+    check_role_change(
+        course.course_id, actor, membership.person.username, Role(membership.role), None,
+        course_leads(session, course),
+    )  # fmt: skip
     course.memberships.remove(membership)
     session.delete(membership)
     session.flush()

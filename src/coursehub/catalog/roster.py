@@ -1,8 +1,9 @@
 """Read a roster CSV as university systems export it: :func:`parse_roster` (pure).
 
-Accepted: comma, semicolon or tab separated (chosen from the header line);
-UTF-8 with or without BOM, else Windows-1252 (else Latin-1), or UTF-16 with
-a BOM; quoted fields;
+Accepted: comma, semicolon or tab separated (chosen from the header line,
+or named by the ``sep=;`` first line Excel writes; that line is not counted
+as a row, Excel does not show it); UTF-8 with or without BOM, else
+Windows-1252 (else Latin-1), or UTF-16 with a BOM; quoted fields;
 CRLF or LF; blank lines. Headers in French or English, in any order, compared
 without case, accents, spaces or punctuation ("N° étudiant" = "numero
 etudiant" = "student_id"); other columns are ignored. Names keep their accents
@@ -12,6 +13,15 @@ Rows are numbered as in a spreadsheet (the header is row 1, unless blank
 lines come before it) and columns by
 letter (A, B, ...). Every problem found is reported at once in a
 :class:`~coursehub.catalog.errors.RosterError`.
+
+Refused: binary files (an .xlsx, a PDF, bytes that decode to control
+characters) with one short line, and any control character
+(:mod:`coursehub.catalog.text`) anywhere in the file, named by row and
+column. Tab, CR and LF are separators; inside a quoted value they are
+accepted only in the columns that are not stored (a comment over several
+lines), never in a name, number, e-mail or group. Messages quote at most
+:data:`~coursehub.catalog.text.QUOTE_MAX` characters of a header and never
+a student's value that holds a control character.
 
 Planning and applying the import live in :mod:`coursehub.catalog.enrolment`.
 """
@@ -28,6 +38,7 @@ from dataclasses import dataclass
 
 from coursehub.catalog.errors import RosterError, ValidationError
 from coursehub.catalog.people import check_email, check_username
+from coursehub.catalog.text import control_char_problem, is_forbidden_char, quote_text
 
 #: Field -> header spellings, compared after :func:`header_key` (lower case,
 #: no accents, letters and digits only).
@@ -73,6 +84,18 @@ REQUIRED_FIELDS = ("student_number", "last_name", "first_name")
 #: Longest value per field, as in :mod:`coursehub.catalog.models`.
 MAX_LENGTHS = {"student_number": 32, "last_name": 200, "first_name": 200, "email": 320, "group": 32}
 DELIMITERS = (";", ",", "\t")
+#: Excel's first line naming the separator ("sep=;"), possibly quoted or padded
+#: with separators by a later save ("sep=;;;").
+SEP_LINE = re.compile(r'[ ]*"?sep=([;,\t])"?[;,\t ]*', re.IGNORECASE)
+#: Magic numbers of files people upload instead of a CSV: zip (.xlsx, .ods),
+#: OLE2 (.xls), PDF, gzip.
+BINARY_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0", b"%PDF", b"\x1f\x8b")
+#: A decoded file with more control characters than this share of its
+#: characters is binary data, not text.
+BINARY_SHARE = 0.05
+NOT_TEXT = "the file is not a CSV text file (binary data; an Excel file? save it as CSV)"
+#: Characters a value may hold in a column that is not stored (separators in quotes).
+UNSTORED_ALLOWED = "\t\r\n"
 
 
 def _username_from_student_id(row: dict[str, str]) -> str:
@@ -133,22 +156,48 @@ def decode_roster(data: bytes) -> str:
     Raises
     ------
     RosterError
-        If the file is empty or binary (NUL bytes; a zip such as an .xlsx).
+        If the file is empty or binary: a known binary format (zip such as an
+        .xlsx, .xls, PDF, gzip), broken UTF-16, or a text with more than
+        :data:`BINARY_SHARE` control characters (a few stray ones are left
+        for :func:`parse_roster` to name by row and column).
     """
     if not data.strip():
         raise RosterError(["the file is empty"])
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Excel's "Unicode text"
-        return data.decode("utf-16")
-    if data.startswith(b"PK\x03\x04") or b"\x00" in data[:4096]:
-        raise RosterError(
-            ["the file is not a CSV text file (binary data; an Excel file? save it as CSV)"]
-        )
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise RosterError([NOT_TEXT]) from None
+    elif data.startswith(BINARY_MAGIC):
+        raise RosterError([NOT_TEXT])
+    else:
+        text = _decode_8bit(data)
+    controls = sum(1 for c in text if c not in UNSTORED_ALLOWED and is_forbidden_char(c))
+    if controls and controls > BINARY_SHARE * len(text):
+        raise RosterError([NOT_TEXT])
+    return text
+
+
+def _decode_8bit(data: bytes) -> str:
     for encoding in ("utf-8-sig", "cp1252"):
         try:
             return data.decode(encoding)
         except UnicodeDecodeError:
             continue
     return data.decode("latin-1")
+
+
+def split_sep_line(text: str) -> tuple[str, str | None]:
+    """Return ``text`` without Excel's ``sep=;`` first line, and the separator it names.
+
+    ``split_sep_line("sep=;\\nNom;Prénom\\n") == ("Nom;Prénom\\n", ";")``; a text
+    without that line comes back whole, with None.
+    """
+    first, _newline, rest = text.lstrip("\ufeff").partition("\n")
+    match = SEP_LINE.fullmatch(first.rstrip("\r"))
+    if match is None:
+        return text, None
+    return rest, match[1]
 
 
 def match_headers(header: list[str]) -> tuple[dict[str, int], list[str]]:
@@ -162,8 +211,8 @@ def match_headers(header: list[str]) -> tuple[dict[str, int], list[str]]:
         if field in columns:
             first = columns[field]
             problems.append(
-                f"header row: columns {column_letter(first)} ({header[first].strip()}) "
-                f"and {column_letter(index)} ({title.strip()}) both give the "
+                f"header row: columns {column_letter(first)} ({_label(header[first])}) "
+                f"and {column_letter(index)} ({_label(title)}) both give the "
                 f"{FIELD_LABELS[field]}"
             )
             continue
@@ -171,7 +220,13 @@ def match_headers(header: list[str]) -> tuple[dict[str, int], list[str]]:
     return columns, problems
 
 
+def _label(title: str) -> str:
+    """A header as messages quote it: stripped, controls escaped, at most 40 characters."""
+    return quote_text(title.strip(), 40)
+
+
 def _split(text: str) -> list[list[str]]:
+    text, forced = split_sep_line(text)
     content = (line for line in text.splitlines() if any(c.isalnum() for c in line))
     header_line = next(content, "")
 
@@ -179,7 +234,7 @@ def _split(text: str) -> list[list[str]]:
         known = match_headers(_first_row(header_line, delimiter))[0]
         return len(known), header_line.count(delimiter)
 
-    best = max(DELIMITERS, key=score)
+    best = forced or max(DELIMITERS, key=score)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=best)
     lines = io.StringIO(text, newline="").readlines()
     width = len(_first_row(header_line, best))
@@ -259,14 +314,35 @@ def parse_roster(data: bytes, username_rule: str = "student_id") -> list[RosterR
     columns, problems = match_headers(header)
     required = REQUIRED_FIELDS + (("email",) if username_rule == "email-local" else ())
     missing = [FIELD_LABELS[field] for field in required if field not in columns]
+    controls = _control_problems(records, header, columns)
+    if controls:
+        raise RosterError(controls)
     if missing:
-        found = ", ".join(repr(h.strip()) for h in header if h.strip()) or "none"
+        found = quote_text(", ".join(repr(h.strip()) for h in header if h.strip())) or "none"
         noun = "column" if len(missing) == 1 else "columns"
         raise RosterError([f"missing {noun} {', '.join(missing)}; headers found: {found}"])
     if problems:
         raise RosterError(problems)
     rule = USERNAME_RULES[username_rule]
     return _parse_records(records[start + 1 :], start + 2, header, columns, rule)
+
+
+def _control_problems(
+    records: list[list[str]], header: list[str], columns: dict[str, int]
+) -> list[str]:
+    """Return "row R, column C (header): contains a control character (U+0000)" for each
+    cell with one; tab, CR and LF pass in the columns that are not stored."""
+    stored = set(columns.values())
+    problems = []
+    for number, record in enumerate(records, start=1):
+        for index, value in enumerate(record):
+            allowed = "" if index in stored else UNSTORED_ALLOWED
+            problem = control_char_problem(value, allowed)
+            if problem:
+                title = _label(header[index]) if index < len(header) else ""
+                name = f" ({title})" if title else ""
+                problems.append(f"row {number}, column {column_letter(index)}{name}: {problem}")
+    return problems
 
 
 def _parse_records(
@@ -317,7 +393,7 @@ def _parse_record(
 
     def where(field: str) -> str:
         index = columns[field]
-        return f"row {number}, column {column_letter(index)} ({header[index].strip()})"
+        return f"row {number}, column {column_letter(index)} ({_label(header[index])})"
 
     for field in (*REQUIRED_FIELDS, *(("email",) if rule is _username_from_email_local else ())):
         if not values[field]:

@@ -2,6 +2,7 @@
 
 Layout of the data directory (kept across restarts; nothing is re-seeded):
 
+``demo.lock``                 held (``flock``) while a demo runs here (:mod:`.lock`)
 ``catalog.sqlite``             the course catalog (migrated, seeded once)
 ``demo-secrets.json``          the demo password and the course app's hub token
 ``jupyterhub.sqlite``          the hub's database (and its cookie secret next to it)
@@ -12,7 +13,11 @@ Layout of the data directory (kept across restarts; nothing is re-seeded):
 ``homes/{username}``           each user's home (the pendulum notebook is copied
                                there on first spawn)
 
-Start-up: migrate and seed the catalog, render the hub configuration, start
+The directory is 0700 and its files 0600 (:mod:`coursehub.demo.files`).
+
+Start-up: lock the data directory (a second demo there is refused), check
+that every port is free (:mod:`.ports`), migrate and seed the catalog,
+render the hub configuration, start
 ``python -m jupyterhub`` (which starts configurable-http-proxy and the course
 app at ``/services/coursehub/``), wait for its API, sync the catalog into hub
 users and groups, print the URL and the accounts.
@@ -23,28 +28,48 @@ that). The hub starts with default signal dispositions and is stopped with
 SIGTERM (it stops its servers, services and proxy); after
 :data:`HUB_STOP_TIMEOUT_S`, its process group and any descendant left
 (servers run in their own sessions) are killed.
+
+Hub death: when the hub exits by itself (even killed by SIGKILL), the demo
+stops every process it left (proxy, services, servers; see
+:mod:`.processes`), prints why with the end of the hub log, and exits 1.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from coursehub.errors import CoursehubError, UsageError
-
-if TYPE_CHECKING:
-    from coursehub.grading.layout import CourseLayout
+from coursehub.demo.files import DEMO_UMASK, ensure_private_data
+from coursehub.demo.lock import DemoLock, acquire_lock
+from coursehub.demo.ports import check_ports, free_port, pick_ports
+from coursehub.demo.processes import (
+    WATCH_INTERVAL_S,
+    become_subreaper,
+    descendants,
+    describe_status,
+    die_with_parent,
+    proxy_of_pid_file,
+    remove_stale_pid_files,
+    stop_processes,
+)
+from coursehub.demo.setup import (
+    DemoSecrets,
+    demo_spawn_limit,
+    find_proxy,
+    grading_layouts,
+    load_secrets,
+    prepare_catalog,
+    render_demo_config,
+)
+from coursehub.errors import CoursehubError
 
 SERVICE_NAME = "coursehub"
 HUB_START_TIMEOUT_S = 90.0
@@ -56,180 +81,45 @@ LEFTOVER_STOP_TIMEOUT_S = 5.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass(frozen=True)
-class DemoSecrets:
-    """The shared demo password and the course app's hub API token."""
-
-    password: str
-    service_token: str
-
-
-def load_secrets(data_dir: Path) -> DemoSecrets:
-    """Return the data directory's secrets, creating them (mode 0600) on first use."""
-    path = data_dir / "demo-secrets.json"
-    if path.exists():
-        data = json.loads(path.read_text())
-        return DemoSecrets(data["password"], data["service_token"])
-    made = DemoSecrets(secrets.token_urlsafe(9), secrets.token_hex(32))
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"password": made.password, "service_token": made.service_token}, handle)
-    os.replace(tmp, path)
-    return made
-
-
-def find_proxy() -> str:
-    """Return configurable-http-proxy: ``$COURSEHUB_CHP``, ``<venv>/node`` (make setup), PATH.
-
-    Raises
-    ------
-    UsageError
-        If it is nowhere; the message gives the install command.
-    """
-    import shutil
-
-    candidates = [
-        os.environ.get("COURSEHUB_CHP", ""),
-        str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / "configurable-http-proxy"),
-        shutil.which("configurable-http-proxy") or "",
-    ]
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise UsageError(
-        "configurable-http-proxy not found: run `make setup` (npm install --prefix "
-        ".venv/node configurable-http-proxy@5) or set COURSEHUB_CHP"
-    )
-
-
-def free_port() -> int:
-    """Return a TCP port of 127.0.0.1 that was free a moment ago."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
-    """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``.
-
-    Seeding also sets the first course up for nbgrader under ``data_dir/nbgrader``
-    and releases its demo assignment.
-    """
-    from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.schema import upgrade_database
-    from coursehub.demo.seed import is_seeded, seed_catalog
-    from coursehub.grading.demo import setup_demo_grading
-
-    url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
-    engine = make_engine(url)
-    try:
-        upgrade_database(engine)
-        with session_scope(engine) as session:
-            if is_seeded(session):
-                return url, False
-            course_ids = seed_catalog(session)
-            setup_demo_grading(
-                session,
-                course_ids[0],
-                data_dir / "nbgrader" / "courses",
-                data_dir / "nbgrader" / "exchange",
-                data_dir / "nbgrader" / "jupyter",
-            )
-        return url, True
-    finally:
-        engine.dispose()
-
-
-def demo_spawn_limit(override: str | None = None) -> int:
-    """Return the demo's ``concurrent_spawn_limit``: ``override``, else this machine's rule.
-
-    The rule is :func:`coursehub.hub.config.plan_spawn_limit` of the CPUs this
-    process may use (:func:`coursehub.resources.cpus.effective_cpus`), as the
-    demo's servers run here.
-
-    Raises
-    ------
-    UsageError
-        If ``override`` (``$COURSEHUB_SPAWN_LIMIT``) is not a positive integer.
-    """
-    from coursehub.hub.config import plan_spawn_limit
-    from coursehub.resources.cpus import effective_cpus
-
-    if override is None or override == "":
-        return plan_spawn_limit(effective_cpus())
-    if not override.isdigit() or int(override) < 1:
-        raise UsageError(f"COURSEHUB_SPAWN_LIMIT must be a positive integer, got {override!r}")
-    return int(override)
-
-
-def grading_layouts(data_dir: Path) -> list[CourseLayout]:
-    """Return the layouts of the demo's courses set up for grading (with ``nbgrader_config.py``)."""
-    from coursehub.grading.layout import make_layout
-
-    root = data_dir / "nbgrader" / "courses"
-    found = sorted(p.parent.name for p in root.glob("*/nbgrader_config.py"))
-    return [make_layout(c, root, data_dir / "nbgrader" / "exchange", single_user=True)
-            for c in found]  # fmt: skip
-
-
-def render_demo_config(
-    data_dir: Path,
-    port: int,
-    ip: str,
-    database_url: str,
-    spawn_limit: int,
-    formgraders: Sequence[CourseLayout] = (),
-) -> str:
-    """Return the demo hub's ``jupyterhub_config.py`` (free ports for the hub, proxy API, app).
-
-    Each course of ``formgraders`` gets its formgrader as a hub service named
-    after it (:func:`coursehub.grading.hubservice.render_formgrader_config`,
-    token from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group.
-    """
-    from coursehub.grading.hubservice import render_formgrader_config
-    from coursehub.hub.config import HubSettings, render_hub_config
-
-    service_port = free_port()
-    settings = replace(
-        HubSettings(),
-        kind="local",
-        demo=True,
-        data_dir=str(data_dir),
-        bind_url=f"http://{ip}:{port}",
-        hub_bind_url=f"http://127.0.0.1:{free_port()}",
-        proxy_api_url=f"http://127.0.0.1:{free_port()}",
-        proxy_command=(find_proxy(),),
-        service_url=f"http://127.0.0.1:{service_port}",
-        service_command=(sys.executable, "-m", "coursehub", "web", "serve"),
-        database_url=database_url,
-        concurrent_spawn_limit=spawn_limit,
-        formgrader_courses=tuple(layout.course_id for layout in formgraders),
-    )
-    text = render_hub_config(settings)
-    if formgraders:
-        ports = [free_port() for _ in formgraders]
-        text += "\n" + render_formgrader_config(
-            formgraders, python=sys.executable, ports=ports, allow_root=os.geteuid() == 0
-        )
-    return text
+__all__ = [
+    "DemoHub",
+    "DemoSecrets",
+    "demo_spawn_limit",
+    "find_proxy",
+    "free_port",
+    "grading_layouts",
+    "load_secrets",
+    "prepare_catalog",
+    "render_demo_config",
+    "run_demo",
+]
+#: Lines of the hub log shown when the hub fails.
+LOG_TAIL_LINES = 25
 
 
 class DemoHub:
     """The hub subprocess of the demo: start, wait until it answers, sync, stop.
 
     ``spawn_limit`` is its ``concurrent_spawn_limit``; None: ``$COURSEHUB_SPAWN_LIMIT``,
-    else :func:`demo_spawn_limit` of this machine.
+    else :func:`demo_spawn_limit` of this machine. The hub inherits ``lock``'s
+    descriptor, so the data directory stays locked until the hub is gone too.
     """
 
-    def __init__(self, data_dir: Path, port: int, ip: str, spawn_limit: int | None = None) -> None:
-        self.data_dir, self.port, self.ip = data_dir, port, ip
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int,
+        ip: str,
+        spawn_limit: int | None = None,
+        lock: DemoLock | None = None,
+    ) -> None:
+        self.data_dir, self.port, self.ip, self.lock = data_dir, port, ip, lock
         self.spawn_limit = spawn_limit or demo_spawn_limit(os.environ.get("COURSEHUB_SPAWN_LIMIT"))
         self.hub_dir = data_dir / "hub"
         self.process: subprocess.Popen[bytes] | None = None
         self.secrets = load_secrets(data_dir)
+        #: pid -> psutil.Process of the hub's descendants seen while it ran
+        self.seen: dict[int, Any] = {}
 
     @property
     def url(self) -> str:
@@ -245,16 +135,20 @@ class DemoHub:
 
         Raises
         ------
+        coursehub.demo.ports.PortInUseError
+            Before anything starts, if one of the demo's ports is taken.
         CoursehubError
             If the hub exits or does not answer within the timeout (with the log's end).
         """
-        self.hub_dir.mkdir(parents=True, exist_ok=True)
+        self.hub_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         from coursehub.grading.hubservice import token_variable
 
         config = self.hub_dir / "jupyterhub_config.py"
         formgraders = grading_layouts(self.data_dir)
+        ports = pick_ports(self.ip, self.port, len(formgraders))
+        check_ports(ports.listening())
         text = render_demo_config(
-            self.data_dir, self.port, self.ip, database_url, self.spawn_limit, formgraders
+            self.data_dir, self.port, self.ip, database_url, self.spawn_limit, formgraders, ports
         )
         config.write_text(text)
         env = {
@@ -270,7 +164,8 @@ class DemoHub:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "jupyterhub", "-f", str(config)],
                 cwd=self.hub_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_default_signals,
+                start_new_session=True, preexec_fn=_hub_preexec,
+                pass_fds=(self.lock.fileno(),) if self.lock else (),
             )  # fmt: skip
         self._wait_up()
 
@@ -281,7 +176,10 @@ class DemoHub:
         while time.monotonic() < deadline:
             assert self.process is not None
             if self.process.poll() is not None:
-                raise CoursehubError(f"the hub exited ({self.process.returncode}):\n{self._tail()}")
+                raise CoursehubError(
+                    f"the hub exited ({describe_status(self.process.returncode)}) before "
+                    f"answering; the end of {self.log_path}:\n{self.tail()}"
+                )
             try:
                 if requests.get(f"{self.url}/hub/api/", timeout=2).status_code == 200:
                     return
@@ -290,14 +188,19 @@ class DemoHub:
             time.sleep(0.3)
         self.stop()
         raise CoursehubError(
-            f"the hub did not answer within {HUB_START_TIMEOUT_S:g} s:\n{self._tail()}"
+            f"the hub did not answer within {HUB_START_TIMEOUT_S:g} s; the end of "
+            f"{self.log_path}:\n{self.tail()}"
         )
 
-    def _tail(self, n_chars: int = 3000) -> str:
+    def tail(self, n_lines: int = LOG_TAIL_LINES) -> str:
+        """Return the last ``n_lines`` of the hub log (indented), or "" when unreadable."""
         try:
-            return self.log_path.read_text(errors="replace")[-n_chars:]
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - 64 * 1024))
+                lines = log.read().decode(errors="replace").splitlines()[-n_lines:]
         except OSError:
             return ""
+        return "\n".join("  " + line for line in lines)
 
     def sync(self, database_url: str) -> Any:
         """Sync the catalog into the hub (users, course groups, profiles); return the report.
@@ -333,19 +236,16 @@ class DemoHub:
     def stop(self) -> None:
         """Stop the hub (SIGTERM, then SIGKILL after the grace), then whatever it left.
 
-        The hub's descendants are listed before it stops (orphans lose their
-        parent); its process group (the proxy, services) and those left
-        (servers run in their own sessions) get SIGTERM, then SIGKILL.
+        Left processes are the hub's descendants seen while it ran
+        (:attr:`seen`) or now, this process's adopted orphans (it is a
+        subreaper, :func:`coursehub.demo.processes.become_subreaper`) and the
+        proxy of ``proxy.pid``: SIGTERM, then SIGKILL. Pid files naming no
+        process are removed.
         """
-        import psutil
-
         process, self.process = self.process, None
         if process is None:
             return
-        try:
-            children = psutil.Process(process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            children = []
+        left = [*self.seen.values(), *descendants(process.pid)]
         if process.poll() is None:
             process.terminate()
             try:
@@ -356,26 +256,32 @@ class DemoHub:
                 process.kill()
                 process.wait()
         _kill_group(process.pid, signal.SIGTERM)
-        _gone, alive = psutil.wait_procs(children, timeout=LEFTOVER_STOP_TIMEOUT_S)
-        for child in alive:
-            child.kill()
+        left += [*descendants(os.getpid()), *proxy_of_pid_file(self.data_dir / "proxy.pid")]
+        stop_processes(left, LEFTOVER_STOP_TIMEOUT_S)
         _kill_group(process.pid, signal.SIGKILL)
-        psutil.wait_procs(alive, timeout=LEFTOVER_STOP_TIMEOUT_S)
+        remove_stale_pid_files([self.data_dir / "proxy.pid", self.data_dir / "jupyterhub.pid"])
 
     def wait(self) -> int:
-        """Block until the hub exits; return its status."""
+        """Block until the hub exits; return its status. Its descendants are noted meanwhile."""
         assert self.process is not None
-        return self.process.wait()
+        while True:
+            for child in descendants(self.process.pid):
+                self.seen.setdefault(child.pid, child)
+            try:
+                return self.process.wait(WATCH_INTERVAL_S)
+            except subprocess.TimeoutExpired:
+                continue
 
 
-def _default_signals() -> None:
-    """In the hub's child process: default dispositions, so that it handles SIGINT and SIGTERM.
+def _hub_preexec() -> None:
+    """In the hub's child process: default signal dispositions, SIGTERM when the demo dies.
 
     A background job of a non-interactive shell starts with SIGINT ignored,
     and an ignored signal stays ignored across ``exec``.
     """
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
+    die_with_parent(signal.SIGTERM)
 
 
 def _kill_group(pgid: int, signum: int) -> None:
@@ -389,14 +295,46 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
-    """Run the demo until Ctrl-C; return the exit status (0 after a clean stop)."""
+    """Run the demo until Ctrl-C; return the exit status (0 after a clean stop, 1 if the hub died).
+
+    Raises
+    ------
+    coursehub.demo.lock.DemoAlreadyRunningError
+        At once, if another demo runs on ``data_dir`` (nothing is touched).
+    coursehub.demo.ports.PortInUseError
+        Before the hub starts, if one of its ports is taken.
+    CoursehubError
+        If the hub exits or does not answer while starting.
+    """
+    data_dir = data_dir.expanduser().resolve()
+    previous_umask = os.umask(DEMO_UMASK)
+    try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = acquire_lock(data_dir, port)
+        try:
+            return _run_locked(data_dir, port, ip, lock)
+        finally:
+            lock.release()
+    finally:
+        os.umask(previous_umask)
+
+
+def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
     from coursehub.demo.accounts import render_banner
 
-    data_dir = data_dir.expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_data(data_dir)
+    # a proxy left by a demo of an older version, killed here: the lock says no demo runs
+    stop_processes(proxy_of_pid_file(data_dir / "proxy.pid"), LEFTOVER_STOP_TIMEOUT_S)
+    check_ports([("public URL (--port)", ip, port)])  # before seeding: fail fast
     database_url, seeded = prepare_catalog(data_dir)
+    ensure_private_data(data_dir)
+    from coursehub.grading.layout import secure_course
+
+    for layout in grading_layouts(data_dir):  # an older version's course modes
+        secure_course(layout)
     print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
-    hub = DemoHub(data_dir, port, ip)
+    become_subreaper()
+    hub = DemoHub(data_dir, port, ip, lock=lock)
     previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)
@@ -404,7 +342,9 @@ def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
         print(render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
               flush=True)  # fmt: skip
         status = hub.wait()
-        print(f"coursehub demo: the hub exited with status {status}", file=sys.stderr)
+        print(f"coursehub demo: the hub exited unexpectedly ({describe_status(status)}); "
+              f"stopping the proxy, services and servers it left. The end of {hub.log_path}:\n"
+              f"{hub.tail()}", file=sys.stderr, flush=True)  # fmt: skip
         return 1
     except KeyboardInterrupt:
         print("coursehub demo: stopping the hub, its servers and services...", flush=True)

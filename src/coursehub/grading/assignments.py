@@ -7,6 +7,11 @@ formgrader see. Checks that nbgrader does late or silently (a notebook
 without nbgrader cells, a name already taken, a release before generate) are
 made first, each raising :class:`~coursehub.errors.UsageError` naming the
 assignment and the course.
+
+After every step the course directory's modes are set again
+(:func:`coursehub.grading.layout.secure_course`): nbgrader creates
+directories 0o777/0o755 and files 0o644. Collect and the release of
+feedback use coursehub's exchange classes (:mod:`coursehub.grading.collect`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.grading.layout import CourseLayout, check_name
+from coursehub.grading.layout import (
+    COLLECT_CLASS,
+    RELEASE_FEEDBACK_CLASS,
+    CourseLayout,
+    check_name,
+    secure_course,
+)
 
 
 def nbgrader_config(layout: CourseLayout) -> Any:
@@ -32,6 +43,8 @@ def nbgrader_config(layout: CourseLayout) -> Any:
     config.Exchange.root = str(layout.exchange_root)
     config.Exchange.path_includes_course = True
     config.Execute.timeout = int(layout.execute_timeout_s)
+    config.ExchangeFactory.collect = COLLECT_CLASS
+    config.ExchangeFactory.release_feedback = RELEASE_FEEDBACK_CLASS
     if layout.single_user:
         config.ExchangeCollect.check_owner = False
     return config
@@ -105,6 +118,7 @@ def add_assignment(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     record_assignment(layout, assignment, duedate)
+    secure_course(layout)
     return target
 
 
@@ -155,8 +169,19 @@ def release_assignment(layout: CourseLayout, assignment: str) -> str:
 
 
 def collect(layout: CourseLayout, assignment: str) -> str:
-    """Copy the newest submission of each student into ``submitted/``; return nbgrader's log."""
+    """Copy the newest valid submission of each student into ``submitted/``; return nbgrader's log.
+
+    A submission whose folder does not belong to the student it names, or
+    that holds a symbolic link, is skipped with a warning in the log
+    (:func:`skipped_submissions` lists them).
+    """
     return _check(open_api(layout).collect(assignment), "collect", layout, assignment)
+
+
+def skipped_submissions(log: str) -> list[str]:
+    """Return the submissions that collect skipped and why, from its log (pure)."""
+    marker = "Skipping submission "
+    return [line.split(marker, 1)[1].strip() for line in log.splitlines() if marker in line]
 
 
 def generate_feedback(layout: CourseLayout, assignment: str) -> str:
@@ -240,7 +265,8 @@ def _listdir(directory: Path) -> list[Path]:
 
 
 def _check(result: dict[str, Any] | None, verb: str, layout: CourseLayout, assignment: str) -> str:
-    """Return nbgrader's log, or raise a one-line CoursehubError from its failure."""
+    """Secure the course directory; return nbgrader's log, or raise a one-line CoursehubError."""
+    secure_course(layout)
     result = result or {"success": False, "error": "not available on this platform"}
     if result.get("success"):
         return str(result.get("log", ""))

@@ -1,7 +1,10 @@
 """Autograde every collected submission, each in its own runner job with the course's limits.
 
-One job per submission: ``python -m nbgrader autograde ASSIGNMENT --student S
---course-dir DIR`` through :func:`coursehub.runner.api.run`, with the course
+One job per submission: ``python -m coursehub.grading.sandbox_kernel autograde
+ASSIGNMENT --student S --course-dir DIR`` (nbgrader, with the student's kernel
+sandboxed: :mod:`coursehub.grading.sandbox`) through
+:func:`coursehub.runner.api.run`, with the environment of
+:func:`coursehub.grading.sandbox.plan_sandbox_env` (no token, no catalog URL), the course
 profile's ``n_threads`` and ``mem_limit`` and a wall-clock ``timeout_s``
 (nbgrader itself puts no memory cap on the kernel, nbgrader#1429). Two
 limits stop a student's runaway code:
@@ -14,13 +17,15 @@ limits stop a student's runaway code:
 Either way the outcome says what happened, and the other submissions are
 graded. Submissions from people not on the roster and notebooks that cannot
 be read are reported and not run. The outcomes are kept as JSON in
-``<course_dir>/coursehub/autograde-<assignment>.json``.
+``<course_dir>/coursehub/autograde-<assignment>.json``. One autograde of an
+assignment runs at a time (:mod:`coursehub.grading.autograde_lock`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -62,8 +67,37 @@ def plan_autograde(submitted: Iterable[str], roster: Iterable[str]) -> Autograde
     return AutogradePlan(tuple(sorted(submitted & roster)), tuple(sorted(submitted - roster)))
 
 
-def autograde_args(layout: CourseLayout, assignment: str, student_id: str) -> list[str]:
-    """Return the arguments of ``python -m nbgrader`` grading one submission (pure)."""
+#: The module every autograde job runs: nbgrader with the sandboxed kernel.
+AUTOGRADE_MODULE = "coursehub.grading.sandbox_kernel"
+
+
+def plan_hidden(layout: CourseLayout, environ: Mapping[str, str]) -> list[str]:
+    """Return the folders the student's kernel must not see (pure).
+
+    The parent of every course directory (sources, releases, submissions,
+    gradebooks), the exchange, the runner's slots and the catalog's data
+    folder (:func:`coursehub.catalog.db.data_dir`).
+    """
+    from coursehub.catalog.db import data_dir
+    from coursehub.runner.slots import DEFAULT_SLOTS_DIR
+
+    slots = environ.get("COURSEHUB_SLOTS_DIR") or str(DEFAULT_SLOTS_DIR)
+    folders = [layout.course_dir.parent, layout.exchange_root, Path(slots), data_dir(environ)]
+    return sorted({str(folder) for folder in folders})
+
+
+def autograde_args(
+    layout: CourseLayout, assignment: str, student_id: str, hidden: Iterable[str] = (),
+    grader_user: str = "",
+) -> list[str]:  # fmt: skip
+    """Return the arguments of ``python -m coursehub.grading.sandbox_kernel`` (nbgrader's) (pure).
+
+    ``hidden`` and ``grader_user`` configure
+    :class:`coursehub.grading.sandbox_kernel.SandboxKernelManager`.
+    """
+    sandbox = [f"--SandboxKernelManager.hidden={folder}" for folder in hidden]
+    if grader_user:
+        sandbox.append(f"--SandboxKernelManager.grader_user={grader_user}")
     return [
         "autograde",
         assignment,
@@ -76,6 +110,7 @@ def autograde_args(layout: CourseLayout, assignment: str, student_id: str) -> li
         "--Execute.raise_on_iopub_timeout=False",
         "--Autograde.create_student=False",
         "--force",
+        *sandbox,
     ]
 
 
@@ -163,6 +198,7 @@ def grade_one(
 ) -> SubmissionOutcome:  # fmt: skip
     """Autograde one collected submission in a runner job; return its outcome (never raises
     for a student's fault: timeouts, memory, corrupt notebooks and nbgrader errors are outcomes)."""
+    from coursehub.grading.sandbox import grader_user_name, plan_sandbox_env
     from coursehub.runner.api import run
 
     problem = check_submission(layout, assignment, student_id)
@@ -172,11 +208,14 @@ def grade_one(
     log_path = layout.reports_dir / "logs" / f"autograde-{assignment}-{student_id}.log"
     log_path.unlink(missing_ok=True)
     try:
+        args = autograde_args(layout, assignment, student_id, plan_hidden(layout, os.environ),
+                              grader_user_name())  # fmt: skip
         result = run(
-            "nbgrader", autograde_args(layout, assignment, student_id), module=True,
+            AUTOGRADE_MODULE, args, module=True, env=plan_sandbox_env(os.environ),
+            inherit_env=False, name=f"autograde-{student_id}",
             backend=backend, on_output=lambda _text: None, n_threads=limits.n_threads,
             mem_limit=limits.mem_limit, timeout_s=limits.timeout_s, cwd=layout.course_dir,
-            name=f"autograde-{student_id}", log_path=log_path,
+            log_path=log_path,
         )  # fmt: skip
     except CoursehubError as exc:  # e.g. more threads than this machine's budget
         record_zero(layout, assignment, student_id)
@@ -214,9 +253,29 @@ def autograde_assignment(
         Threads, memory and wall clock of each job.
     backend
         Runner backend (default: a new :class:`coursehub.runner.LocalBackend`).
-    """
-    from coursehub.grading.assignments import open_api
 
+    Raises
+    ------
+    AutogradeRunningError
+        If an autograde of ``assignment`` is already running (nothing is done).
+    CoursehubError
+        As root, if the grading account cannot be created.
+    """
+    from coursehub.grading.autograde_lock import autograde_lock
+
+    with autograde_lock(layout, assignment):
+        return _autograde_locked(layout, assignment, roster, limits, backend)
+
+
+def _autograde_locked(
+    layout: CourseLayout, assignment: str, roster: Iterable[str], limits: AutogradeLimits,
+    backend: Any,
+) -> list[SubmissionOutcome]:  # fmt: skip
+    from coursehub.grading.assignments import open_api
+    from coursehub.grading.sandbox import ensure_grader_user
+
+    if os.geteuid() == 0:
+        ensure_grader_user()
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     outcomes = [
         SubmissionOutcome(s, "not-on-roster", None, 0.0,

@@ -55,12 +55,14 @@ def register(subparsers: Any) -> None:
     hub = sub.add_parser("hub-config", help="print jupyterhub_config.py lines: one formgrader each")
     hub.add_argument("course_ids", nargs="+")
     sub.add_parser("student-config", help="print the servers' global nbgrader_config.py")
+    sub.add_parser("grader-user", help="admin: create the Unix account that runs students' code")
     for step in ("fetch", "submit"):
         p = sub.add_parser(step, help=f"student: {step} an assignment")
         p.add_argument("course_id")
         p.add_argument("assignment")
-        p.add_argument("--student", help="student id (default: the Unix user)")
-        p.add_argument("--dir", type=Path, default=Path.cwd(), help="working folder")
+        p.add_argument("--student", help="student id: yourself (the hub user, else the Unix "
+                       "user); another student's only as root outside a hub server")  # fmt: skip
+        p.add_argument("--dir", type=Path, help="working folder (default: the current one)")
     parser.set_defaults(func=run)
 
 
@@ -74,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_formgrader_config([layout_from_env(c) for c in args.course_ids]), end="")
         return 0
+    if command == "grader-user":
+        return _grader_user()
     if command == "student-config":
         from coursehub.grading.layout import render_student_config
 
@@ -89,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _teacher(args: argparse.Namespace, layout: Any) -> int:
     from coursehub.grading import assignments, export
+    from coursehub.grading.layout import secure_course
 
     command = args.grading_command
+    if layout.course_dir.is_dir():
+        secure_course(layout)  # every command corrects an older installation's modes
     if command == "add":
         print(f"added {assignments.add_assignment(layout, args.assignment, args.files)}")
     elif command == "generate":
@@ -100,9 +107,11 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
         assignments.release_assignment(layout, args.assignment)
         print(f"released {args.assignment} of {layout.course_id}")
     elif command == "collect":
-        assignments.collect(layout, args.assignment)
+        log = assignments.collect(layout, args.assignment)
         status = assignments.assignment_status(layout, args.assignment)
         print(f"collected: {', '.join(status.collected) or 'nothing'}")
+        for skipped in assignments.skipped_submissions(log):
+            print(f"skipped: {skipped}")
     elif command == "feedback":
         assignments.generate_feedback(layout, args.assignment)
         assignments.release_feedback(layout, args.assignment)
@@ -142,11 +151,10 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
 
 
 def _student(args: argparse.Namespace, layout: Any) -> int:
-    import getpass
+    from coursehub.grading.exchange import current_student, fetch_assignment, submit_assignment
 
-    from coursehub.grading.exchange import fetch_assignment, submit_assignment
-
-    student = args.student or getpass.getuser()
+    student = current_student(args.student)
+    args.dir = Path.cwd() if args.dir is None else args.dir
     if args.grading_command == "fetch":
         path = fetch_assignment(layout.exchange_root, layout.course_id, args.assignment, student,
                                 args.dir)  # fmt: skip
@@ -156,4 +164,13 @@ def _student(args: argparse.Namespace, layout: Any) -> int:
             layout.exchange_root, layout.course_id, args.assignment, student, args.dir
         )
         print(f"submitted {args.assignment} of {layout.course_id} as {student}")
+    return 0
+
+
+def _grader_user() -> int:
+    """Create (as root) the grading account of :mod:`coursehub.grading.sandbox`; print it."""
+    from coursehub.grading.sandbox import ensure_grader_user
+
+    account = ensure_grader_user()
+    print(f"grading account {account.name}: uid {account.uid}, gid {account.gid}")
     return 0

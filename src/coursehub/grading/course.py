@@ -18,7 +18,7 @@ from coursehub.grading.autograde import (
     limits_for_profile,
 )
 from coursehub.grading.gradebook import GradebookPlan, read_roster, sync_gradebook
-from coursehub.grading.layout import CourseLayout, ensure_course
+from coursehub.grading.layout import CourseLayout, ensure_course, secure_course
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -27,25 +27,36 @@ if TYPE_CHECKING:
 def setup_course(session: Session, course_id: str, layout: CourseLayout) -> GradebookPlan:
     """Create the course's grading directories and config, then sync its gradebook.
 
-    Idempotent: run it again after a roster change. Returns the gradebook
+    Idempotent: run it again after a roster change, or to correct the
+    modes of an older installation (:func:`secure_course`). Returns the gradebook
     sync plan that was applied. Raises
     :class:`coursehub.catalog.errors.NotFoundError` for an unknown course.
     """
     from coursehub.catalog.courses import get_course
 
     course = get_course(session, course_id)
-    ensure_course(replace(layout, course_id=course.course_id))
-    return sync_gradebook(session, course, layout)
+    layout = replace(layout, course_id=course.course_id)
+    ensure_course(layout)
+    plan = sync_gradebook(session, course, layout)
+    secure_course(layout)
+    return plan
 
 
 def autograde_course_assignment(
     session: Session, course_id: str, layout: CourseLayout, assignment: str,
     timeout_s: float = DEFAULT_JOB_TIMEOUT_S, backend: Any = None,
 ) -> list[SubmissionOutcome]:  # fmt: skip
-    """Autograde ``assignment`` with the course's roster and its profile's threads and memory."""
+    """Autograde ``assignment`` with the course's roster and its profile's threads and memory.
+
+    The course directory's modes are set again afterwards (nbgrader writes
+    ``autograded/`` with its own modes).
+    """
     from coursehub.catalog.courses import get_course
 
     course = get_course(session, course_id)
     roster = [record.student_id for record in read_roster(session, course)]
     limits = limits_for_profile(course.profile, timeout_s)
-    return autograde_assignment(layout, assignment, roster, limits, backend)
+    try:
+        return autograde_assignment(layout, assignment, roster, limits, backend)
+    finally:
+        secure_course(layout)

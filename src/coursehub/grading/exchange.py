@@ -10,20 +10,31 @@ simulated under one Unix user (the demo, the tests).
 ``<exchange>/<course_id>/fetched/<student>+<assignment>`` (an empty file in a
 write-only directory), so that the course page can say who fetched. It is
 enabled in the servers' global config
-(:func:`coursehub.grading.layout.render_student_config`).
+(:func:`coursehub.grading.layout.render_student_config`), as is
+:class:`PrivateSubmit`: nbgrader's submit leaves the submission folder 0o777
+with 0o644 files; this one makes it 0o770 with 0o640 files (group: the
+inbound's, i.e. the grader's), so only the grader and the submitting
+student can read it.
+
+Who a student is comes from the caller: these functions trust their
+``student_id`` (tests, the demo, an admin); the command line checks it
+against the hub or Unix identity first (:mod:`coursehub.grading.cli`).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import pwd
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nbgrader.exchange import ExchangeError
 from nbgrader.exchange.default.fetch_assignment import ExchangeFetchAssignment
+from nbgrader.exchange.default.submit import ExchangeSubmit
 
-from coursehub.errors import CoursehubError
+from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.layout import check_name
 
 
@@ -36,12 +47,84 @@ class RecordingFetchAssignment(ExchangeFetchAssignment):
                      self.coursedir.student_id)  # fmt: skip
 
 
+class PrivateSubmit(ExchangeSubmit):
+    """nbgrader's submit, then the submission readable by its owner and the inbound's group only."""
+
+    def copy_files(self) -> None:
+        super().copy_files()
+        make_submission_private(Path(self.inbound_path) / self.assignment_filename)
+        cache = Path(self.cache_path)
+        if cache.is_dir() and cache.stat().st_uid == os.geteuid():
+            os.chmod(cache, 0o700)
+
+
+def make_submission_private(folder: Path) -> None:
+    """Give a submitted folder 0o770 (its subfolders too) and its files 0o640; links untouched.
+
+    The folder was made in the inbound (set-group-id), so its entries carry
+    the inbound's group: the grader's.
+    """
+    for dirpath, _dirnames, filenames in os.walk(folder):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o640)
+        os.chmod(dirpath, 0o770)
+
+
 def record_fetch(exchange_root: Path, course_id: str, assignment: str, student_id: str) -> None:
     """Leave the marker ``fetched/<student>+<assignment>``; a missing directory is skipped."""
     student = student_id if student_id not in ("", "*") else getpass.getuser()
     directory = exchange_root / course_id / "fetched"
     if directory.is_dir():
         (directory / f"{student}+{assignment}").touch(exist_ok=True)
+
+
+def plan_student_identity(
+    requested: str | None, hub_user: str | None, os_user: str, is_root: bool
+) -> str:
+    """Return who fetches or submits: the hub user, else the Unix user (pure).
+
+    Parameters
+    ----------
+    requested
+        The ``--student`` given on the command line, or None.
+    hub_user
+        ``JUPYTERHUB_USER`` (set by JupyterHub in every user's server), or None.
+    os_user
+        The name of the process's effective Unix user.
+    is_root
+        Whether the process runs as root.
+
+    Raises
+    ------
+    UsageError
+        When ``requested`` is someone else and the caller may not act for
+        others: anyone inside a hub user's server (even root, as in the
+        single-user demo), and any non-root Unix user. Only root outside a
+        hub server (an administrator) may.
+    """
+    identity, source = (hub_user, "hub user") if hub_user else (os_user, "Unix user")
+    if requested is None or requested == identity:
+        return identity
+    if is_root and not hub_user:
+        return requested
+    raise UsageError(
+        f"--student {requested}: you are {source} {identity}; a student submits and fetches "
+        "only as themselves (leave --student out); only an administrator (root, outside a hub "
+        "server) may name another student"
+    )
+
+
+def current_student(requested: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Return the student this process acts for (:func:`plan_student_identity` on this process)."""
+    env = os.environ if environ is None else environ
+    euid = os.geteuid()
+    try:
+        os_user = pwd.getpwuid(euid).pw_name
+    except KeyError:
+        os_user = str(euid)
+    return plan_student_identity(requested, env.get("JUPYTERHUB_USER") or None, os_user, euid == 0)
 
 
 def _exchange_config(
@@ -71,6 +154,8 @@ def _run(kind: str, exchange_root: Path, course_id: str, assignment: str, studen
     config = _exchange_config(exchange_root, course_id, assignment, student_id, work_dir)
     if kind == "fetch":
         config.ExchangeFactory.fetch_assignment = RecordingFetchAssignment
+    else:
+        config.ExchangeFactory.submit = PrivateSubmit
     factory = ExchangeFactory(config=config)
     make = factory.FetchAssignment if kind == "fetch" else factory.Submit
     app = make(
@@ -90,10 +175,22 @@ def _run(kind: str, exchange_root: Path, course_id: str, assignment: str, studen
         os.chdir(cwd)
 
 
+def resolve_work_dir(work_dir: str | Path) -> Path:
+    """Return ``work_dir`` with ``~`` expanded, made absolute against the current directory.
+
+    Done once, before nbgrader runs in it (nbgrader resolves a relative
+    ``assignment_dir`` again from there, which nested ``dir/dir/...``).
+    """
+    return Path(work_dir).expanduser().absolute()
+
+
 def fetch_assignment(
     exchange_root: Path, course_id: str, assignment: str, student_id: str, work_dir: Path
 ) -> Path:
     """Fetch a released assignment into ``work_dir/<course_id>/<assignment>``; return that path.
+
+    ``work_dir`` may be relative (to the current directory) or start with
+    ``~``; the path returned is absolute.
 
     Raises
     ------
@@ -101,6 +198,7 @@ def fetch_assignment(
         Naming the assignment, the course and the student: not released,
         already fetched, exchange unreadable.
     """
+    work_dir = resolve_work_dir(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     _run("fetch", exchange_root, course_id, assignment, student_id, work_dir)
     return work_dir / course_id / assignment
@@ -117,4 +215,5 @@ def submit_assignment(
         Naming the assignment, the course and the student: nothing to
         submit, not released, inbound missing or not writable.
     """
+    work_dir = resolve_work_dir(work_dir)
     _run("submit", exchange_root, course_id, assignment, student_id, work_dir)

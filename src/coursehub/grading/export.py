@@ -1,9 +1,12 @@
 """Grades out of a course's gradebook: nbgrader's CSV export and the course page's grade table.
 
-The CSV is nbgrader's own (:class:`nbgrader.plugins.export.CsvExportPlugin`,
-columns ``assignment, duedate, timestamp, student_id, last_name, first_name,
-email, raw_score, late_submission_penalty, score, max_score``; a missing
-submission scores 0), written to a temporary file and moved into place.
+The CSV has nbgrader's columns and rows (those of
+:class:`nbgrader.plugins.export.CsvExportPlugin`: ``assignment, duedate,
+timestamp, student_id, last_name, first_name, email, raw_score,
+late_submission_penalty, score, max_score``; a missing submission scores 0),
+but is written by :mod:`coursehub.csvsafe`: nbgrader's plugin writes raw
+lines, so a name with a comma shifts the columns and one starting with
+``=`` runs as a formula in a spreadsheet.
 The grade table (one row per student, one column per assignment) is for
 the teaching team only: callers check the role (e.g.
 :func:`coursehub.catalog.people.is_team`) before showing it.
@@ -15,7 +18,9 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from coursehub.csvsafe import Cell, render_csv
 from coursehub.grading.layout import CourseLayout
 
 #: nbgrader's CSV columns, in order.
@@ -34,19 +39,66 @@ CSV_COLUMNS: tuple[str, ...] = (
 )
 
 
-def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, ...] = ()) -> Path:
-    """Write the course's grades as nbgrader's CSV to ``dest`` (atomically); return ``dest``."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins.export import CsvExportPlugin
+def plan_grade_rows(gradebook: Any, assignments: tuple[str, ...] = ()) -> list[list[Cell]]:
+    """Return nbgrader's CSV rows, header first, from an open ``Gradebook``.
 
+    The same rows as :class:`nbgrader.plugins.export.CsvExportPlugin`
+    (nbgrader 0.9, ``nbgrader/plugins/export.py``): one per assignment and
+    student, a missing submission scoring 0, ``score = max(0, raw_score -
+    penalty)``; scores stay numbers, dates and names are text.
+    """
+    from nbgrader.api import MissingEntry
+
+    rows: list[list[Cell]] = [list(CSV_COLUMNS)]
+    for assignment in gradebook.assignments:
+        if assignments and assignment.name not in assignments:
+            continue
+        for student in gradebook.students:
+            try:
+                submission = gradebook.find_submission(assignment.name, student.id)
+            except MissingEntry:
+                timestamp, raw, penalty = None, 0.0, 0.0
+            else:
+                timestamp = submission.timestamp
+                raw = float(submission.score)
+                penalty = float(submission.late_submission_penalty)
+            rows.append([
+                assignment.name,
+                None if assignment.duedate is None else str(assignment.duedate),
+                None if timestamp is None else str(timestamp),
+                student.id,
+                student.last_name,
+                student.first_name,
+                student.email,
+                raw,
+                penalty,
+                max(0.0, raw - penalty),
+                float(assignment.max_score),
+            ])  # fmt: skip
+    return rows
+
+
+def render_grades_csv(layout: CourseLayout, assignments: tuple[str, ...] = ()) -> str:
+    """Return the course's grades as safe CSV text (:mod:`coursehub.csvsafe`)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
+        return render_csv(plan_grade_rows(gradebook, assignments))
+
+
+def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, ...] = ()) -> Path:
+    """Write the course's grades as CSV to ``dest`` (atomically, mode 0o600); return ``dest``.
+
+    The file holds every student's grades: it is created owner-only, like
+    the gradebook it comes from.
+    """
+    text = render_grades_csv(layout, assignments)
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
-    os.close(fd)
     try:
-        plugin = CsvExportPlugin(to=tmp, assignment=list(assignments))
-        with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
-            plugin.export(gradebook)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

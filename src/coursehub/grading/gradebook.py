@@ -103,14 +103,21 @@ def ensure_gradebook(layout: CourseLayout) -> None:
     version by running an ``alembic`` command from ``PATH``, which fails
     when the virtual environment is not activated. This does the same in
     process: nbgrader's tables, stamped with the head revision of
-    nbgrader's own migrations (``nbgrader/alembic``).
+    nbgrader's own migrations (``nbgrader/alembic``). The file is created
+    owner-only (or team-group) first: it holds every student's grades.
     """
     import nbgrader
     from alembic.script import ScriptDirectory
     from nbgrader.api import Base
     from sqlalchemy import create_engine, inspect, text
 
+    from coursehub.filemodes import ensure_private_sqlite
+    from coursehub.grading.layout import course_modes
+
     layout.course_dir.mkdir(parents=True, exist_ok=True)
+    modes = course_modes(layout)
+    # before SQLite creates it with the umask (its journal gets the same mode)
+    ensure_private_sqlite(layout.gradebook_path, modes.file_mode, modes.gid)
     engine = create_engine(layout.db_url)
     try:
         if inspect(engine).get_table_names():

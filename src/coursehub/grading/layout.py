@@ -3,7 +3,8 @@
 Layout (nbgrader 0.9 "Using nbgrader with JupyterHub", one course directory
 per course and one shared exchange with ``path_includes_course``)::
 
-    COURSES_ROOT/<course_id>/            the course directory (CourseDirectory.root)
+    COURSES_ROOT/<course_id>/            the course directory (CourseDirectory.root),
+                                         0o700, or 0o2770 with the team's Unix group
         nbgrader_config.py               course_id, root, exchange (render_course_config)
         gradebook.db                     nbgrader's gradebook (SQLite)
         source/ release/ submitted/ autograded/ feedback/
@@ -23,7 +24,15 @@ course's directory belongs to its grader, and its ``inbound`` is write-only
 for students (0o2733, nbgrader's mode) plus the sticky bit, so nobody can
 list, remove or replace somebody else's submission. The remaining exposure is
 nbgrader's: a submission folder is made 0o777 so that the instructor can
-delete it, hidden only by an unlistable parent and a random name suffix.
+delete it, hidden only by an unlistable parent and a random name suffix;
+coursehub's submit (:class:`coursehub.grading.exchange.PrivateSubmit`) makes
+it 0o770 with 0o640 files instead, readable through the inbound's group.
+
+Everything in the course directory (solutions, submissions, feedback, the
+gradebook) is for the teaching team only: :func:`secure_course` sets the
+modes of :mod:`coursehub.grading.perms` after each step, and collect checks
+that each submission belongs to the student it names
+(:class:`coursehub.grading.collect.VerifiedCollect`).
 """
 
 from __future__ import annotations
@@ -35,6 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coursehub.errors import UsageError
+from coursehub.grading.perms import (
+    CourseModes,
+    group_id,
+    plan_course_modes,
+    resolve_grading_group,
+    secure_tree,
+)
 
 #: Default exchange root (nbgrader's default).
 DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
@@ -42,6 +58,11 @@ DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
 DEFAULT_COURSES_ROOT = "/srv/nbgrader/courses"
 #: nbgrader's default per-cell execution timeout in seconds (``c.Execute.timeout``).
 DEFAULT_EXECUTE_TIMEOUT_S = 30
+
+#: coursehub's nbgrader exchange classes (``c.ExchangeFactory``).
+COLLECT_CLASS = "coursehub.grading.collect.VerifiedCollect"
+RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
+SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
 
 #: Mode of each exchange directory, relative to the exchange root ("" is the root).
 EXCHANGE_MODES: dict[str, int] = {
@@ -72,6 +93,9 @@ class CourseLayout:
         True when every account runs as one Unix user (the demo, the
         tests): collect then skips nbgrader's owner check
         (``ExchangeCollect.check_owner``), which would flag every submission.
+    grading_group
+        Unix group of the course's teaching team (None: owner-only files),
+        see :func:`coursehub.grading.perms.resolve_grading_group`.
     """
 
     course_id: str
@@ -79,6 +103,7 @@ class CourseLayout:
     exchange_root: Path
     execute_timeout_s: int = DEFAULT_EXECUTE_TIMEOUT_S
     single_user: bool = False
+    grading_group: str | None = None
 
     @property
     def config_path(self) -> Path:
@@ -94,6 +119,11 @@ class CourseLayout:
     def reports_dir(self) -> Path:
         """Where coursehub keeps autograde reports of this course."""
         return self.course_dir / "coursehub"
+
+    @property
+    def gradebook_path(self) -> Path:
+        """The gradebook's file."""
+        return self.course_dir / "gradebook.db"
 
     @property
     def fetched_dir(self) -> Path:
@@ -145,6 +175,9 @@ def render_course_config(layout: CourseLayout) -> str:
         f"c.Exchange.root = {str(layout.exchange_root)!r}",
         "c.Exchange.path_includes_course = True",
         f"c.Execute.timeout = {int(layout.execute_timeout_s)}",
+        "# collect: check owners, skip symlinks; feedback: readable by its student only",
+        f"c.ExchangeFactory.collect = {COLLECT_CLASS!r}",
+        f"c.ExchangeFactory.release_feedback = {RELEASE_FEEDBACK_CLASS!r}",
     ]
     if layout.single_user:
         lines.append("# One Unix user for every account: the owner check would flag all.")
@@ -172,6 +205,7 @@ def render_student_config(exchange_root: str | Path, single_user: bool = False) 
         "c.Authenticator.plugin_class = JupyterHubAuthPlugin\n"
         "c.ExchangeFactory.fetch_assignment = "
         "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
+        f"c.ExchangeFactory.submit = {SUBMIT_CLASS!r}\n"
     )
     if single_user:
         text += (
@@ -195,8 +229,10 @@ def ensure_course(layout: CourseLayout) -> None:
 
     Directories are created with the modes of :data:`EXCHANGE_MODES`
     (``chmod`` after ``mkdir``: the umask would otherwise drop bits); the
-    config is written atomically. Raises :class:`UsageError` when a
-    directory cannot be made (e.g. the exchange root needs an admin).
+    config is written atomically; then :func:`secure_course` sets the
+    course directory's modes (correcting an older installation). Raises
+    :class:`UsageError` when a directory cannot be made (e.g. the exchange
+    root needs an admin).
     """
     try:
         layout.course_dir.mkdir(parents=True, exist_ok=True)
@@ -209,20 +245,58 @@ def ensure_course(layout: CourseLayout) -> None:
             f"course {layout.course_id}: cannot create {exc.filename} "
             "(the exchange root is created once by an administrator)"
         ) from exc
+    secure_course(layout)
     write_atomically(layout.config_path, render_course_config(layout))
     from coursehub.grading.gradebook import ensure_gradebook
 
     ensure_gradebook(layout)
+    secure_course(layout)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in its directory and ``os.replace``."""
+def course_modes(layout: CourseLayout) -> CourseModes:
+    """Return the modes of ``layout``'s course directory (with its group's gid, if any).
+
+    Raises :class:`UsageError` if ``layout.grading_group`` is not a Unix group.
+    """
+    if layout.grading_group is None:
+        return plan_course_modes(None)
+    gid = group_id(layout.grading_group)
+    if gid is None:
+        raise UsageError(
+            f"course {layout.course_id}: no Unix group {layout.grading_group!r} on this host"
+        )
+    return plan_course_modes(gid)
+
+
+def secure_course(layout: CourseLayout) -> None:
+    """Give the course directory and everything in it its private mode (idempotent).
+
+    Also gives the exchange's ``inbound`` the team's group, so that
+    submissions (0o640 there, see ``PrivateSubmit``) are readable by the
+    team and nobody else. Call it after each nbgrader step: nbgrader
+    creates directories 0o777/0o755 and files 0o644. Raises
+    :class:`UsageError` naming a path whose mode cannot be set.
+    """
+    modes = course_modes(layout)
+    layout.course_dir.mkdir(parents=True, exist_ok=True)
+    secure_tree(layout.course_dir, modes)
+    inbound = layout.exchange_root / layout.course_id / "inbound"
+    if modes.gid is not None and inbound.is_dir() and inbound.stat().st_gid != modes.gid:
+        try:
+            os.chown(inbound, -1, modes.gid)
+            os.chmod(inbound, EXCHANGE_MODES["{course_id}/inbound"])
+        except PermissionError as exc:
+            raise UsageError(f"cannot give {inbound} the group {layout.grading_group}") from exc
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` (mode ``mode``) through a temporary file and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -235,8 +309,10 @@ def layout_from_env(course_id: str, environ: Mapping[str, str] | None = None) ->
     ``COURSEHUB_GRADING_COURSES`` (parent of the course directories, default
     :data:`DEFAULT_COURSES_ROOT`), ``COURSEHUB_GRADING_EXCHANGE`` (default
     :data:`DEFAULT_EXCHANGE_ROOT`), ``COURSEHUB_GRADING_EXECUTE_TIMEOUT``
-    (seconds per cell, default 30) and ``COURSEHUB_GRADING_SINGLE_USER``
-    (``1``: every account is one Unix user, as in the demo).
+    (seconds per cell, default 30), ``COURSEHUB_GRADING_SINGLE_USER``
+    (``1``: every account is one Unix user, as in the demo) and
+    ``COURSEHUB_GRADING_GROUP`` (the team's Unix group,
+    :func:`coursehub.grading.perms.resolve_grading_group`).
     """
     env = os.environ if environ is None else environ
     timeout = env.get("COURSEHUB_GRADING_EXECUTE_TIMEOUT", str(DEFAULT_EXECUTE_TIMEOUT_S))
@@ -251,4 +327,5 @@ def layout_from_env(course_id: str, environ: Mapping[str, str] | None = None) ->
         env.get("COURSEHUB_GRADING_EXCHANGE", DEFAULT_EXCHANGE_ROOT),
         execute_timeout_s=int(timeout),
         single_user=env.get("COURSEHUB_GRADING_SINGLE_USER", "") in ("1", "true", "yes"),
+        grading_group=resolve_grading_group(course_id, env),
     )

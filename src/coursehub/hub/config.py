@@ -20,7 +20,9 @@ from importlib import resources
 from typing import Any
 
 from coursehub.errors import UsageError
+from coursehub.hub.busyactivity import MAX_BUSY_S, SERVER_ARG
 from coursehub.hub.profiles import DEFAULT_PROFILE, SPAWNER_KINDS, CourseProfile
+from coursehub.hub.spawner import NO_COURSE_CHOICES
 from coursehub.resources import format_mem
 
 #: Port of the course app service on the hub machine.
@@ -106,6 +108,9 @@ class HubSettings:
         documentation asks for a lower bound near the median spawn time.
     default_profile
         Profile of a user in no course.
+    no_course
+        A user in no course: ``"default"`` (notice, then ``default_profile``)
+        or ``"refuse"`` (notice, no server); see :class:`coursehub.hub.spawner.CourseProfiles`.
     demo
         Render the demo configuration (shared password, servers as the hub's user).
     formgrader_courses
@@ -130,6 +135,7 @@ class HubSettings:
     http_timeout_s: int = HTTP_TIMEOUT_S
     spawn_retry_range_s: tuple[int, int] = SPAWN_RETRY_RANGE_S
     default_profile: CourseProfile = DEFAULT_PROFILE
+    no_course: str = "default"
     demo: bool = False
     formgrader_courses: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -151,6 +157,31 @@ def _start_timeout_s(settings: HubSettings) -> int:
     return START_TIMEOUT_S.get(settings.kind, max(START_TIMEOUT_S.values()))
 
 
+def render_idle_notice(cull_idle_s: int, max_busy_s: float = MAX_BUSY_S) -> str:
+    """Return what students are told about the idle culler (hub home and spawn pages).
+
+    Parameters
+    ----------
+    cull_idle_s
+        The culler's timeout in seconds.
+    max_busy_s
+        How long a busy kernel counts as activity
+        (:class:`coursehub.hub.busyactivity.BusyKernelActivity`).
+    """
+    return (
+        f"Your server is stopped after {_duration(cull_idle_s)} without activity: save your "
+        f"work. A computation still running counts as activity (up to {_duration(max_busy_s)})."
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        hours = int(seconds // 3600)
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    minutes = max(1, round(seconds / 60))
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
 def render_hub_config(settings: HubSettings) -> str:
     """Return the configuration text for ``settings``: Python, or YAML for ``kubernetes``.
 
@@ -168,6 +199,10 @@ def render_hub_config(settings: HubSettings) -> str:
         )
     if settings.demo and settings.kind != "local":
         raise UsageError("the demo configuration uses the local spawner only")
+    if settings.no_course not in NO_COURSE_CHOICES:
+        raise UsageError(
+            f"no_course must be one of {', '.join(NO_COURSE_CHOICES)}, got {settings.no_course!r}"
+        )
     name = "z2jh-values.yaml.j2" if settings.kind == "kubernetes" else "jupyterhub_config.py.j2"
     source = resources.files("coursehub.hub").joinpath("templates", name).read_text("utf-8")
     env = jinja2.Environment(
@@ -178,6 +213,8 @@ def render_hub_config(settings: HubSettings) -> str:
         **{f: getattr(settings, f) for f in settings.__dataclass_fields__},
         "default_mem": format_mem(settings.default_profile.mem_limit),
         "start_timeout_s": _start_timeout_s(settings),
+        "idle_notice": render_idle_notice(settings.cull_idle_s),
+        "busy_arg": SERVER_ARG,
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),
@@ -221,6 +258,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop servers idle for S seconds (default: %(default)s)",
     )
     parser.add_argument(
+        "--no-course",
+        choices=NO_COURSE_CHOICES,
+        default=HubSettings.no_course,
+        help="a user in no course: start the default profile or refuse, with a notice "
+        "on the spawn page either way (default: %(default)s)",
+    )
+    parser.add_argument(
         "--spawn-limit",
         type=int,
         default=HubSettings.concurrent_spawn_limit,
@@ -244,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         database_url=args.database_url,
         cull_idle_s=args.cull_idle,
         concurrent_spawn_limit=args.spawn_limit,
+        no_course=args.no_course,
     )
     text = render_hub_config(settings)
     if args.output:

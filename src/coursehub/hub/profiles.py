@@ -12,15 +12,22 @@ spawner kind (REFERENCE.md sections 4 and 5):
 kind          traits set
 ============  =============================================================
 ``local``     ``cpu_limit``, ``mem_limit`` (enforced by
-              :mod:`coursehub.hub.cgroupspawner`), ``environment``
+              :mod:`coursehub.hub.cgroupspawner`), ``visible_gpus`` (the
+              cgroup v1 devices controller hides every other NVIDIA device,
+              :mod:`coursehub.hub.devices`), ``environment``
 ``systemd``   ``cpu_limit`` (-> ``CPUQuota``), ``mem_limit`` (->
               ``MemoryMax``), ``unit_extra_properties`` (``MemorySwapMax=0``,
               ``DevicePolicy``/``DeviceAllow`` for GPUs), ``isolate_devices``
               (no GPU: hide every device), ``environment``
 ``slurm``     ``req_nprocs``, ``req_memory``, ``req_ngpus`` and ``req_gres``
-              (batchspawner), ``cpu_limit``, ``mem_limit``, ``environment``
+              (batchspawner), ``cpu_limit``, ``mem_limit``, ``environment``;
+              GPUs are hidden by Slurm itself only with
+              ``ConstrainDevices=yes`` in ``cgroup.conf`` (a job then opens
+              only the GPUs of its ``--gres``, none without)
 ``kubernetes`` ``cpu_limit``, ``mem_limit``, ``extra_resource_limits``
-              (``nvidia.com/gpu``), ``environment``
+              (``nvidia.com/gpu``), ``environment`` (no GPU:
+              ``NVIDIA_VISIBLE_DEVICES=void``, so that an image setting it to
+              ``all`` sees no GPU where the NVIDIA runtime is the default)
 ============  =============================================================
 
 ``environment`` always carries the thread variables of
@@ -303,6 +310,42 @@ def render_options_form(choices: Sequence[CourseChoice]) -> str:
     )
 
 
+#: Spawn-page notice and refusal for a user in no course (``CourseProfiles.no_course``).
+NO_COURSE_DEFAULT = (
+    "You are in no course yet; your server starts with the default profile ({resources}). "
+    "Ask your teacher to add you to a course's roster."
+)
+NO_COURSE_REFUSED = (
+    "You are in no course yet, so no server can start for you. "
+    "Ask your teacher to add you to a course's roster."
+)
+
+
+def render_no_course_form(default: CourseProfile, no_course: str = "default") -> str:
+    """Return the spawn-page notice of a user in no course (never "": the page must show).
+
+    Parameters
+    ----------
+    default
+        The profile such a user starts with (``no_course="default"``).
+    no_course
+        ``"default"``: the notice names the default profile's CPUs and
+        memory, and the Start button starts it. ``"refuse"``: the notice
+        says nothing can start, and the Start button is hidden.
+    """
+    if no_course == "refuse":
+        return (
+            '<p class="alert alert-warning" id="coursehub-no-course">'
+            f"{html.escape(NO_COURSE_REFUSED)}</p>\n"
+            "<style>#spawn_form [type=submit] {display: none;}</style>"
+        )
+    resources = f"{default.cpu_limit:g} CPU, {format_mem(default.mem_limit)}"
+    if default.gpus:
+        resources += f", {default.gpus} GPU"
+    text = NO_COURSE_DEFAULT.format(resources=resources)
+    return f'<p class="alert alert-info" id="coursehub-no-course">{html.escape(text)}</p>'
+
+
 def parse_options_form(formdata: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """Return ``user_options`` from the spawn form's data: ``{"course": course_id}`` or ``{}``."""
     values = formdata.get("course") or []
@@ -364,11 +407,15 @@ def _environment(
     if kind in ("local", "systemd"):
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_ids[: profile.gpus])
+    if kind == "kubernetes" and not profile.gpus:
+        # NVIDIA container toolkit: "void" (or empty) = no GPU, even if the image says "all"
+        # (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
+        env["NVIDIA_VISIBLE_DEVICES"] = "void"
     return env
 
 
 def _local_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
-    return {}
+    return {"visible_gpus": list(gpu_ids)}
 
 
 def _systemd_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:

@@ -18,16 +18,21 @@ JupyterHub calls ``apply_user_options`` after ``group_overrides`` and before
 Profile choice: the user's course groups and their ``profile`` property
 (written by ``coursehub hub sync``) are read from ``spawner.user.groups``; a
 user in several courses picks one on the spawn page (the form appears only
-with two choices or more), the most generous being the default; a user in
-none gets ``default_profile``. A stored or API-given ``course`` that is not
-one of the user's courses is ignored (logged), never honoured.
+with two choices or more), the most generous being the default. A user in
+no course sees it on the spawn page (a notice, see :func:`render_no_course_form`)
+and, as the site chooses (``no_course``), starts with ``default_profile``
+(``"default"``) or is refused with that message (``"refuse"``). A stored or
+API-given ``course`` that is not one of the user's courses is ignored
+(logged), never honoured.
 
 GPU assignment (``local`` and ``systemd`` only; Slurm and Kubernetes assign
 their own): each server gets the least-loaded GPUs that still have room
 (``jobs_per_gpu``). Assignments live in a small JSON file (``state_path``,
 next to the hub's database) updated under an exclusive ``flock`` and replaced
 atomically, so they survive a hub restart; ``release`` (the
-``post_stop_hook``) frees them when the server stops.
+``post_stop_hook``) frees them when the server stops. Entries are keyed
+``{hub_id}:{user}/{server}`` (:mod:`coursehub.hub.identity`), so hubs of one
+host may share one file without taking each other's GPUs back.
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ from typing import Any
 from tornado import web
 
 from coursehub.errors import UsageError
+from coursehub.hub.identity import check_hub_id, hub_id_from_config
 from coursehub.hub.profiles import (
     DEFAULT_PROFILE,
+    NO_COURSE_REFUSED,
     SPAWNER_KINDS,
     CourseChoice,
     CourseProfile,
@@ -54,9 +61,13 @@ from coursehub.hub.profiles import (
     parse_options_form,
     plan_choices,
     plan_gpu_assignment,
+    render_no_course_form,
     render_options_form,
     spawner_override,
 )
+
+#: What a user in no course gets: the default profile, or a refusal (both with a notice).
+NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
 
 #: Default GPU state file, relative to the hub's working directory (where jupyterhub.sqlite is).
 DEFAULT_STATE_PATH = "coursehub-gpus.json"
@@ -147,8 +158,18 @@ class GpuAssignments:
             state.pop(key, None)
 
 
-def server_key(spawner: Any) -> str:
-    """Return ``"user/server"`` (``"user/"`` for the default server)."""
+def server_key(spawner: Any, hub_id: str | None = None) -> str:
+    """Return ``"{hub_id}:{user}/{server}"`` (server "" for the default server).
+
+    ``hub_id`` defaults to the spawner's own ``hub_id`` trait (local cgroup
+    spawner), else to the hub id of its config (:func:`hub_id_from_config`).
+    """
+    hub = hub_id or getattr(spawner, "hub_id", None) or hub_id_from_config(spawner.config)
+    return f"{hub}:{spawner.user.name}/{spawner.name or ''}"
+
+
+def legacy_server_key(spawner: Any) -> str:
+    """Return the key of the same server in state files written before hub ids (``user/server``)."""
     return f"{spawner.user.name}/{spawner.name or ''}"
 
 
@@ -189,11 +210,17 @@ class CourseProfiles:
         ``systemd`` only.
     state_path
         JSON file of the GPU assignments (see :class:`GpuAssignments`).
+    no_course
+        A user in no course: ``"default"`` starts with ``default_profile``,
+        ``"refuse"`` starts nothing (403); either way the spawn page says why.
+    hub_id
+        This hub's id in the GPU state keys; None: the spawner's own
+        (:func:`server_key`).
 
     Raises
     ------
     UsageError
-        If ``kind`` is unknown.
+        If ``kind`` or ``no_course`` is unknown, or ``hub_id`` malformed.
     """
 
     def __init__(
@@ -202,11 +229,17 @@ class CourseProfiles:
         default_profile: CourseProfile = DEFAULT_PROFILE,
         gpu_ids: Sequence[int] | None = None,
         state_path: str | os.PathLike[str] = DEFAULT_STATE_PATH,
+        no_course: str = "default",
+        hub_id: str | None = None,
     ) -> None:
         if kind not in SPAWNER_KINDS:
             raise UsageError(f"unknown spawner kind {kind!r}: choose one of {SPAWNER_KINDS}")
+        if no_course not in NO_COURSE_CHOICES:
+            raise UsageError(f"no_course must be one of {NO_COURSE_CHOICES}, got {no_course!r}")
         self.kind = kind
         self.default_profile = default_profile
+        self.no_course = no_course
+        self.hub_id = check_hub_id(hub_id) if hub_id else None
         self._gpu_ids = None if gpu_ids is None else list(gpu_ids)
         self.gpus = GpuAssignments(state_path)
 
@@ -227,8 +260,15 @@ class CourseProfiles:
             raise web.HTTPError(500, f"course profile misconfigured: {exc}") from exc
 
     def options_form(self, spawner: Any) -> str:
-        """``Spawner.options_form``: a course picker, or "" (no form) for fewer than 2 courses."""
-        return render_options_form(self.choices(spawner))
+        """``Spawner.options_form``: a course picker (2+ courses), a notice (none), or "" (one).
+
+        JupyterHub starts the server at once when the form is "" and shows
+        the spawn page (with a Start button) otherwise.
+        """
+        choices = self.choices(spawner)
+        if not choices:
+            return render_no_course_form(self.default_profile, self.no_course)
+        return render_options_form(choices)
 
     @staticmethod
     def options_from_form(formdata: Mapping[str, Sequence[str]]) -> dict[str, str]:
@@ -236,8 +276,17 @@ class CourseProfiles:
         return parse_options_form(formdata)
 
     def choose(self, spawner: Any, user_options: Mapping[str, Any]) -> CourseProfile:
-        """Return the profile for this start; a course not the user's falls back to the default."""
+        """Return the profile for this start; a course not the user's falls back to the default.
+
+        Raises
+        ------
+        tornado.web.HTTPError
+            403 for a user in no course when ``no_course`` is ``"refuse"``.
+        """
         choices = self.choices(spawner)
+        if not choices and self.no_course == "refuse":
+            spawner.log.info("coursehub: %s is in no course: not started", spawner._log_name)
+            raise web.HTTPError(403, NO_COURSE_REFUSED)
         requested = user_options.get("course") if isinstance(user_options, Mapping) else None
         try:
             return choose_profile(choices, str(requested or ""), self.default_profile)
@@ -252,7 +301,8 @@ class CourseProfiles:
         ------
         tornado.web.HTTPError
             503 when the profile needs GPUs and none has room; 500 when a
-            course group holds a malformed profile.
+            course group holds a malformed profile; 403 for a user in no
+            course when ``no_course`` is ``"refuse"``.
         """
         profile = self.choose(spawner, user_options or {})
         gpu_ids = self._assign(spawner, profile)
@@ -267,19 +317,20 @@ class CourseProfiles:
         )
 
     def _assign(self, spawner: Any, profile: CourseProfile) -> list[int]:
+        key = server_key(spawner, self.hub_id)
+        self.gpus.release(legacy_server_key(spawner))
         if self.kind not in ("local", "systemd") or profile.gpus == 0:
-            self.gpus.release(server_key(spawner))
+            self.gpus.release(key)
             return []
         try:
-            return self.gpus.assign(
-                server_key(spawner), self.gpu_ids(), profile.gpus, profile.jobs_per_gpu
-            )
+            return self.gpus.assign(key, self.gpu_ids(), profile.gpus, profile.jobs_per_gpu)
         except UsageError as exc:
             raise web.HTTPError(503, str(exc)) from exc
 
     def release(self, spawner: Any) -> None:
         """``Spawner.post_stop_hook``: free the GPUs of the stopped server."""
-        self.gpus.release(server_key(spawner))
+        self.gpus.release(server_key(spawner, self.hub_id))
+        self.gpus.release(legacy_server_key(spawner))
 
 
 def chain_hooks(*hooks: Callable[[Any], Any] | None) -> Callable[[Any], None]:

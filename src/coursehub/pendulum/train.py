@@ -19,12 +19,22 @@ first epoch is complete) is given. On SIGINT or SIGTERM the current epoch is
 abandoned, MODEL_FILE keeps the last completed epoch and the exit status is
 130 or 143. Bad input exits with status 2 and one line, before anything is
 written.
+
+Resuming (``--resume``): the model and optimisation settings are the
+checkpoint's. An option left out takes the checkpoint's value silently; an
+option given with another value than the checkpoint's is refused (status 2,
+one ``checkpoint has lr=0.002, --lr 0.01 given`` per difference), as is
+another ``--arch``. The options of :data:`RESUME_FIXED` are fixed so;
+changeable on resume are only N_EPOCHS (the run's total), N_THREADS,
+``--data`` (a file of the same dataset: same seed), ``--device`` and
+``--no-progress`` (:data:`RESUME_CHANGEABLE`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -60,6 +70,29 @@ ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Options fixed by the checkpoint on ``--resume``: option -> (checkpoint section, key).
+#: Giving one with another value than the checkpoint's is refused.
+RESUME_FIXED: dict[str, tuple[str, str]] = {
+    "arch": ("model_config", "arch"),
+    "hidden_size": ("model_config", "hidden_size"),
+    "layers": ("model_config", "n_layers"),
+    "batch_size": ("train_config", "batch_size"),
+    "lr": ("train_config", "lr"),
+    "rollout_steps": ("train_config", "rollout_steps"),
+    "noise": ("train_config", "noise"),
+    "lr_decay": ("train_config", "lr_decay"),
+    "seed": ("train_config", "seed"),
+    "max_windows": ("train_config", "max_windows"),
+    "trajectories": ("data", "trajectories"),
+}
+#: What may change on ``--resume`` (the rest of the command line is :data:`RESUME_FIXED`).
+RESUME_CHANGEABLE = ("N_EPOCHS", "N_THREADS", "--data", "--device", "--no-progress")
+RESUME_HELP = (
+    "continue MODEL_FILE with its own settings: options left out take the checkpoint's "
+    "values; giving one with another value is refused, except N_EPOCHS, N_THREADS, "
+    "--data (same dataset), --device and --no-progress"
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``coursehub pendulum train``."""
@@ -90,7 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("lr-decay", float),
     ):
         parser.add_argument(f"--{name}", type=kind, default=None, help="default: per --arch")
-    parser.add_argument("--seed", type=int, default=0, help="weights, batches, noise (0)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="weights, batches, noise (default: 0)"
+    )
     parser.add_argument(
         "--max-windows",
         type=int,
@@ -111,7 +146,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="auto: CUDA when available (default)",
     )
-    parser.add_argument("--resume", action="store_true", help="continue MODEL_FILE")
+    parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
     parser.add_argument("--force", action="store_true", help="replace an existing MODEL_FILE")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -141,8 +176,9 @@ def plan_configs(args: argparse.Namespace) -> tuple[Any, Any]:
             raise UsageError(f"--{name.replace('_', '-')}={d[name]} must be >= 1")
     if not (d["lr"] > 0 and d["noise"] >= 0 and 0 < d["lr_decay"] <= 1):
         raise UsageError("--lr must be > 0, --noise >= 0 and --lr-decay in (0, 1]")
-    if args.seed < 0:
-        raise UsageError(f"--seed={args.seed} must be >= 0")
+    seed = 0 if args.seed is None else args.seed
+    if seed < 0:
+        raise UsageError(f"--seed={seed} must be >= 0")
     if args.trajectories is not None and args.trajectories < 1:
         raise UsageError(f"--trajectories={args.trajectories} must be >= 1")
     if args.max_windows is not None and args.max_windows < 1:
@@ -151,13 +187,53 @@ def plan_configs(args: argparse.Namespace) -> tuple[Any, Any]:
         n_epochs=args.n_epochs,
         batch_size=d["batch_size"],
         lr=d["lr"],
-        seed=args.seed,
+        seed=seed,
         max_windows=args.max_windows,
         rollout_steps=d["rollout_steps"],
         noise=d["noise"],
         lr_decay=d["lr_decay"],
     )
     return model_config, train_config
+
+
+def plan_resume_conflicts(args: argparse.Namespace, ckpt: dict[str, Any]) -> list[str]:
+    """The options given explicitly with another value than the checkpoint's, one line each.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments; an option left out is None there.
+    ckpt : dict
+        A checkpoint (:func:`coursehub.pendulum.trainer.load_checkpoint`), with
+        its ``model_config``, ``train_config`` and ``data`` sections.
+
+    Returns
+    -------
+    list of str
+        ``checkpoint has lr=0.002, --lr 0.01 given`` for each option of
+        :data:`RESUME_FIXED` that differs, in that table's order; empty when
+        none does.
+    """
+    conflicts = []
+    for option, (section, key) in RESUME_FIXED.items():
+        given = getattr(args, option, None)
+        if given is None:
+            continue
+        held = (ckpt.get(section) or {}).get(key)
+        if not _same_setting(held, given):
+            flag = "--" + option.replace("_", "-")
+            shown = "all" if held is None else held  # max_windows, trajectories
+            conflicts.append(f"checkpoint has {key}={shown}, {flag} {given} given")
+    return conflicts
+
+
+def _same_setting(held: Any, given: Any) -> bool:
+    """Equal settings; floats to 1e-12 relative (``2e-3`` and ``0.002`` are one value)."""
+    if isinstance(held, float) or isinstance(given, float):
+        if held is None or isinstance(held, str) or isinstance(given, str):
+            return False
+        return math.isclose(float(held), float(given), rel_tol=1e-12, abs_tol=0.0)
+    return bool(held == given)
 
 
 def check_counts(n_epochs: int, n_threads: int) -> str | None:
@@ -250,6 +326,13 @@ def prepare(args: argparse.Namespace, ds: PendulumDataset, device: Any) -> tuple
 
     if args.resume:
         ckpt = load_checkpoint(args.model_file, expect_arch=args.arch)
+        conflicts = plan_resume_conflicts(args, ckpt)
+        if conflicts:
+            raise UsageError(
+                f"--resume {args.model_file}: " + "; ".join(conflicts) + "; leave those "
+                "options out to continue with the checkpoint's settings, or start a new "
+                "MODEL_FILE (--force replaces it)"
+            )
         if ckpt["data"].get("seed") != ds.seed:
             raise UsageError(
                 f"checkpoint {args.model_file} was trained on another dataset "

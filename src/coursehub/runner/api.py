@@ -26,6 +26,8 @@ def make_spec(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     log_path: str | Path | None = None,
+    inherit_env: bool = True,
+    detached: bool = False,
 ) -> JobSpec:
     """Return the :class:`JobSpec` for these arguments (text forms ``"4G"`` and ``"30m"`` accepted).
 
@@ -50,6 +52,8 @@ def make_spec(
         cwd=None if cwd is None else str(cwd),
         env=dict(env or {}),
         log_path=None if log_path is None else Path(log_path),
+        inherit_env=inherit_env,
+        detached=detached,
     )
 
 
@@ -74,7 +78,7 @@ def submit(
         called from another thread). The output is always kept in the log.
     **options
         ``module, n_threads, cpu_limit, gpus, mem_limit, timeout_s, name, cwd,
-        env, log_path`` as in :func:`make_spec`.
+        env, log_path, inherit_env, detached`` as in :func:`make_spec`.
 
     Raises
     ------

@@ -13,7 +13,11 @@ Before the user's code runs it
    ``torch.cuda.set_per_process_memory_fraction`` on every visible GPU. A
    one-shot import hook does this, so a job that never imports torch does not
    pay for loading it;
-3. runs the script as ``__main__`` (``runpy.run_path``, ``sys.path[0]`` = the
+3. starts the job's watchdog (:mod:`coursehub.runner.watchdog`) when the
+   runner passed its lifeline (``COURSEHUB_PARENT_FD``): the job is stopped
+   if the runner dies, keeps its time limit if it is detached, and leaves
+   nothing behind in its process group when it ends;
+4. runs the script as ``__main__`` (``runpy.run_path``, ``sys.path[0]`` = the
    script's directory, as ``python script.py`` does) or the module
    (``runpy.run_module``, as ``python -m`` does) with ``sys.argv`` set.
 
@@ -107,6 +111,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     procs_files = os.environ.pop("COURSEHUB_CGROUP_PROCS", "")
     if procs_files:
         join_cgroup(procs_files)
+    parent_fd = os.environ.pop("COURSEHUB_PARENT_FD", "")
+    orphan = os.environ.pop("COURSEHUB_ORPHAN", "kill")
+    timeout = os.environ.pop("COURSEHUB_TIMEOUT_S", "")
+    grace = os.environ.pop("COURSEHUB_GRACE_S", "5")
+    slot_fds = [int(fd) for fd in os.environ.pop("COURSEHUB_SLOT_FDS", "").split(",") if fd]
+    if parent_fd:
+        from coursehub.runner.watchdog import start_watchdog
+
+        start_watchdog(int(parent_fd), orphan, float(timeout) if timeout else None,
+                       float(grace), slot_fds)  # fmt: skip
     n_threads = int(os.environ.get("COURSEHUB_N_THREADS", "1"))
     fraction = os.environ.get("COURSEHUB_GPU_MEM_FRACTION")
     install_torch_hook(n_threads, float(fraction) if fraction else None)

@@ -10,9 +10,13 @@ exit status is the job's (128 + N for a job ended by signal N).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from coursehub.errors import UsageError
@@ -47,6 +51,8 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     add_run_arguments(parser)
     parser.add_argument("--no-wait", action="store_true", help="start it and return; see the log")
+    # set by --no-wait on the runner it starts: the job outlives that runner, with its time limit
+    parser.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(func=run_command)
 
 
@@ -89,6 +95,7 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
         "timeout_s": args.timeout,
         "name": args.name,
         "log_path": args.log,
+        "detached": bool(getattr(args, "detached", False)),
     }
     return command[0], command[1:], options
 
@@ -104,8 +111,32 @@ def run_command(args: argparse.Namespace) -> int:
     backend.validate(spec)
     if args.no_wait:
         return start_detached(args, backend)
-    result = run(script, script_args, backend=backend, **options)
+    with stop_on_hangup():
+        result = run(script, script_args, backend=backend, **options)
     return result.returncode if result.returncode >= 0 else 128 - result.returncode
+
+
+@contextlib.contextmanager
+def stop_on_hangup() -> Iterator[None]:
+    """Turn SIGHUP (terminal closed) and SIGTERM into Ctrl-C while a job runs in the foreground.
+
+    :func:`coursehub.runner.api.run` then cancels the job (SIGTERM, SIGKILL
+    after the grace period), waits for it and writes its result; a runner
+    killed outright is covered by the job's watchdog instead.
+    """
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def start_detached(args: argparse.Namespace, backend: Any) -> int:
@@ -122,6 +153,7 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
         "-m",
         "coursehub",
         "run",
+        "--detached",
         "--threads",
         args.threads,
         "--gpus",

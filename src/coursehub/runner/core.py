@@ -26,6 +26,18 @@ BOOTSTRAP_MODULE = "coursehub.runner.bootstrap"
 N_THREADS_VAR = "COURSEHUB_N_THREADS"
 GPU_MEM_FRACTION_VAR = "COURSEHUB_GPU_MEM_FRACTION"
 CGROUP_PROCS_VAR = "COURSEHUB_CGROUP_PROCS"
+#: Variables of the bootstrap's watchdog (set by the local backend, see
+#: :mod:`coursehub.runner.bootstrap`): the read end of the runner's lifeline
+#: pipe, what to do when the runner dies, the time limit, the grace period,
+#: the slot descriptors.
+PARENT_FD_VAR = "COURSEHUB_PARENT_FD"
+ORPHAN_VAR = "COURSEHUB_ORPHAN"
+TIMEOUT_VAR = "COURSEHUB_TIMEOUT_S"
+GRACE_VAR = "COURSEHUB_GRACE_S"
+SLOT_FDS_VAR = "COURSEHUB_SLOT_FDS"
+#: Every variable the runner sets for one job only: never inherited by a nested job.
+JOB_ONLY_VARS = (GPU_MEM_FRACTION_VAR, CGROUP_PROCS_VAR, PARENT_FD_VAR, ORPHAN_VAR,
+                 TIMEOUT_VAR, GRACE_VAR, SLOT_FDS_VAR)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,12 @@ class JobSpec:
         environment; the thread variables win over them).
     log_path
         Where the output is kept; defaults to ``RUNS_DIR/<job id>.log``.
+    inherit_env
+        Start from the caller's environment (True) or from ``env`` alone
+        (False: autograding passes an allow-listed environment).
+    detached
+        The job outlives its runner (``coursehub run --no-wait``); its time
+        limit still holds. Otherwise the job is stopped when the runner dies.
     """
 
     target: str
@@ -65,6 +83,8 @@ class JobSpec:
     cwd: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     log_path: Path | None = None
+    inherit_env: bool = True
+    detached: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
@@ -218,22 +238,44 @@ def plan_env(
 ) -> dict[str, str]:
     """Return the job's full environment; ``base_env`` is not modified.
 
-    ``{**base_env, **spec.env, **thread_env(n)}``, then
+    ``{**base_env, **spec.env, **thread_env(n)}`` (``base_env`` left out when
+    ``spec.inherit_env`` is False; :data:`JOB_ONLY_VARS` never inherited), then
     ``CUDA_VISIBLE_DEVICES`` (the given GPUs, or ``""`` so that CUDA sees
     none), ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (NVML's order, REFERENCE.md
     section 3), ``PYTHONUNBUFFERED=1`` (live output), and the bootstrap's
     ``COURSEHUB_N_THREADS`` and ``COURSEHUB_GPU_MEM_FRACTION``.
     """
     n_threads = spec.resources.threads
-    env = {**base_env, **spec.env, **thread_env(n_threads)}
+    base = {k: v for k, v in base_env.items() if k not in JOB_ONLY_VARS}
+    env = {**(base if spec.inherit_env else {}), **spec.env, **thread_env(n_threads)}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_indices)
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env["PYTHONUNBUFFERED"] = "1"
     env[N_THREADS_VAR] = str(n_threads)
-    env.pop(GPU_MEM_FRACTION_VAR, None)
-    env.pop(CGROUP_PROCS_VAR, None)
+    for name in JOB_ONLY_VARS:
+        env.pop(name, None)
     if gpu_indices and gpu_mem_fraction is not None:
         env[GPU_MEM_FRACTION_VAR] = f"{gpu_mem_fraction:.4f}"
+    return env
+
+
+def plan_watchdog_env(
+    spec: JobSpec, grace_s: float, lifeline_fd: int, slot_fds: list[int]
+) -> dict[str, str]:
+    """Return the variables of the bootstrap's watchdog for ``spec`` (pure).
+
+    ``COURSEHUB_PARENT_FD`` (the lifeline's read end), ``COURSEHUB_ORPHAN``
+    (``keep`` for a detached job, else ``kill``), ``COURSEHUB_TIMEOUT_S`` (when
+    the job has a time limit), ``COURSEHUB_GRACE_S`` and ``COURSEHUB_SLOT_FDS``.
+    """
+    env = {
+        PARENT_FD_VAR: str(lifeline_fd),
+        ORPHAN_VAR: "keep" if spec.detached else "kill",
+        GRACE_VAR: f"{grace_s:g}",
+        SLOT_FDS_VAR: ",".join(str(fd) for fd in slot_fds),
+    }
+    if spec.timeout_s:
+        env[TIMEOUT_VAR] = f"{spec.timeout_s:g}"
     return env
 
 

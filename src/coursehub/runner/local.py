@@ -10,7 +10,12 @@ returns at once):
    of :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
 3. start ``[python, -m, coursehub.runner.bootstrap, ...]`` in its own session
    (process group) with the explicit environment of :func:`plan_env`,
-   holding the slot locks too (``pass_fds``);
+   holding the slot locks too (``pass_fds``) and the read end of a lifeline
+   pipe whose write end only this process holds: the bootstrap's watchdog
+   sees it close when this process dies, however it dies (SIGKILL, OOM
+   kill, SIGHUP, a killed notebook kernel running ``%coursehub_run``), and
+   then stops the job's process group, or, for a ``detached`` job
+   (``--no-wait``), keeps the job's time limit itself;
 4. copy its output, live, to the log file and to ``on_output``;
 5. on timeout or cancel: SIGTERM to the group, SIGKILL after ``grace_s``;
 6. reap it with ``os.wait4`` (CPU time, peak RSS), kill what is left of
@@ -54,6 +59,7 @@ from coursehub.runner.core import (
     default_runs_dir,
     plan_command,
     plan_env,
+    plan_watchdog_env,
     render_summary,
 )
 from coursehub.runner.monitor import TreeMonitor
@@ -252,17 +258,32 @@ class LocalJob(Job):
         fraction = 1.0 / backend.slots.gpu_jobs if backend.slots.gpu_jobs > 1 else None
         env = plan_env(spec, os.environ, lease.gpu_indices, fraction)
         argv, self.enforcement, unit = self._confine(plan_command(spec), env)
+        lifeline, keep_alive = os.pipe()  # both close-on-exec; only the read end is passed
+        env.update(plan_watchdog_env(spec, backend.grace_s, lifeline, lease.fds))
         self._state = "running"
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
                 argv, env=env, cwd=spec.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=lease.fds,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=[*lease.fds, lifeline],
             )  # fmt: skip
         except OSError:
+            os.close(keep_alive)
             if self.cgroup is not None:
                 self.cgroup.remove()
             raise
+        finally:
+            os.close(lifeline)
+        try:
+            return self._follow(proc, lease, started, unit)
+        finally:
+            os.close(keep_alive)
+
+    def _follow(
+        self, proc: subprocess.Popen[bytes], lease: SlotLease, started: float, unit: str | None
+    ) -> RunResult:
+        """Copy the output, watch, reap and clean up the started job; return its result."""
         self.pid = proc.pid
         ended = False
         try:

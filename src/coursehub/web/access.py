@@ -5,6 +5,12 @@ it (edit, groups, team, roster import), graders read its roster, students
 see the course (team, groups, material) but never another student. Members
 of a ``COURSE_CREATOR_GROUPS`` hub group (default ``teachers``) may create
 courses, of which they become the lead.
+
+Within "manage", the catalog's rules (:mod:`coursehub.catalog.rules`) still
+apply to the :class:`~coursehub.catalog.rules.Actor` of :func:`course_actor`:
+only a lead of the course or an admin makes or unmakes leads, a course keeps
+at least one lead, and only an admin changes the name, e-mail or student
+number of a person who is not only in this course.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.models import Course, Membership, Person, Role
+from coursehub.catalog.rules import Actor
 from coursehub.web.identity import Identity
 
 
@@ -71,6 +78,12 @@ def course_access(session: Session, identity: Identity | None, course: Course) -
     if identity is not None and identity.admin:
         return Access.ADMIN
     return plan_access(identity, role_in_course(session, identity, course))
+
+
+def course_actor(session: Session, identity: Identity, course: Course) -> Actor:
+    """Return who ``identity`` is for the catalog's rules in ``course`` (admin flag, role)."""
+    role = role_in_course(session, identity, course)
+    return Actor(identity.name, identity.admin, Role(role) if role else None)
 
 
 def require(access: Access, needed: Access) -> None:

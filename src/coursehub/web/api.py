@@ -17,12 +17,20 @@ from flask import Blueprint, Flask, Response, abort, current_app, g, jsonify, re
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.courses import course_detail, get_course, get_group
-from coursehub.catalog.enrolment import apply_roster
+from coursehub.catalog.enrolment import apply_roster, check_confirmed
+from coursehub.catalog.errors import IdentityError
 from coursehub.catalog.models import Course
 from coursehub.catalog.people import add_member, get_membership, remove_member, visible_courses
 from coursehub.errors import CoursehubError
 from coursehub.web import auth
-from coursehub.web.access import Access, course_access, require, require_admin, require_creator
+from coursehub.web.access import (
+    Access,
+    course_access,
+    course_actor,
+    require,
+    require_admin,
+    require_creator,
+)
 from coursehub.web.actions import apply_course_changes, apply_new_course
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import HubSyncOutcome, apply_hub_sync
@@ -209,7 +217,7 @@ def add_member_view(course_id: str) -> Response:
         member = add_member(
             session, course, data["username"], data.get("role") or "student", group,
             first_name=data.get("first_name") or "", last_name=data.get("last_name") or "",
-            email=data.get("email") or None,
+            email=data.get("email") or None, actor=course_actor(session, g.identity, course),
         )  # fmt: skip
     except CoursehubError:
         session.rollback()
@@ -224,20 +232,36 @@ def add_member_view(course_id: str) -> Response:
 def delete_member(course_id: str, username: str) -> Response:
     """Take a person out of the course."""
     session, course, _ = api_course(course_id, Access.MANAGE)
-    remove_member(session, course, username)
+    try:
+        remove_member(session, course, username, actor=course_actor(session, g.identity, course))
+    except CoursehubError:
+        session.rollback()
+        raise
     commit(session)
     return synced(None, apply_hub_sync(session, course_id))
 
 
 @bp.post("/courses/<course_id>/roster")
 def import_roster(course_id: str) -> Response:
-    """Import a roster CSV; with ``dry_run`` only return what it would change."""
+    """Import a roster CSV; with ``dry_run`` only return what it would change.
+
+    A plan that renames or re-mails existing people is applied only with
+    ``confirm_identity_changes``; else 409 with the plan (nothing written).
+    """
     session, course, _ = api_course(course_id, Access.MANAGE)
-    req, dry_run = parse_roster_request(request.get_json(silent=True))
-    plan = plan_import(session, course, req)
+    req, dry_run, confirmed = parse_roster_request(request.get_json(silent=True))
+    plan = plan_import(session, course, req, admin=g.identity.admin)
     body = render_plan_json(plan) | {"applied": not dry_run}
     if dry_run:
         return jsonify(body)
+    try:
+        check_confirmed(plan, confirmed)
+    except IdentityError as exc:
+        answer = jsonify(
+            body | {"applied": False, "error": f"{exc}: send confirm_identity_changes"}
+        )
+        answer.status_code = 409
+        return answer
     apply_roster(session, plan)
     return synced(body, apply_hub_sync(session, course_id))
 

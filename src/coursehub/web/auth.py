@@ -33,6 +33,7 @@ from werkzeug.wrappers import Response
 
 from coursehub.web.config import parse_groups, plan_prefix
 from coursehub.web.identity import Identity, identity_from_hub
+from coursehub.web.redirects import safe_next as plan_safe_next
 
 bp = Blueprint("auth", __name__)
 
@@ -147,11 +148,10 @@ def resolve_hub_token(token: str) -> Identity | None:
     return identity_from_hub(model)
 
 
-def safe_next(url: str | None) -> str:
-    """Return ``url`` if it is a path on this site, else the home page."""
-    if url and url.startswith("/") and not url.startswith("//") and "\\" not in url:
-        return url
-    return url_for("browse.index")
+def safe_next(url: object) -> str:
+    """Return ``url`` if it is a page of this app, else the home page
+    (:func:`coursehub.web.redirects.safe_next` with the app's prefix)."""
+    return plan_safe_next(url, url_for("browse.index"))
 
 
 @bp.get("/login")
@@ -162,7 +162,8 @@ def login() -> Response:
         abort(404, description="sign-in is handled by JupyterHub, which is not configured")
     verifier, challenge, method = auth.generate_pkce_code_challenge()
     state = secrets.token_urlsafe(16)
-    session["oauth"] = {"state": state, "verifier": verifier, "next": request.args.get("next")}
+    back = safe_next(request.args.get("next"))
+    session["oauth"] = {"state": state, "verifier": verifier, "next": back}
     query = {"state": state, "code_challenge": challenge, "code_challenge_method": method}
     return redirect(auth.login_url + "&" + urlencode(query))
 
@@ -175,7 +176,8 @@ def oauth_callback() -> Response:
     code, state = request.args.get("code"), request.args.get("state", "")
     if auth is None or not pending or not code:
         abort(403, description="no sign-in in progress; start again from the home page")
-    if not hmac.compare_digest(state, pending["state"]):
+    expected = str(pending.get("state", "")).encode("utf-8", "replace")
+    if not hmac.compare_digest(state.encode("utf-8", "replace"), expected):
         abort(403, description="sign-in state does not match; start again from the home page")
     token = auth.token_for_code(code, code_verifier=pending["verifier"])
     identity = resolve_hub_token(token)

@@ -10,7 +10,7 @@ from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
-from coursehub.catalog.errors import ConflictError, NotFoundError, RosterError
+from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError, RosterError
 from coursehub.errors import CoursehubError
 
 API_PREFIX = "/api/"
@@ -46,7 +46,9 @@ def handle_http_error(exc: HTTPException) -> tuple[Response | str, int] | HTTPEx
 
 
 def handle_coursehub_error(exc: CoursehubError) -> tuple[Response | str, int]:
-    """Answer a catalog error not handled by the view: 404, 409 or 400 with its message."""
+    """Answer a catalog error not handled by the view: 403, 404, 409 or 400 with its message."""
+    if isinstance(exc, ForbiddenError):
+        return error_response(403, str(exc), "Forbidden")
     if isinstance(exc, NotFoundError):
         return error_response(404, str(exc), "Not found")
     if isinstance(exc, ConflictError):

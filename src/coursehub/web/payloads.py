@@ -91,9 +91,16 @@ def parse_new_member(body: Any) -> dict[str, Any]:
     return parse_fields(body, {"username": str}, optional)
 
 
-def parse_roster_request(body: Any) -> tuple[RosterRequest, bool]:
-    """Return the roster and ``dry_run`` of ``POST /courses/{course_id}/roster``."""
-    optional = {"dry_run": bool, "mode": str, "group": str, "username_rule": str}
+def parse_roster_request(body: Any) -> tuple[RosterRequest, bool, bool]:
+    """Return the roster, ``dry_run`` and ``confirm_identity_changes`` of
+    ``POST /courses/{course_id}/roster``."""
+    optional = {
+        "dry_run": bool,
+        "confirm_identity_changes": bool,
+        "mode": str,
+        "group": str,
+        "username_rule": str,
+    }
     data = parse_fields(body, {"csv": str}, optional)
     req = RosterRequest(
         data=data["csv"].encode("utf-8"),
@@ -101,7 +108,7 @@ def parse_roster_request(body: Any) -> tuple[RosterRequest, bool]:
         group=data.get("group") or None,
         username_rule=data.get("username_rule") or "student_id",
     )
-    return req, bool(data.get("dry_run"))
+    return req, bool(data.get("dry_run")), bool(data.get("confirm_identity_changes"))
 
 
 def render_profile(profile: ResourceProfile | None) -> dict[str, Any] | None:

@@ -36,8 +36,13 @@ class RosterRequest:
     username_rule: str = "student_id"
 
 
-def plan_import(session: Session, course: Course, req: RosterRequest) -> RosterPlan:
+def plan_import(
+    session: Session, course: Course, req: RosterRequest, admin: bool = False
+) -> RosterPlan:
     """Parse the file and plan its import into ``course`` (reads, never writes).
+
+    ``admin``: the importer is a hub admin, who may change anyone's identity
+    (:func:`coursehub.catalog.enrolment.plan_changes`).
 
     Raises
     ------
@@ -45,7 +50,7 @@ def plan_import(session: Session, course: Course, req: RosterRequest) -> RosterP
         With every row/column problem of the file or the plan.
     """
     rows = parse_roster(req.data, req.username_rule)
-    return plan_roster(session, course, rows, req.mode, req.group or None)
+    return plan_roster(session, course, rows, req.mode, req.group or None, admin)
 
 
 def plan_digest(plan: RosterPlan) -> str:
@@ -104,6 +109,15 @@ def render_plan_json(plan: RosterPlan) -> dict[str, Any]:
         ],
         "unchanged": plan.unchanged,
         "new_groups": list(plan.new_groups),
+        "identity_changes": [
+            {
+                "row": c.row,
+                "username": c.username,
+                "changes": [{"field": f, "old": old, "new": new} for f, old, new in c.changes],
+                "applied": c.applied,
+            }
+            for c in plan.identity_changes
+        ],
     }
 
 

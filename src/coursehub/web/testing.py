@@ -85,8 +85,10 @@ def add_students(session: Session, course: Course, n_students: int, groups: int 
 IDENTITIES: dict[str, Identity | None] = {
     "anonymous": None,
     "student": Identity("p2500001"),
+    "other_student": Identity("p2509001"),
     "other_teacher": Identity("oteacher", groups=("teachers",)),
     "teacher": Identity("tdupont", groups=("teachers",)),
+    "lead": Identity("mbuffat", groups=("teachers",)),
     "grader": Identity("gmartin"),
     "admin": Identity("root", admin=True),
 }
@@ -98,7 +100,7 @@ def seed_web_catalog(url: str) -> str:
     The demo course (:func:`coursehub.catalog.seed.seed_demo`: lead
     ``mbuffat``, teacher ``tdupont``, grader ``gmartin``, students
     ``p2500001``-``p2500004``), plus course ``OTHER`` in portal ``INFO`` led
-    by ``oteacher``.
+    by ``oteacher``, with student ``p2509001`` (Inès Garnier).
     """
     from coursehub.catalog.courses import create_course, create_portal, get_year
     from coursehub.catalog.db import make_engine, session_scope
@@ -114,6 +116,10 @@ def seed_web_catalog(url: str) -> str:
                 session, "OTHER", "Another course", get_year(session, "2025-2026"), info
             )
             add_member(session, other, "oteacher", Role.LEAD)
+            add_member(
+                session, other, "p2509001", Role.STUDENT, first_name="Inès", last_name="Garnier",
+                email="ines.garnier@etu.example.org", student_number="p2509001",
+            )  # fmt: skip
             return course.course_id
     finally:
         engine.dispose()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import quote
 
 from flask import Flask, current_app, flash, g, redirect, request, url_for
 from werkzeug.wrappers import Response
@@ -53,7 +54,14 @@ def require_login() -> Response | None:
         return None
     if request.endpoint is None:  # unknown URL: let the 404 page answer
         return None
-    return redirect(url_for("auth.login", next=request.script_root + request.full_path.rstrip("?")))
+    return redirect(url_for("auth.login", next=requested_page()))
+
+
+def requested_page() -> str:
+    """Return the page asked for as a percent-encoded ASCII path with its query string."""
+    path = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=-._~")
+    query = request.query_string.decode("latin-1")
+    return path + (f"?{query}" if query else "")
 
 
 def navigation() -> dict[str, Any]:

@@ -92,32 +92,49 @@ def act(course_id: str, assignment: str, step: str) -> WerkzeugResponse:
 
 @bp.get("/courses/<course_id>/grading/grades.csv")
 def grades_csv(course_id: str) -> Response:
-    """nbgrader's CSV export of the course's grades (teaching team)."""
-    import tempfile
-    from pathlib import Path
-
-    from coursehub.grading.export import export_grades_csv
+    """The course's grades as CSV, cells made safe for spreadsheets (teaching team)."""
+    from coursehub.grading.export import render_grades_csv
 
     course, _ = load_course(course_id, Access.READ_ROSTER)
     layout = course_layout(course.course_id)
     if not layout.config_path.is_file():
         abort(404, f"grading is not set up for {course.course_id}: run coursehub grading setup")
-    folder = Path(tempfile.mkdtemp(prefix="coursehub-grades-"))
-    path = export_grades_csv(layout, folder / "grades.csv")
-    data = path.read_bytes()
-    path.unlink()
-    folder.rmdir()
+    data = render_grades_csv(layout).encode("utf-8")
     disposition = f'attachment; filename="{course.course_id}-grades.csv"'
     return Response(data, mimetype="text/csv", headers={"Content-Disposition": disposition})
 
 
 def start_autograde(course_id: str, assignment: str) -> None:
-    """Start ``coursehub grading autograde COURSE ASSIGNMENT`` detached from the request."""
-    log = course_layout(course_id).reports_dir / f"autograde-{assignment}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        subprocess.Popen(
-            [sys.executable, "-m", "coursehub", "grading", "autograde", course_id, assignment],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ},
-        )  # fmt: skip
+    """Start ``coursehub grading autograde COURSE ASSIGNMENT`` detached from the request.
+
+    The assignment's autograde lock is taken here and handed to the process
+    (:mod:`coursehub.grading.autograde_lock`): a second press while it runs
+    is refused with who started it, when, and its pid. The process gets the
+    allow-listed environment of :func:`coursehub.grading.sandbox.plan_launch_env`
+    (the catalog, no hub token or secret key).
+
+    Raises
+    ------
+    AutogradeRunningError
+        If an autograde of ``assignment`` is already running.
+    """
+    from flask import g
+
+    from coursehub.grading.autograde_lock import LOCK_FD_VAR, acquire_autograde_lock
+    from coursehub.grading.sandbox import plan_launch_env
+
+    layout = course_layout(course_id)
+    identity = g.get("identity")
+    lock = acquire_autograde_lock(layout, assignment, identity.name if identity else "?")
+    try:
+        log = layout.reports_dir / f"autograde-{assignment}.log"
+        env = {**plan_launch_env(os.environ), LOCK_FD_VAR: str(lock.fd)}
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "coursehub", "grading", "autograde", course_id, assignment],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env, pass_fds=[lock.fd],
+            )  # fmt: skip
+        lock.describe(identity.name if identity else "?", proc.pid)
+    finally:
+        lock.release()  # the child holds its own copy of the locked descriptor

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, render_template
+from flask import Blueprint, current_app, flash, g, render_template
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.enrolment import RosterPlan, apply_roster
@@ -48,7 +48,8 @@ def upload(course_id: str) -> str | tuple[str, int]:
             username_rule=form.username_rule.data or "student_id",
         )
         try:
-            return render_preview(course, req, plan_import(get_session(), course, req))
+            plan = plan_import(get_session(), course, req, admin=g.identity.admin)
+            return render_preview(course, req, plan)
         except RosterError as exc:
             problems = exc.problems
         except CoursehubError as exc:
@@ -70,7 +71,7 @@ def confirm(course_id: str) -> Response | tuple[str, int]:
         req, digest = read_preview(
             current_app.config["SECRET_KEY"], course_id, form.payload.data or ""
         )
-        plan = plan_import(session, course, req)
+        plan = plan_import(session, course, req, admin=g.identity.admin)
         if plan_digest(plan) != digest:
             flash(
                 "The course changed since the preview: check the new preview, then confirm.",

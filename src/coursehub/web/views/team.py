@@ -1,15 +1,22 @@
-"""A course's members: add a person, change a role or group, remove (lead and teachers)."""
+"""A course's members: add a person, change a role or group, remove (lead and teachers).
+
+The catalog's rules apply (:mod:`coursehub.catalog.rules`): only a lead or an
+admin makes or unmakes leads, the last lead stays, and the names and e-mail
+of a person who is not only in this course change only by an admin (the form
+is refused, naming the fields, never the stored values).
+"""
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, url_for
+from flask import Blueprint, flash, g, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.courses import course_detail, get_group
+from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
 from coursehub.catalog.models import Course
 from coursehub.catalog.people import add_member, remove_member
 from coursehub.errors import CoursehubError
-from coursehub.web.access import Access
+from coursehub.web.access import Access, course_actor
 from coursehub.web.database import get_session
 from coursehub.web.forms import MemberForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
@@ -34,18 +41,20 @@ def index(course_id: str) -> tuple[str, int] | Response:
     course, _ = load_course(course_id, Access.MANAGE)
     session = get_session()
     form = member_form(course)
+    status = None
     if form.validate_on_submit():
         try:
             group = get_group(course, form.group.data) if form.group.data else None
             member = add_member(
                 session, course, form.username.data or "", form.role.data or "", group,
                 first_name=form.first_name.data or "", last_name=form.last_name.data or "",
-                email=form.email.data or None,
+                email=form.email.data or None, actor=course_actor(session, g.identity, course),
             )  # fmt: skip
             session.commit()
         except CoursehubError as exc:
             session.rollback()
             show_error(exc, form, "username")
+            status = error_status(exc)
         else:
             flash(
                 f"{member.person.username} is now {member.role} in {course.course_id}.", "success"
@@ -55,21 +64,35 @@ def index(course_id: str) -> tuple[str, int] | Response:
     detail = course_detail(session, course)
     return render_template(
         "courses/team.html", course=course, team=detail.team, form=form
-    ), form_status(form)
+    ), status or form_status(form)
+
+
+def error_status(exc: CoursehubError) -> int:
+    """Return the HTTP status of a refused change: 403, 404, 409, else 400."""
+    if isinstance(exc, ForbiddenError):
+        return 403
+    if isinstance(exc, NotFoundError):
+        return 404
+    return 409 if isinstance(exc, ConflictError) else 400
 
 
 @bp.post("/courses/<course_id>/members/<username>/delete")
-def delete(course_id: str, username: str) -> Response:
-    """Take a person out of the course (the person stays in the catalog)."""
+def delete(course_id: str, username: str) -> Response | tuple[str, int]:
+    """Take a person out of the course (the person stays in the catalog); a refused
+    removal shows the team page with the reason and its status (403, 404, 409)."""
     course, _ = load_course(course_id, Access.MANAGE)
     session = get_session()
     try:
-        remove_member(session, course, username)
+        remove_member(session, course, username, actor=course_actor(session, g.identity, course))
         session.commit()
     except CoursehubError as exc:
         session.rollback()
         show_error(exc)
-    else:
-        flash(f"{username} removed from {course.course_id}.", "success")
-        flash_outcome(apply_hub_sync(session, course_id))
+        detail = course_detail(session, course)
+        form = member_form(course)
+        return render_template(
+            "courses/team.html", course=course, team=detail.team, form=form
+        ), error_status(exc)
+    flash(f"{username} removed from {course.course_id}.", "success")
+    flash_outcome(apply_hub_sync(session, course_id))
     return redirect(url_for("team.index", course_id=course_id))

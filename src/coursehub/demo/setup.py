@@ -1,0 +1,178 @@
+"""What a demo start prepares: secrets, catalog, proxy, spawn limit, hub configuration.
+
+Split from :mod:`coursehub.demo.hub` (which re-exports these names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from coursehub.demo.ports import DemoPorts, pick_ports
+from coursehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from coursehub.grading.layout import CourseLayout
+
+
+@dataclass(frozen=True)
+class DemoSecrets:
+    """The shared demo password and the course app's hub API token."""
+
+    password: str
+    service_token: str
+
+
+def load_secrets(data_dir: Path) -> DemoSecrets:
+    """Return the data directory's secrets, creating them (mode 0600) on first use."""
+    path = data_dir / "demo-secrets.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        return DemoSecrets(data["password"], data["service_token"])
+    made = DemoSecrets(secrets.token_urlsafe(9), secrets.token_hex(32))
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"password": made.password, "service_token": made.service_token}, handle)
+    os.replace(tmp, path)
+    return made
+
+
+def find_proxy() -> str:
+    """Return configurable-http-proxy: ``$COURSEHUB_CHP``, ``<venv>/node`` (make setup), PATH.
+
+    Raises
+    ------
+    UsageError
+        If it is nowhere; the message gives the install command.
+    """
+    import shutil
+
+    candidates = [
+        os.environ.get("COURSEHUB_CHP", ""),
+        str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / "configurable-http-proxy"),
+        shutil.which("configurable-http-proxy") or "",
+    ]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise UsageError(
+        "configurable-http-proxy not found: run `make setup` (npm install --prefix "
+        ".venv/node configurable-http-proxy@5) or set COURSEHUB_CHP"
+    )
+
+
+def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
+    """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``.
+
+    Seeding also sets the first course up for nbgrader under ``data_dir/nbgrader``
+    and releases its demo assignment.
+    """
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.schema import upgrade_database
+    from coursehub.demo.seed import is_seeded, seed_catalog
+    from coursehub.grading.demo import setup_demo_grading
+
+    url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
+    engine = make_engine(url)
+    try:
+        upgrade_database(engine)
+        with session_scope(engine) as session:
+            if is_seeded(session):
+                return url, False
+            course_ids = seed_catalog(session)
+            setup_demo_grading(
+                session,
+                course_ids[0],
+                data_dir / "nbgrader" / "courses",
+                data_dir / "nbgrader" / "exchange",
+                data_dir / "nbgrader" / "jupyter",
+            )
+        return url, True
+    finally:
+        engine.dispose()
+
+
+def demo_spawn_limit(override: str | None = None) -> int:
+    """Return the demo's ``concurrent_spawn_limit``: ``override``, else this machine's rule.
+
+    The rule is :func:`coursehub.hub.config.plan_spawn_limit` of the CPUs this
+    process may use (:func:`coursehub.resources.cpus.effective_cpus`), as the
+    demo's servers run here.
+
+    Raises
+    ------
+    UsageError
+        If ``override`` (``$COURSEHUB_SPAWN_LIMIT``) is not a positive integer.
+    """
+    from coursehub.hub.config import plan_spawn_limit
+    from coursehub.resources.cpus import effective_cpus
+
+    if override is None or override == "":
+        return plan_spawn_limit(effective_cpus())
+    if not override.isdigit() or int(override) < 1:
+        raise UsageError(f"COURSEHUB_SPAWN_LIMIT must be a positive integer, got {override!r}")
+    return int(override)
+
+
+def grading_layouts(data_dir: Path) -> list[CourseLayout]:
+    """Return the layouts of the demo's courses set up for grading (with ``nbgrader_config.py``)."""
+    from coursehub.grading.layout import make_layout
+
+    root = data_dir / "nbgrader" / "courses"
+    found = sorted(p.parent.name for p in root.glob("*/nbgrader_config.py"))
+    return [make_layout(c, root, data_dir / "nbgrader" / "exchange", single_user=True)
+            for c in found]  # fmt: skip
+
+
+def render_demo_config(
+    data_dir: Path,
+    port: int,
+    ip: str,
+    database_url: str,
+    spawn_limit: int,
+    formgraders: Sequence[CourseLayout] = (),
+    ports: DemoPorts | None = None,
+) -> str:
+    """Return the demo hub's ``jupyterhub_config.py``.
+
+    ``ports`` gives the hub, proxy API, app and formgrader ports (default:
+    :func:`coursehub.demo.ports.pick_ports`). Each course of ``formgraders``
+    gets its formgrader as a hub service named after it
+    (:func:`coursehub.grading.hubservice.render_formgrader_config`, token
+    from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group.
+    """
+    from coursehub.grading.hubservice import render_formgrader_config
+    from coursehub.hub.config import HubSettings, render_hub_config
+
+    ports = ports or pick_ports(ip, port, len(formgraders))
+    settings = replace(
+        HubSettings(),
+        kind="local",
+        demo=True,
+        data_dir=str(data_dir),
+        bind_url=f"http://{ip}:{port}",
+        hub_bind_url=f"http://127.0.0.1:{ports.hub}",
+        proxy_api_url=f"http://127.0.0.1:{ports.proxy_api}",
+        proxy_command=(find_proxy(),),
+        service_url=f"http://127.0.0.1:{ports.service}",
+        service_command=(sys.executable, "-m", "coursehub", "web", "serve"),
+        database_url=database_url,
+        concurrent_spawn_limit=spawn_limit,
+        formgrader_courses=tuple(layout.course_id for layout in formgraders),
+    )
+    text = render_hub_config(settings)
+    if formgraders:
+        text += "\n" + render_formgrader_config(
+            formgraders,
+            python=sys.executable,
+            ports=list(ports.formgraders),
+            allow_root=os.geteuid() == 0,
+        )
+    return text

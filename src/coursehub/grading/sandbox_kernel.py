@@ -1,0 +1,191 @@
+"""nbgrader with the student's kernel sandboxed: ``python -m coursehub.grading.sandbox_kernel``.
+
+The command line is nbgrader's (``autograde ps1 --student=S ...``); the only
+change is in nbgrader's ``Execute`` preprocessor, replaced by
+:class:`SandboxExecute`, whose kernels are started by
+:class:`SandboxKernelManager` (nbclient ``NotebookClient.kernel_manager_class``;
+nbgrader 0.9 sets it in ``Execute.__init__``, so a subclass is the way to
+change it). For each notebook it
+
+1. makes a private folder (mode 0700, in ``/tmp/coursehub-grading``, mode
+   0711 and owned by root, when root), holding the connection file, the
+   kernel's sockets, a ``home`` and ``work``: a copy of the folder nbgrader
+   would have run the kernel in (the submission's files);
+2. starts the kernel with transport ``ipc`` (Unix sockets: they work across
+   network namespaces, TCP on 127.0.0.1 does not), an environment from
+   :func:`coursehub.grading.sandbox.plan_sandbox_env`, ``cwd`` = that copy,
+   through :func:`coursehub.grading.sandbox.plan_kernel_command` (grading
+   account, namespaces: see :mod:`coursehub.grading.sandbox`);
+3. removes the folder once the kernel has been shut down.
+
+nbgrader then writes the autograded notebook and the gradebook itself,
+after the kernel has exited, in this (trusted) process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from nbgrader.preprocessors import Execute
+from traitlets import List, Unicode
+from traitlets.config import Config
+
+from coursehub.grading.sandbox import (
+    GraderAccount,
+    chown_tree,
+    find_grader,
+    grader_user_name,
+    hidden_paths,
+    plan_kernel_command,
+    plan_sandbox_env,
+    sandbox_mode,
+)
+
+#: Parent of the kernels' private folders when running as root (mode 0711).
+ROOT_WORK_DIR = Path("/tmp/coursehub-grading")
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager starting the kernel in the sandbox of :mod:`coursehub.grading.sandbox`."""
+
+    hidden = List(
+        Unicode(), help="Folders the kernel must not see (covered by an empty tmpfs)."
+    ).tag(config=True)
+    grader_user = Unicode(
+        "", help="Unix account running the kernel as root (default: $COURSEHUB_GRADER_USER)."
+    ).tag(config=True)
+
+    _job_dir: Path | None = None
+    _mode = "none"
+    _account: GraderAccount | None = None
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        self._mode = sandbox_mode()
+        self._account = None
+        if self._mode in ("root", "uid"):
+            name = self.grader_user or grader_user_name()
+            self._account = find_grader(name)
+            if self._account is None:
+                raise RuntimeError(
+                    f"grading account {name!r} missing: run coursehub grading grader-user"
+                )
+        self._job_dir = make_job_dir()
+        self.connection_file = str(self._job_dir / "kernel.json")
+        if self._mode in ("root", "userns"):
+            self.transport = "ipc"
+            self.ip = str(self._job_dir / "k")
+            self.cache_ports = False
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        assert self._job_dir is not None
+        job = self._job_dir
+        work, home = job / "work", job / "home"
+        source = kw.get("cwd")
+        if source and Path(source).is_dir():
+            shutil.copytree(source, work, symlinks=True)
+        else:
+            work.mkdir()
+        for folder in (home, home / "tmp"):
+            folder.mkdir(exist_ok=True)
+        env = plan_sandbox_env(kw.get("env") or os.environ)
+        env.update({
+            "HOME": str(home), "TMPDIR": str(home / "tmp"), "IPYTHONDIR": str(home / ".ipython"),
+            "MPLCONFIGDIR": str(home / ".matplotlib"), "JUPYTER_RUNTIME_DIR": str(home / "rt"),
+        })  # fmt: skip
+        if self._account is not None:
+            env["USER"] = env["LOGNAME"] = self._account.name
+            chown_tree(job, self._account.uid, self._account.gid)
+        kw["env"], kw["cwd"] = env, str(work)
+        if self._mode in ("root", "userns"):  # no parent poller: see plan_kernel_command
+            kw["independent"] = True
+        keep: list[str | Path] = [
+            job,
+            sys.prefix,
+            sys.base_prefix,
+            Path(sys.executable).resolve().parent,
+        ]
+        cmd = plan_kernel_command(
+            kernel_cmd, self._mode, hidden_paths(self.hidden, keep), self._account
+        )
+        self.log.info("sandboxed kernel (%s) in %s", self._mode, work)
+        await super()._async_launch_kernel(cmd, **kw)
+
+    async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
+        """Start the kernel; remove its private folder if it does not start."""
+        try:
+            await super().start_kernel(**kw)
+        except BaseException:
+            self._remove_job_dir()
+            raise
+
+    def _remove_job_dir(self) -> None:
+        if self._job_dir is not None:
+            shutil.rmtree(self._job_dir, ignore_errors=True)
+            self._job_dir = None
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        self._remove_job_dir()
+
+
+def make_job_dir() -> Path:
+    """Return a new private folder for one kernel (0700; under :data:`ROOT_WORK_DIR` as root).
+
+    :data:`ROOT_WORK_DIR` is 0711 and root's, so that the grading account can
+    enter its own folder but cannot list the others (whose names are random).
+    """
+    if os.geteuid() != 0:
+        return Path(tempfile.mkdtemp(prefix="coursehub-grade-"))
+    try:
+        ROOT_WORK_DIR.mkdir(mode=0o711)
+    except FileExistsError:
+        info = ROOT_WORK_DIR.lstat()
+        if not ROOT_WORK_DIR.is_dir() or ROOT_WORK_DIR.is_symlink() or info.st_uid != 0:
+            raise RuntimeError(f"{ROOT_WORK_DIR} must be a folder owned by root") from None
+    os.chmod(ROOT_WORK_DIR, 0o711)
+    return Path(tempfile.mkdtemp(prefix="job-", dir=ROOT_WORK_DIR))
+
+
+class SandboxExecute(Execute):
+    """nbgrader's ``Execute`` preprocessor with kernels from :class:`SandboxKernelManager`.
+
+    Configured as ``Execute`` is (``c.Execute.timeout`` ... apply: traitlets
+    reads the sections of the parent classes too).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+
+def sandbox_config() -> Config:
+    """Return the config that puts :class:`SandboxExecute` in place of ``Execute`` in autograde."""
+    from nbgrader.converters.autograde import Autograde
+
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    config = Config()
+    config.Autograde.autograde_preprocessors = [
+        SandboxExecute if pp is Execute else pp for pp in default
+    ]
+    return config
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``nbgrader`` with ``argv`` (default ``sys.argv[1:]``) and :func:`sandbox_config`."""
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    NbGraderApp.launch_instance(
+        argv=list(sys.argv[1:] if argv is None else argv), config=sandbox_config()
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Autograding runs students' code with nothing to steal: environment, files, network, processes.
+
+The hostile submission's answer cell looks for the hub token and the catalog
+URL (its own environment and every ``/proc/*/environ``), opens the gradebook,
+another student's submission and the course's source, and connects to a port
+on 127.0.0.1; it prints what it got into its own output, which nbgrader keeps
+in the autograded notebook. The course is made world-readable on purpose so
+that only the sandbox stands between the student's code and those files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursehub.grading.assignments import collect
+from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.demo import DEMO_ASSIGNMENT
+from coursehub.grading.sandbox import (
+    GraderAccount,
+    plan_kernel_command,
+    plan_launch_env,
+    plan_sandbox_env,
+    sandbox_mode,
+)
+from test_grading_e2e import CORRECT, PS, answer, backend, new_course
+
+SECRET_ENV = {
+    "JUPYTERHUB_API_TOKEN": "hub-token",
+    "JPY_API_TOKEN": "old-hub-token",
+    "JUPYTER_TOKEN": "server-token",
+    "GITHUB_TOKEN": "gh",
+    "COURSEHUB_DATABASE_URL": "postgresql://coursehub:pw@db/coursehub",
+    "COURSEHUB_SECRET_KEY": "flask-key",
+    "PGPASSWORD": "pw",
+    "AWS_SECRET_ACCESS_KEY": "aws",
+    "AWS_ACCESS_KEY_ID": "aws-id",
+    "JUPYTERHUB_COOKIE_SECRET": "cookie",
+    "CONFIGPROXY_AUTH_TOKEN": "proxy",
+    "LC_SECRET_TOKEN": "a secret in an allowed family",
+    "SSH_AUTH_SOCK": "/tmp/ssh-agent",
+    "JUPYTERHUB_USER": "sleclerc",
+    "COURSEHUB_GRADING_SECRET": "still a secret",
+}
+PLAIN_ENV = {
+    "PATH": "/usr/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "OMP_NUM_THREADS": "2",
+    "COURSEHUB_GRADING_COURSES": "/srv/nbgrader/courses",
+    "PYTHONPATH": "/opt/lib",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_ENV))
+def test_the_autograde_environment_leaves_out(name):
+    assert name not in plan_sandbox_env({**PLAIN_ENV, **SECRET_ENV})
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_ENV))
+def test_the_autograde_environment_keeps(name):
+    assert plan_sandbox_env({**PLAIN_ENV, **SECRET_ENV})[name] == PLAIN_ENV[name]
+
+
+def test_the_course_apps_autograde_process_gets_the_catalog_but_no_token():
+    env = plan_launch_env({**PLAIN_ENV, **SECRET_ENV})
+    assert env["COURSEHUB_DATABASE_URL"] == SECRET_ENV["COURSEHUB_DATABASE_URL"]
+    assert not {"JUPYTERHUB_API_TOKEN", "COURSEHUB_SECRET_KEY", "PGPASSWORD"} & set(env)
+
+
+def test_as_root_the_kernel_runs_as_the_grader_without_network_or_capabilities():
+    cmd = plan_kernel_command(["python", "-m", "ipykernel_launcher"], "root", ["/srv/courses"],
+                              GraderAccount("g", 999, 998))  # fmt: skip
+    assert cmd[cmd.index("unshare") + 1 :][:3] == ["--net", "--mount", "--pid"]
+    assert {"--reuid=999", "--regid=998", "--clear-groups", "--no-new-privs"} <= set(cmd)
+    assert cmd[-4:] == ["--", "python", "-m", "ipykernel_launcher"]
+    assert "/srv/courses" in cmd
+
+
+def test_without_namespaces_the_kernel_command_is_unchanged_or_only_drops_privileges():
+    assert plan_kernel_command(["k"], "none") == ["k"]
+    uid_only = plan_kernel_command(["k"], "uid", (), GraderAccount("g", 5, 6))
+    assert "unshare" not in uid_only and "--reuid=5" in uid_only
+    with pytest.raises(ValueError, match="root mode needs the grading account"):
+        plan_kernel_command(["k"], "root")
+
+
+HOSTILE = """\
+import glob, json, os, socket
+found = {{"env": sorted(k for k in os.environ
+                       if any(w in k for w in ("TOKEN", "DATABASE", "SECRET")))}}
+found["proc"] = []
+for path in glob.glob("/proc/*/environ"):
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        continue
+    if b"hub-token" in data or b"COURSEHUB_DATABASE_URL" in data:
+        found["proc"].append(path)
+found["readable"], found["writable"] = [], []
+for path in {targets!r}:
+    try:
+        open(path, "rb").read(1)
+        found["readable"].append(path)
+    except OSError:
+        pass
+    if os.access(path, os.W_OK):
+        found["writable"].append(path)
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+    found["net"] = True
+except OSError:
+    found["net"] = False
+print("FOUND" + json.dumps(found, sort_keys=True))
+"""
+
+
+@pytest.fixture
+def grader(monkeypatch):
+    """A fresh grading account (``chtest-...``), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create the grading account")
+    name = f"chtest-g{secrets.token_hex(3)}"
+    monkeypatch.setenv("COURSEHUB_GRADER_USER", name)
+    yield name
+    subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture
+def open_course_root():
+    """A world-readable folder for the course, as an old installation left it."""
+    root = Path(tempfile.mkdtemp(prefix="chtest-course-"))
+    root.chmod(0o755)
+    yield root
+    subprocess.run(["rm", "-rf", str(root)])
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
+    grader, open_course_root, monkeypatch
+):
+    assert sandbox_mode() == "root", "this host cannot make namespaces"
+    for name, value in SECRET_ENV.items():
+        monkeypatch.setenv(name, value)
+    layout = new_course(open_course_root, "phys-2025", execute_timeout_s=30)
+    answer(layout, open_course_root, "alice", CORRECT)
+    collect(layout, PS)
+    subprocess.run(["chmod", "-R", "a+rwX", str(open_course_root)], check=True)
+    targets = [
+        str(layout.course_dir / "gradebook.db"),
+        str(next((layout.course_dir / "submitted" / "alice").rglob("*.ipynb"))),
+        str(next((layout.course_dir / "source").rglob("*.ipynb"))),
+        "/etc/shadow",
+    ]
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = listener.getsockname()[1]
+        code = HOSTILE.format(targets=targets, port=port)
+        answer(layout, open_course_root, "mallory", textwrap.indent(code, "    ") + CORRECT)
+        collect(layout, PS)
+        limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+        outcomes = {o.student_id: o for o in autograde_assignment(
+            layout, PS, ["alice", "mallory"], limits, backend(open_course_root))}  # fmt: skip
+    finally:
+        listener.close()
+    assert (outcomes["alice"].status, outcomes["alice"].score) == ("graded", 4.0)
+    notebook = nbformat.read(
+        layout.course_dir / "autograded" / "mallory" / PS / f"{DEMO_ASSIGNMENT}.ipynb", 4
+    )
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    assert "FOUND" in printed, printed
+    found = json.loads(printed.split("FOUND", 1)[1].splitlines()[0])
+    assert found == {"env": [], "proc": [], "readable": [], "writable": [], "net": False}
+    assert not list(Path("/tmp/coursehub-grading").glob("job-*"))  # private copies removed

@@ -1,0 +1,120 @@
+"""A job never outlives its runner (unless detached), always keeps its time limit, frees its slots.
+
+Each test starts ``coursehub run`` as a real process with its own slots
+directory and a CPU budget of 2, lets its job take both slots, then kills
+the runner (SIGKILL: no clean-up of its own is possible) and checks that the
+job is gone (or, detached, ended at its time limit) and that a next job is
+admitted without queuing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from coursehub.runner.core import JobSpec
+from coursehub.runner.watchdog import plan_stop_at
+
+pytestmark = pytest.mark.slow
+
+SLEEPER = (
+    "import os, subprocess, sys, time\n"
+    "subprocess.Popen(['sleep', '300'], close_fds=False)  # a grandchild with the slot fds\n"
+    "open(sys.argv[1], 'w').write(f'{os.getpid()} {os.getppid()}')\n"
+    "time.sleep(300)\n"
+)
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "COURSEHUB_SLOTS_DIR": str(tmp_path / "slots"),
+            "COURSEHUB_RUNS_DIR": str(tmp_path / "runs"), "COURSEHUB_CPU_BUDGET": "2"}  # fmt: skip
+
+
+def start(tmp_path: Path, *options: str) -> tuple[subprocess.Popen[bytes], int, int]:
+    """Start ``coursehub run --threads 2 OPTIONS -- sleeper``; return (runner, job pid, parent)."""
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    pids = tmp_path / "pids"
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "coursehub", "run", "--threads", "2", *options, "--",
+         str(tmp_path / "sleeper.py"), str(pids)],
+        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(300):
+        if pids.is_file() and pids.read_text():
+            job, parent = map(int, pids.read_text().split())
+            return runner, job, parent
+        time.sleep(0.1)
+    raise AssertionError("the job did not start")
+
+
+def gone(pid: int, within_s: float) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if stat == "Z":
+                return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def next_job_output(tmp_path: Path) -> str:
+    (tmp_path / "quick.py").write_text("print('quick job ran')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "coursehub", "run", "--threads", "2", "--timeout", "60s", "--",
+         str(tmp_path / "quick.py")],
+        env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP, signal.SIGTERM])
+def test_a_job_dies_with_its_runner_and_the_next_job_is_admitted_at_once(tmp_path, sig):
+    runner, job, parent = start(tmp_path, "--timeout", "10m")
+    assert parent == runner.pid
+    runner.send_signal(sig)
+    runner.wait()
+    assert gone(job, within_s=20), f"job {job} outlived its runner ({sig.name})"
+    out = next_job_output(tmp_path)
+    assert "quick job ran" in out and "queued" not in out
+
+
+def test_a_detached_job_outlives_its_runner_but_not_its_time_limit(tmp_path):
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    subprocess.run(
+        [sys.executable, "-m", "coursehub", "run", "--no-wait", "--threads", "2", "--timeout",
+         "4s", "--", str(tmp_path / "sleeper.py"), str(tmp_path / "pids")],
+        env=env_for(tmp_path), check=True, capture_output=True,
+    )  # fmt: skip
+    for _ in range(300):
+        if (tmp_path / "pids").is_file() and (tmp_path / "pids").read_text():
+            break
+        time.sleep(0.1)
+    job, detached_runner = map(int, (tmp_path / "pids").read_text().split())
+    os.kill(detached_runner, signal.SIGKILL)
+    assert not gone(job, within_s=1), "a --no-wait job must not die with its runner"
+    assert gone(job, within_s=30), "the detached job escaped its --timeout"
+    out = next_job_output(tmp_path)
+    assert "quick job ran" in out and "queued" not in out
+
+
+def test_an_orphan_is_stopped_at_once_unless_detached():
+    assert plan_stop_at(100.0, 90.0, "kill", 60.0) == 100.0
+    assert plan_stop_at(100.0, 90.0, "keep", 60.0) == 150.0
+    assert plan_stop_at(100.0, 90.0, "keep", None) is None
+
+
+def test_a_nested_job_does_not_inherit_the_watchdog_of_its_parent_job():
+    from coursehub.runner.core import plan_env
+
+    env = plan_env(JobSpec("x.py"), {"COURSEHUB_PARENT_FD": "7", "COURSEHUB_SLOT_FDS": "3,4"})
+    assert "COURSEHUB_PARENT_FD" not in env and "COURSEHUB_SLOT_FDS" not in env
