@@ -316,3 +316,26 @@ def app(database_url: str) -> Iterator[object]:
 def client(app: object) -> object:
     """A Flask test client of :func:`app`."""
     return app.test_client()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def grader_account() -> Iterator[str | None]:
+    """A throwaway grading account for autograding as root (``chtest-grader-...``).
+
+    As root, autograde creates its grading account when it is missing
+    (:func:`coursehub.grading.sandbox.ensure_grader_user`); the suite names
+    its own through ``COURSEHUB_GRADER_USER`` so that it never leaves
+    ``coursehub-grader`` on the machine, and deletes it at the end.
+    """
+    if os.geteuid() != 0 or os.environ.get("COURSEHUB_GRADER_USER"):
+        yield os.environ.get("COURSEHUB_GRADER_USER")
+        return
+    name = f"chtest-grader-{uuid.uuid4().hex[:6]}"
+    os.environ["COURSEHUB_GRADER_USER"] = name
+    try:
+        yield name
+    finally:
+        del os.environ["COURSEHUB_GRADER_USER"]
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            subprocess.run(["userdel", name], check=False, capture_output=True)
