@@ -19,11 +19,22 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 # Debian packages for the integration tests and the demo (as root): a real
-# PostgreSQL server, Chromium for the browser tests, Node.js for the proxy.
+# PostgreSQL server, Chromium for the browser tests, Node.js and npm for the
+# proxy, git. Only what is missing is installed: a host whose Node.js comes
+# from elsewhere (e.g. NodeSource, which bundles npm and conflicts with
+# Debian's npm package) keeps it.
 system-deps:
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		postgresql chromium nodejs npm git
+	@pkgs=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs="$$pkgs postgresql"; \
+	command -v chromium >/dev/null || pkgs="$$pkgs chromium"; \
+	command -v node >/dev/null || pkgs="$$pkgs nodejs"; \
+	command -v npm >/dev/null || pkgs="$$pkgs npm"; \
+	command -v git >/dev/null || pkgs="$$pkgs git"; \
+	if [ -n "$$pkgs" ]; then \
+		echo "installing:$$pkgs"; \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs; \
+	else echo "system packages: all present"; fi
 
 demo: setup
 	$(BIN)/coursehub demo

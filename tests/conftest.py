@@ -37,11 +37,9 @@ import glob
 import os
 import pwd
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +50,8 @@ from sqlalchemy.orm import Session
 
 # The real-JupyterHub fixture ``hub`` (tests/hubfixture.py).
 pytest_plugins = ["hubfixture"]
+
+from cgrouptree import remove_cgroup_tree  # noqa: E402
 
 PG_TEMPLATE = "coursehub_template"
 
@@ -279,25 +279,7 @@ def cgroup_parent() -> Iterator[str]:
         pytest.skip(f"no writable cgroup filesystem: {exc}")
     yield name
     for parent in parents:
-        children = [p for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
-        for child in children:
-            for pid in (child / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            _rmdir_retrying(child)
-        _rmdir_retrying(parent)
-
-
-def _rmdir_retrying(path: Path) -> None:
-    for _ in range(100):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
-    path.rmdir()
+        remove_cgroup_tree(parent)
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from coursehub.grading.assignments import collect
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, ensure_students
 from coursehub.grading.demo import DEMO_ASSIGNMENT
 from coursehub.grading.sandbox import (
     GraderAccount,
@@ -182,3 +182,96 @@ def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
     found = json.loads(printed.split("FOUND", 1)[1].splitlines()[0])
     assert found == {"env": [], "proc": [], "readable": [], "writable": [], "net": False}
     assert not list(Path("/tmp/coursehub-grading").glob("job-*"))  # private copies removed
+
+
+def test_a_submission_holding_a_symbolic_link_is_not_graded(tmp_path):
+    layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
+    answer(layout, tmp_path, "alice", CORRECT)
+    answer(layout, tmp_path, "mallory", CORRECT)
+    collect(layout, PS)
+    # put in submitted/ by another route than coursehub's collect (nbgrader's, by hand)
+    folder = layout.course_dir / "submitted" / "mallory" / PS
+    (folder / "data.csv").symlink_to(layout.course_dir / "gradebook.db")
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
+    outcomes = {o.student_id: o for o in autograde_assignment(
+        layout, PS, ["mallory"], limits, backend(tmp_path))}  # fmt: skip
+    assert outcomes["mallory"].status == "corrupt"
+    assert "data.csv is a symbolic link: not graded" in outcomes["mallory"].message
+    assert not (layout.course_dir / "autograded" / "mallory" / PS / "data.csv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own autoflush
+def test_the_formgraders_autograde_button_runs_the_students_kernel_in_the_sandbox(
+    grader, open_course_root, monkeypatch
+):
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    for name, value in SECRET_ENV.items():  # the formgrader's own environment
+        monkeypatch.setenv(name, value)
+    layout = new_course(open_course_root, "phys-2025", execute_timeout_s=30)
+    subprocess.run(["chmod", "-R", "a+rwX", str(open_course_root)], check=True)
+    targets = [str(layout.course_dir / "gradebook.db"), "/etc/shadow"]
+    code = HOSTILE.format(targets=targets, port=9)
+    answer(layout, open_course_root, "mallory", textwrap.indent(code, "    ") + CORRECT)
+    collect(layout, PS)
+    monkeypatch.chdir(layout.course_dir)  # the formgrader runs in the course directory
+    config = PyFileConfigLoader("nbgrader_config.py", str(layout.course_dir)).load_config()
+    ensure_students(layout, ["mallory"])  # the formgrader's students come from the roster sync
+    result = NbGraderAPI(config=config).autograde(PS, "mallory", create=False)
+    assert result["success"], result
+    notebook = nbformat.read(
+        layout.course_dir / "autograded" / "mallory" / PS / f"{DEMO_ASSIGNMENT}.ipynb", 4
+    )
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    found = json.loads(printed.split("FOUND", 1)[1].splitlines()[0])
+    assert found == {"env": [], "proc": [], "readable": [], "writable": [], "net": False}
+
+
+DAEMON = """\
+import resource, subprocess
+subprocess.Popen(["setsid", "sh", "-c", "sleep {marker} & sleep {marker}"],
+                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print("NPROC", resource.getrlimit(resource.RLIMIT_NPROC)[0])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_a_submissions_daemons_die_with_its_kernel_and_it_cannot_fork_without_limit(
+    grader, tmp_path
+):
+    from coursehub.grading.sandbox import GRADER_MAX_TASKS
+
+    marker = str(900000 + secrets.randbelow(90000))
+    layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
+    code = DAEMON.format(marker=marker)
+    answer(layout, tmp_path, "mallory", textwrap.indent(code, "    ") + CORRECT)
+    collect(layout, PS)
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+    [outcome] = autograde_assignment(layout, PS, ["mallory"], limits, backend(tmp_path))
+    assert outcome.status == "graded", outcome
+    notebook = nbformat.read(
+        layout.course_dir / "autograded" / "mallory" / PS / f"{DEMO_ASSIGNMENT}.ipynb", 4
+    )
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    assert f"NPROC {GRADER_MAX_TASKS}" in printed, printed
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == ""
+
+
+@pytest.mark.root
+def test_the_students_kernel_cannot_open_a_gpu_device(grader, open_course_root):
+    from coursehub.grading.sandbox import ensure_grader_user
+
+    account = ensure_grader_user(grader)
+    node = open_course_root / "nvidia0"  # a stand-in device: /dev/zero's numbers (1, 5), 0666
+    subprocess.run(["mknod", "-m", "666", str(node), "c", "1", "5"], check=True)
+    read = ["head", "-c", "4", str(node)]
+    assert subprocess.run(read, capture_output=True).stdout == b"\0" * 4  # outside: readable
+    sandboxed = plan_kernel_command(read, sandbox_mode(), [], account, devices=[node])
+    done = subprocess.run(sandboxed, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""  # /dev/null in its place

@@ -8,10 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.bench.contention import BenchSettings, plan_cpu_weight, plan_workload_args
+from coursehub.bench.cli import add_arguments, parse_seed
+from coursehub.bench.contention import (
+    BenchSettings,
+    plan_cpu_weight,
+    plan_order,
+    plan_workload_args,
+)
 from coursehub.bench.gpu import ExitSample, judge_release, plan_gpu_check
 from coursehub.bench.naive import plan_naive_env
-from coursehub.bench.report import render_header, render_table, render_targets
+from coursehub.bench.report import (
+    render_header,
+    render_spread,
+    render_table,
+    render_targets,
+    save_plot,
+)
 from coursehub.bench.scenarios import (
     Scenario,
     ScenarioResult,
@@ -21,6 +33,11 @@ from coursehub.bench.scenarios import (
     parse_users,
     plan_scenarios,
 )
+from coursehub.bench.stats import (
+    bootstrap_median_interval,
+    describe_spread,
+    summarise_slowdowns,
+)
 from coursehub.bench.summary import (
     Row,
     Target,
@@ -28,10 +45,12 @@ from coursehub.bench.summary import (
     check_targets,
     ideal_makespan,
     merge_repeats,
+    pair_with_baseline,
     plan_rows,
 )
 from coursehub.bench.workload import (
     WorkloadReport,
+    count_migrations,
     parse_workload_output,
     render_result_line,
 )
@@ -155,6 +174,28 @@ def test_result_line_round_trips_and_the_last_one_wins():
     assert parse_workload_output(text) == WorkloadReport(8.1235, 16.2, 1, 1000, 0.031, "cpu")
 
 
+def test_result_line_carries_preemptions_and_migrations_when_known():
+    report = WorkloadReport(3.0, 2.9, 1, 10, 0.1, "cpu", preempted=41, migrations=2)
+    assert parse_workload_output(render_result_line(report)) == report
+    old = 'coursehub-bench-workload {"train_s": 1, "cpu_s": 1, "torch_threads": 1, "steps": 1, ' \
+        '"final_loss": 0.5}'  # fmt: skip
+    assert (parse_workload_output(old).preempted, parse_workload_output(old).migrations) == (
+        None,
+        None,
+    )
+
+
+def test_migrations_are_summed_over_the_threads(tmp_path):
+    for tid, count in (("100", 3), ("101", 4)):
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "sched").write_text(
+            f"python (100, #threads: 2)\nse.exec_start : 1.0\nse.nr_migrations : {count}\n"
+        )
+    (tmp_path / "102").mkdir()  # a thread that ended: no sched file
+    assert count_migrations(tmp_path) == 7
+    assert count_migrations(tmp_path / "missing") is None
+
+
 def test_result_line_is_read_among_runner_lines():
     text = (
         'coursehub-bench-workload {"train_s": 3.5, "cpu_s": 7.0, "torch_threads": 2, '
@@ -201,7 +242,7 @@ def sample_results():
             [student(30.0, threads=2, throttled=300), student(50.0, threads=2, throttled=500)],
             53.0,
         ),
-        scenario_result("managed", [student(8.0), student(8.8)], 11.0),
+        scenario_result("managed", [student(8.0), student(8.6)], 11.0),
         scenario_result("overcommit", [student(8.0, throttled=1) for _ in range(4)], 21.0),
     ]
 
@@ -223,7 +264,7 @@ def test_rows_measure_slowdown_against_one_managed_student():
     assert naive.cpu_median_s == pytest.approx(80.0)
     # The same work as 2 managed students (1 thread each): 2 x 1 x 10 s / 2 CPUs.
     assert naive.ideal_makespan_s == pytest.approx(10.0)
-    assert by_label["managed", 2].slowdown == pytest.approx(8.4 / 8.0)
+    assert by_label["managed", 2].slowdown == pytest.approx(8.3 / 8.0)
     over = by_label["overcommit", 4]
     assert over.ideal_makespan_s == pytest.approx(20.0)
     assert over.makespan_ratio == pytest.approx(1.05)
@@ -275,8 +316,8 @@ def test_rows_need_the_baseline():
 def test_targets_are_checked_where_they_apply():
     rows = plan_rows(sample_results(), cpu_budget=2)
     targets = check_targets(rows, n_threads=1, cpu_budget=2)
-    assert [(t.text.split(":")[0], round(t.value, 3), t.met) for t in targets] == [
-        ("managed x2", 1.05, True),
+    assert [(t.text.split(":")[0], round(t.value, 4), t.met) for t in targets] == [
+        ("managed x2", 1.0375, True),
         ("naive x2", 5.0, True),
         ("overcommit x4", 1.05, True),
     ]
@@ -287,7 +328,12 @@ def test_targets_report_a_miss():
     results[2] = scenario_result("managed", [student(9.6), student(9.6)], 12.0)
     targets = check_targets(plan_rows(results, cpu_budget=2), n_threads=1, cpu_budget=2)
     assert [t.met for t in targets] == [False, True, True]
-    assert "target NOT met: managed x2: slowdown <= 1.10 (measured 1.20)" in render_targets(targets)
+    text = render_targets(targets)
+    # one run of each: the verdict is given by the median but flagged as inconclusive
+    assert "target inconclusive (NOT met by the median): managed x2: slowdown <= 1.05 " \
+        "(measured 1.20, 95% interval 1.20-1.20)" in text  # fmt: skip
+    assert "warning: one repeat only" in text
+    assert "WARNING: the machine was too noisy to conclude" in text
 
 
 def test_a_baseline_that_waited_for_cpu_is_flagged():
@@ -305,10 +351,15 @@ def test_a_baseline_that_waited_for_cpu_is_flagged():
 
 
 def golden_rows() -> list[Row]:
+    alone = [8.0, 7.6, 8.4]
+    base = summarise_slowdowns([8.0] * 3, alone)
+    base = replace(base, baseline=describe_spread(alone))
+    managed = summarise_slowdowns(alone, [8.3, 7.9, 8.8], 1.05)
+    naive = summarise_slowdowns(alone, [41.0, 38.0, 44.5], 3.0, at_most=False)
     return [
-        Row("managed", 1, 1, 8.0, 8.0, 7.9, 1.0, 0, 9.5, 9.5, 0, True),
-        Row("managed", 2, 1, 8.3, 8.6, 8.1, 1.0375, 3, 9.9, 9.5, 0, True),
-        Row("naive", 2, 2, 41.0, 44.5, 80.2, 5.125, 812, 45.0, 19.0, 0, True),
+        Row("managed", 1, 1, 8.0, 8.4, 7.9, 1.0, 0, 9.5, 9.5, 0, True, base, 1.0),
+        Row("managed", 2, 1, 8.3, 8.8, 8.1, managed.median, 3, 9.9, 9.5, 0, True, managed, 1.03),
+        Row("naive", 2, 2, 41.0, 44.5, 80.2, naive.median, 812, 45.0, 19.0, 0, True, naive, 10.1),
         Row("overcommit", 4, 1, 8.1, 8.4, None, 1.0125, None, 19.8, 19.0, 1, False),
     ]
 
@@ -331,6 +382,145 @@ def test_header_says_when_no_quota_applied():
 def test_targets_text_when_none_applies():
     assert "none of the issue's targets" in render_targets([])
     assert render_targets([Target("x", 2.0, True)]) == "target met: x (measured 2.00)"
+
+
+def test_the_baseline_spread_is_described_under_the_table():
+    text = render_table(golden_rows(), baseline_s=8.0, cpu_budget=2)
+    assert "baseline: 3 alone runs of one managed student: min 7.60 s, median 8.00 s, " \
+        "max 8.40 s (IQR 7.80-8.20 s; max-min = 10% of the median)" in text  # fmt: skip
+    assert render_spread(describe_spread([5.0])).startswith("baseline: 1 alone run of")
+
+
+def test_the_plot_is_written_as_png(tmp_path):
+    path = tmp_path / "out" / "contention.png"
+    save_plot(golden_rows(), path, "title")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in path.parent.iterdir()] == ["contention.png"]
+
+
+# --- statistics of repeated runs -------------------------------------------------
+
+
+def test_paired_slowdowns_cancel_a_machine_that_drifts():
+    # each pair run is 2 % slower than the alone run just before, while the
+    # machine itself slows from 5 s to 9 s: the medians of each side would
+    # give 1.00, the paired ratios give the 2 %
+    alone = [5.0, 6.0, 7.0, 8.0, 9.0]
+    pair = [a * 1.02 for a in [5.0, 6.0, 7.0, 8.0, 9.0]]
+    summary = summarise_slowdowns(alone, pair, target=1.05)
+    assert summary.ratios == pytest.approx([1.02] * 5)
+    assert (summary.median, summary.low, summary.high) == pytest.approx((1.02, 1.02, 1.02))
+    assert summary.met is True
+    # but the alone runs differ by 57 % of their median: too noisy to conclude
+    assert summary.baseline.relative == pytest.approx(4.0 / 7.0)
+    assert not summary.conclusive
+    assert "differ by 57% of their median" in summary.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("pair", "target", "at_most", "met", "straddles"),
+    [
+        ([8.1, 8.2, 8.0, 8.3, 8.1], 1.05, True, True, False),  # clearly under 1.05
+        ([8.8, 9.0, 8.9, 9.1, 8.8], 1.05, True, False, False),  # clearly over
+        ([8.0, 8.8, 8.2, 8.9, 8.3], 1.05, True, True, True),  # median under, interval across
+        ([30.0, 32.0, 29.0, 35.0, 31.0], 3.0, False, True, False),  # naive collapse >= 3
+        ([23.0, 27.0, 24.5, 26.0, 25.0], 3.0, False, True, True),  # median over, interval across
+    ],
+)
+def test_the_target_is_judged_on_the_median_and_flagged_when_the_interval_straddles_it(
+    pair, target, at_most, met, straddles
+):
+    alone = [8.0, 8.1, 7.9, 8.0, 8.05]
+    summary = summarise_slowdowns(alone, pair, target=target, at_most=at_most)
+    assert summary.met is met
+    assert summary.low <= summary.median <= summary.high
+    assert min(summary.ratios) <= summary.low and summary.high <= max(summary.ratios)
+    assert any("straddles the target" in w for w in summary.warnings) is straddles
+    assert summary.conclusive is not straddles
+
+
+def test_the_bootstrap_interval_is_reproducible_with_its_seed():
+    ratios = [1.01, 1.07, 0.98, 1.12, 1.03, 1.05, 0.99]
+    first = bootstrap_median_interval(ratios, seed=3)
+    assert bootstrap_median_interval(ratios, seed=3) == first
+    assert bootstrap_median_interval(ratios, confidence=0.5, seed=3) != first
+    low, high = first
+    assert 0.98 <= low < 1.03 < high <= 1.12
+
+
+def test_one_repeat_gives_no_interval_and_says_so():
+    summary = summarise_slowdowns([8.0], [8.2], target=1.05)
+    assert summary.low == summary.high == summary.median == pytest.approx(1.025)
+    assert summary.warnings == ("one repeat only: no interval (use --repeat 5 or more)",)
+
+
+@pytest.mark.parametrize(
+    ("alone", "pair"), [([], []), ([8.0, 8.0], [8.0]), ([8.0], [0.0]), ([-1.0], [8.0])]
+)
+def test_summaries_need_as_many_positive_alone_runs_as_paired_runs(alone, pair):
+    with pytest.raises(ValueError, match=r"alone runs|> 0"):
+        summarise_slowdowns(alone, pair)
+
+
+@pytest.mark.parametrize(
+    ("values", "expect"),
+    [
+        ([5.0], (1, 5.0, 5.0, 5.0, 5.0, 5.0)),
+        ([4.8, 7.0], (2, 4.8, 5.35, 5.9, 6.45, 7.0)),
+        ([3.0, 1.0, 2.0, 5.0, 4.0], (5, 1.0, 2.0, 3.0, 4.0, 5.0)),
+    ],
+)
+def test_spread_gives_min_quartiles_median_max(values, expect):
+    spread = describe_spread(values)
+    got = (spread.n, spread.min, spread.q1, spread.median, spread.q3, spread.max)
+    assert got == pytest.approx(expect)
+
+
+def test_scenarios_are_interleaved_with_runs_alone():
+    alone, a, b = plan_scenarios((1, 2), ("naive",), 1.0, 1)
+    assert plan_order((alone, a, b), 2) == [alone, a, alone, b, alone, a, alone, b]
+    assert plan_order((alone,), 3) == [alone, alone, alone]
+
+
+def test_each_run_is_paired_with_the_alone_run_just_before_it():
+    alone = [scenario_result("managed", [student(t)], t + 2) for t in (5.0, 7.0)]
+    pair = [scenario_result("managed", [student(t), student(t)], t + 2) for t in (5.5, 7.7)]
+    late = scenario_result("naive", [student(20.0), student(20.0)], 22.0)
+    pairs = pair_with_baseline([late, alone[0], pair[0], alone[1], pair[1]])
+    assert [(a.students[0].train_s, r.students[0].train_s) for a, r in pairs[pair[0].scenario]] \
+        == [(5.0, 5.5), (7.0, 7.7)]  # fmt: skip
+    assert [a.students[0].train_s for a, _ in pairs[late.scenario]] == [5.0]  # none before it
+
+
+def test_rows_use_paired_slowdowns_over_interleaved_repeats():
+    results = []
+    for t in (5.0, 6.0, 7.0, 8.0, 9.0):  # a machine that slows down run after run
+        results.append(scenario_result("managed", [student(t)], t + 2))
+        results.append(scenario_result("managed", [student(t * 1.02), student(t * 1.04)], t + 2))
+    rows = plan_rows(results, cpu_budget=2, seed=1)
+    base, pair = rows
+    assert pair.slowdown == pytest.approx(1.03)
+    assert pair.summary is not None and len(pair.summary.ratios) == 5
+    assert pair.cpu_ratio == pytest.approx(1.03)
+    assert base.summary is not None and base.summary.baseline.min == 5.0
+    targets = check_targets(rows, n_threads=1, cpu_budget=2)
+    assert targets[0].met and targets[0].warnings  # met, but the alone runs moved 57 %
+    text = render_targets(targets, base.summary.warnings)
+    assert text.count("differ by 57%") == 1
+    assert text.splitlines()[0].startswith("target inconclusive (met by the median)")
+
+
+def test_bench_cli_repeats_five_times_by_default_and_checks_the_seed():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.repeat, args.seed) == ("5", "0")
+    assert parse_seed("7") == 7
+    for bad in ("-1", "x", "1.5"):
+        with pytest.raises(UsageError, match="--seed"):
+            parse_seed(bad)
 
 
 # --- GPU check decisions -----------------------------------------------------

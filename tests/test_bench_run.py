@@ -66,7 +66,7 @@ def test_tiny_run_writes_table_json_and_plot(tmp_path, capsys):
     out_json, out_png = tmp_path / "out" / "bench.json", tmp_path / "out" / "bench.png"
     status = main([
         "bench", "contention", "--users", "1", "--steps", "2", "--modes", "managed",
-        "--json", str(out_json), "--plot", str(out_png), "--no-progress", "--no-gpu",
+        "--repeat", "2", "--json", str(out_json), "--plot", str(out_png), "--no-progress", "--no-gpu",
         "--work-dir", str(tmp_path / "work"),
     ])  # fmt: skip
     printed = capsys.readouterr().out
@@ -76,7 +76,10 @@ def test_tiny_run_writes_table_json_and_plot(tmp_path, capsys):
     document = json.loads(out_json.read_text())
     [row] = document["rows"]
     assert (row["mode"], row["n_students"], row["slowdown"]) == ("managed", 1, 1.0)
+    assert len(row["summary"]["ratios"]) == 2 and row["summary"]["baseline"]["n"] == 2
+    assert "95% interval" in printed and "baseline: 2 alone runs" in printed
     assert row["torch_threads"] == 1
+    assert len(document["scenarios"]) == 2  # the baseline, twice
     [student] = document["scenarios"][0]["students"]
     assert student["returncode"] == 0 and student["train_s"] > 0
     assert student["enforcement"].startswith("cgroup" if cgroups_usable() else "none")

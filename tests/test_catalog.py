@@ -307,6 +307,21 @@ def test_who_may_change_a_persons_identity(actor, courses_of_person, expected):
     assert may_change_identity(actor, courses_of_person, 1) is expected
 
 
+@pytest.mark.parametrize(
+    ("actor", "role_of_person", "expected"),
+    [
+        (TEACHER, Role.LEAD, False),  # a teacher may not rename or re-mail the lead
+        (LEAD, Role.LEAD, True),
+        (ADMIN, Role.LEAD, True),
+        (TEACHER, Role.TEACHER, True),
+        (TEACHER, Role.STUDENT, True),
+        (Actor("gmartin", role=Role.GRADER), Role.LEAD, False),
+    ],
+)
+def test_only_a_lead_or_an_admin_may_change_a_leads_identity(actor, role_of_person, expected):
+    assert may_change_identity(actor, {1}, 1, role_of_person) is expected
+
+
 def test_identity_changes_list_old_and_new_and_ignore_empty_values():
     current = {"first_name": "Chloé", "last_name": "Moreau", "email": None}
     given = {"first_name": "", "last_name": "Moreau-Durand", "email": "c@x.org"}

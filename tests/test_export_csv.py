@@ -51,10 +51,41 @@ def test_names_with_commas_quotes_and_separators_never_shift_the_columns():
     parsed = list(csv.reader(io.StringIO(text, newline="")))
     assert all(len(row) == 4 for row in parsed)
     assert parsed[1] == ["p1", "Dupont, Jr", '"quoted"', "4.0"]
-    assert parsed[2] == ["p2", "Roy;=1+1", "line\nbreak", "-1.0"]
+    assert parsed[2] == ["p2", "Roy;'=1+1", "line\nbreak", "-1.0"]
     assert parsed[3][1] == '\'=HYPERLINK("x","y")'
-    assert '"Roy;=1+1"' in text  # quoted: a ';'-separated spreadsheet does not split it
+    assert '"Roy;\'=1+1"' in text  # quoted, and no formula even where ';' splits the cell
     assert ",-1.0\r\n" in text  # numbers bare, so they stay numbers
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("Roy;=cmd|' /C calc'!A0;", "Roy;'=cmd|' /C calc'!A0;"),
+        ("Roy, +33 6 12", "Roy, '+33 6 12"),
+        ("Roy\t@SUM(A1)", "Roy\t'@SUM(A1)"),
+        ("Roy\n-2+3", "Roy\n'-2+3"),
+        ('Roy;"=1+1"', 'Roy;"\'=1+1"'),
+        ("Roy;  \uff1dcmd", "Roy;  '\uff1dcmd"),
+        ("=a;=b", "'=a;'=b"),
+        (" =1+1", " '=1+1"),
+        ("Jean-Pierre", "Jean-Pierre"),
+        ("O'Brien-Smith", "O'Brien-Smith"),
+        ("Dupont; Jr", "Dupont; Jr"),
+    ],
+)  # fmt: skip
+def test_a_formula_after_a_separator_inside_a_cell_is_neutralised_too(cell, expected):
+    """Excel in a ';' locale splits "Roy;=cmd" into two cells, the second a formula."""
+    assert neutralise_cell(cell) == expected
+
+
+def test_no_cell_of_any_column_starts_a_formula_whatever_the_separator_a_spreadsheet_uses():
+    evil = "x;=1+1,@A1\t-2\n+3"
+    row = [evil, f"={evil}", "p2609001", evil, evil, 1.0]
+    text = render_csv([["assignment", "student_id", "a", "last_name", "first_name", "score"], row])
+    for sep in (",", ";", "\t"):
+        for line in text.splitlines():
+            for cell in line.split(sep):
+                assert not cell.strip(' "').startswith(("=", "+", "-", "@")), (sep, cell)
 
 
 def test_write_csv_rows_writes_to_an_open_file(tmp_path):

@@ -80,6 +80,9 @@ def test_course_config_matches_golden_file_and_loads(tmp_path):
     config = load_config(text, tmp_path)
     assert config.CourseDirectory.course_id == "mlmeca-2025"
     assert config.Exchange.path_includes_course is True
+    # every autograde that reads it (the formgrader's button too) sandboxes the kernel
+    executes = [pp.__name__ for pp in config.Autograde.autograde_preprocessors]
+    assert "SandboxExecute" in executes and "Execute" not in executes
 
 
 def test_student_config_matches_golden_file_and_loads(tmp_path):
@@ -414,6 +417,21 @@ def test_a_student_fetches_and_submits_only_as_themselves(
             plan_student_identity(requested, hub_user, os_user, is_root)
     else:
         assert plan_student_identity(requested, hub_user, os_user, is_root) == expected
+
+
+@pytest.mark.parametrize("requested", [None, "p2", "p1"])
+def test_a_student_with_a_unix_account_cannot_become_another_by_setting_jupyterhub_user(
+    requested,
+):
+    # p1's own terminal: JUPYTERHUB_USER=p2 coursehub grading submit ... (p2 is a Unix account)
+    with pytest.raises(UsageError, match="JUPYTERHUB_USER=p2 but you are Unix user p1"):
+        plan_student_identity(requested, "p2", "p1", False, hub_user_has_account=True)
+
+
+def test_servers_sharing_one_unix_account_are_told_apart_by_the_hub_user():
+    # containers (every pod is jovyan): hub users have no Unix account here
+    assert plan_student_identity(None, "p2", "jovyan", False, hub_user_has_account=False) == "p2"
+    assert plan_student_identity(None, "p2", "root", True, hub_user_has_account=True) == "p2"
 
 
 @pytest.fixture

@@ -289,10 +289,31 @@ def test_a_binary_file_gets_one_short_line(data):
 
 
 def test_a_long_unknown_header_is_quoted_cut_to_about_100_characters():
-    header = "".join(chr(c) for c in range(0xC0, 0x100)) * 60  # mojibake of a binary file
+    header = "Année d'inscription à l'université, " * 60  # one long cell
     problems = roster_error((header + "\r\n1\r\n").encode("cp1252"))
     assert len(problems) == 1 and len(problems[0]) < 250
     assert problems[0].startswith("missing columns") and problems[0].endswith("...")
+
+
+def test_bytes_that_are_neither_utf8_nor_mostly_ascii_are_binary_not_a_header():
+    header = "".join(chr(c) for c in range(0xC0, 0x100)) * 60  # what a binary file decodes to
+    assert roster_error((header + "\r\n1\r\n").encode("cp1252")) == [
+        "the file is not a CSV text file (binary data; an Excel file? save it as CSV)"
+    ]
+
+
+def test_windows_1252_text_is_read_as_written_and_a_stray_undefined_byte_is_named():
+    """Python's cp1252 refuses 0x81 0x8D 0x8F 0x90 0x9D; Windows and browsers read them as
+    C1 controls. Falling back to Latin-1 for the whole file turned every "€" into U+0080."""
+    head = "N° étudiant;Nom;Prénom\r\n".encode("cp1252")
+    good = "p1;Müller€;Zoë “Zo”\r\n".encode("cp1252")
+    (row,) = parse_roster(head + good)
+    assert (row.last_name, row.first_name) == ("Müller€", "Zoë “Zo”")
+    for byte in (0x81, 0x8D, 0x8F, 0x90, 0x9D):
+        stray = b"p2;Du" + bytes([byte]) + b"pont;Paul\r\n"
+        assert roster_error(head + good + stray) == [
+            f"row 3, column B (Nom): contains a control character (U+{byte:04X})"
+        ]
 
 
 @pytest.mark.parametrize(
@@ -316,3 +337,17 @@ def test_a_sep_line_wins_over_the_guess():
     rows = [["N° étudiant", "Nom", "Prénom"], ["1", "Dupont, Jean", "Paul"]]
     (row,) = parse_roster(("sep=;\n" + to_csv(rows, sep=";")).encode())
     assert row.last_name == "Dupont, Jean"
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [
+        b"a" * 200_000,  # one huge line, no separator, no line end
+        b'N\xc2\xb0 \xc3\xa9tudiant;Nom;"' + b"a" * 200_000 + b'"',  # a huge quoted header cell
+        b"sep=;\n" + b"x;" * 100_000,
+    ],
+    ids=["no-separator", "quoted-header", "after-sep-line"],
+)
+def test_a_header_line_over_the_csv_field_limit_is_a_roster_error_not_a_crash(first_line):
+    problems = roster_error(first_line + b"\r\n1;Dupont;Paul\r\n")
+    assert len(problems) == 1 and len(problems[0]) < 250

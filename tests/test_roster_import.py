@@ -167,6 +167,27 @@ def test_stale_plan_is_refused(session, course):
         apply_roster(session, plan)
 
 
+@pytest.mark.parametrize("mode", ["add", "sync"])
+def test_a_student_promoted_to_lead_after_the_preview_is_neither_updated_nor_removed(
+    session, course, engine, mode
+):
+    """A sync removes absent students and an add updates listed ones; one made lead (or
+    teacher) between the preview and the apply is the team's now, and the plan is stale."""
+    data = roster("p2500001;Lefèvre;Anaïs;;G2", "p2500002;Ølsen;Björn;;G1")
+    plan = plan_roster(session, course, parse_roster(data), mode=mode)
+    assert [m.username for m in plan.removals] == (
+        ["p2500003", "p2500004"] if mode == "sync" else []
+    )
+    promoted = "p2500004" if mode == "sync" else "p2500001"
+    people.add_member(session, course, promoted, Role.LEAD)
+    session.commit()
+    before = snapshot(engine)
+    with pytest.raises(ConflictError, match=f"changed since the preview \\({promoted}\\)"):
+        apply_roster(session, plan)
+    assert snapshot(engine) == before
+    assert people.role_in(session, promoted, course) == Role.LEAD
+
+
 def test_team_member_in_roster_is_an_error(session, course):
     with pytest.raises(
         RosterError, match="row 3: tdupont is a teacher of mlmeca-2025, not a student"
@@ -304,15 +325,17 @@ def test_a_teacher_importing_a_student_of_another_course_keeps_their_identity(se
     (change,) = plan.identity_changes
     assert (change.row, change.username, change.applied) == (2, "p2500003", False)
     assert change.changes == (
-        ("last_name", "Moreau", "Moreau-Durand"),
-        ("email", "chloé.moreau@etu.example.org", "c.moreau@other.example.org"),
+        ("last_name", None, "Moreau-Durand"),
+        ("email", None, "c.moreau@other.example.org"),
     )
+    assert not change.old_shown
     assert not plan.needs_confirmation
     text = render_plan(plan)
     assert (
-        "! row 2: p2500003 last_name 'Moreau' -> 'Moreau-Durand', "
-        "email 'chloé.moreau@etu.example.org' -> 'c.moreau@other.example.org' (not applied: "
+        "! row 2: p2500003 last_name (not shown) -> 'Moreau-Durand', "
+        "email (not shown) -> 'c.moreau@other.example.org' (not applied: "
     ) in text
+    assert "Moreau'" not in text and "chloé.moreau" not in text  # mlmeca's data, not numflu's
     apply_roster(session, plan)
     person = people.get_person(session, "p2500003")
     assert (person.last_name, person.email) == ("Moreau", "chloé.moreau@etu.example.org")
@@ -348,6 +371,8 @@ def test_a_student_also_in_another_course_keeps_their_identity_in_an_update(sess
     plan = plan_roster(session, mlmeca, parse_roster(roster("p2500001;Roux;Anaïs;;G2")))
     assert [(u.row.username, u.fields) for u in plan.updates] == [("p2500001", ("group",))]
     assert [c.applied for c in plan.identity_changes] == [False]
+    # their own student: the stored value is shown, the change is not applied
+    assert plan.identity_changes[0].changes == (("last_name", "Lefèvre", "Roux"),)
     apply_roster(session, plan)
     assert people.get_person(session, "p2500001").last_name == "Lefèvre"
 

@@ -9,6 +9,7 @@ admitted without queuing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -118,3 +119,96 @@ def test_a_nested_job_does_not_inherit_the_watchdog_of_its_parent_job():
 
     env = plan_env(JobSpec("x.py"), {"COURSEHUB_PARENT_FD": "7", "COURSEHUB_SLOT_FDS": "3,4"})
     assert "COURSEHUB_PARENT_FD" not in env and "COURSEHUB_SLOT_FDS" not in env
+
+
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:  # a daemon: own session, double fork, the slot fds inherited\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        open(sys.argv[1] + '.daemon', 'w').write(str(os.getpid()))\n"
+    "        time.sleep(300)\n"
+    "    os._exit(0)\n"
+    "while not os.path.exists(sys.argv[1] + '.daemon'):\n"
+    "    time.sleep(0.05)\n"
+    "open(sys.argv[1], 'w').write(f'{os.getpid()} {os.getppid()}')\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def slots_free(slots_dir: Path) -> bool:
+    """Return True if every CPU slot file can be locked now (nobody holds one)."""
+    import fcntl
+
+    for path in sorted(slots_dir.glob("cpu-*.slot")):
+        with open(path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+    return True
+
+
+def test_a_daemon_forked_by_a_job_does_not_keep_the_slots_after_the_job_ends(tmp_path):
+    from coursehub.resources import ResourceSpec
+    from coursehub.runner import LocalBackend, SlotPool
+
+    (tmp_path / "daemon.py").write_text(DAEMON)
+    pids = tmp_path / "pids"
+    pool = SlotPool(tmp_path / "slots", 2)
+    backend = LocalBackend(tmp_path / "runs", pool, use_cgroups=False, grace_s=1.0)
+    spec = JobSpec(str(tmp_path / "daemon.py"), args=(str(pids), "0"), cwd=str(tmp_path),
+                   resources=ResourceSpec(n_threads=2))  # fmt: skip
+    try:
+        result = backend.submit(spec).wait(60)
+        assert result.returncode == 0
+        assert slots_free(tmp_path / "slots"), "a daemon of the ended job holds its slots"
+    finally:
+        daemon = Path(f"{pids}.daemon")
+        if daemon.is_file():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(daemon.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.root
+def test_a_daemon_in_the_jobs_cgroup_dies_with_the_job_when_the_runner_is_killed(tmp_path):
+    (tmp_path / "daemon.py").write_text(DAEMON)
+    pids = tmp_path / "pids"
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "coursehub", "run", "--threads", "2", "--timeout", "10m", "--",
+         str(tmp_path / "daemon.py"), str(pids), "300"],
+        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(300):
+        if pids.is_file() and pids.read_text():
+            break
+        time.sleep(0.1)
+    daemon = int(Path(f"{pids}.daemon").read_text())
+    try:
+        runner.kill()
+        runner.wait()
+        assert gone(daemon, within_s=20), "the job's daemon outlived the killed runner"
+        out = next_job_output(tmp_path)
+        assert "quick job ran" in out and "queued" not in out
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_a_jobs_log_and_result_are_readable_by_its_owner_only(tmp_path):
+    from coursehub.runner import LocalBackend, SlotPool
+
+    (tmp_path / "hello.py").write_text("print('my secret output')\n")
+    backend = LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 2), use_cgroups=False)
+    result = backend.submit(JobSpec(str(tmp_path / "hello.py"))).wait(60)
+    assert "my secret output" in result.log_path.read_text()
+    assert (tmp_path / "runs").stat().st_mode & 0o777 == 0o700
+    assert result.log_path.stat().st_mode & 0o777 == 0o600
+    assert result.log_path.with_suffix(".json").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_watchdog_kills_every_other_process_of_the_jobs_cgroups():
+    from coursehub.runner.watchdog import plan_sweep
+
+    assert plan_sweep(["12\n34\n", "34\n56\n"], me=34) == [12, 56]
+    assert plan_sweep(["", "34\n"], me=34) == []

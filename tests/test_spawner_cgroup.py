@@ -3,7 +3,6 @@ other hubs' servers never touched."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from tornado import web
 
+from cgrouptree import remove_cgroup_tree
 from coursehub.hub.cgroupspawner import (
     CgroupSimpleLocalProcessSpawner,
     cgroup_name_for,
@@ -211,24 +211,7 @@ def test_parent() -> Iterator[str]:
     devices = Path("/sys/fs/cgroup/devices")
     for base in {cpu_base, mem_base, devices}:
         for parent in base.glob(f"{name}-*"):
-            for child in [p for p in parent.iterdir() if p.is_dir()]:
-                for pid in (child / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(int(pid), signal.SIGKILL)
-                _rmdir(child)
-            _rmdir(parent)
-
-
-def _rmdir(path: Path) -> None:
-    for _ in range(250):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
-    path.rmdir()
+            remove_cgroup_tree(parent)
 
 
 @pytest.mark.root

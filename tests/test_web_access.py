@@ -174,6 +174,11 @@ RULES: list[tuple[str, str, dict | None, tuple[int, ...]]] = [
     ("POST", f"{C}/members", HIJACK,                                     (302, 403, 403, 403, 409, 409, 403, 302)),
     ("POST", f"{A}{C}/members", {"username": "p2509001", "last_name": "Roux"},
                                                                          (401, 403, 403, 403, 409, 409, 403, 201)),
+    # the lead's own name and e-mail, with the role unchanged: a lead's business, not a teacher's
+    ("POST", f"{A}{C}/members", {"username": "mbuffat", "role": "lead", "email": "attacker@evil.example"},
+                                                                         (401, 403, 403, 403, 403, 200, 403, 200)),
+    ("POST", f"{C}/members", {"username": "mbuffat", "role": "lead", "first_name": "Hijacked"},
+                                                                         (302, 403, 403, 403, 403, 302, 403, 302)),
     # ... while adding them as they are is fine, and so is renaming this course's own student
     ("POST", f"{A}{C}/members", {"username": "p2509001"},                (401, 403, 403, 403, 201, 201, 403, 201)),
     ("POST", f"{A}{C}/members", {"username": "p2500001", "first_name": "Anna"},
@@ -200,7 +205,7 @@ def catalog_facts(url: str) -> tuple[dict[str, tuple], list[str]]:
             name: (first, last, email)
             for name, first, last, email in db.execute(
                 "SELECT username, first_name, last_name, email FROM people"
-                " WHERE username IN ('oteacher', 'p2509001')"
+                " WHERE username IN ('oteacher', 'p2509001', 'mbuffat')"
             )
         }
         leads = [
@@ -234,9 +239,50 @@ def test_identity_and_lead_rules(tmp_path, template_url, method, path, body, par
         dispose_app(app)
     people, leads = catalog_facts(url)
     assert leads, "mlmeca-2025 lost its last lead"
+    lead = people.pop("mbuffat")
     if part != "admin":
         assert people == SEEDED_IDENTITIES
+    if part not in ("admin", "lead"):
+        assert lead == ("Marc", "Buffat", "marc.buffat@etu.example.org")  # nobody else renames them
     if expected == 409 and "only a hub admin" in text:
         assert "Garnier" not in text and "ines.garnier" not in text  # stored values never shown
     if expected == 403 and part in ("teacher",) and "lead" in text:
         assert "or a hub admin" in text and "mbuffat" in text  # says who can do it
+
+
+# odd text in any API field: refused by field, never a 500 ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "raw"),
+    [
+        ("POST", f"{A}{C}/members", '{"username": "\\ud800"}'),
+        ("POST", f"{A}{C}/members", '{"username": "p2500001", "first_name": "A\\udfff"}'),
+        ("POST", f"{A}{C}/members", '{"username": "p2500001", "email": "a\\ud800@x.org"}'),
+        ("POST", f"{A}{C}/roster", '{"csv": "N\\u00b0 etudiant;Nom;Prenom\\np1;M\\ud800;J\\n"}'),
+        ("POST", f"{A}{C}/roster", '{"csv": "Nom\\n", "group": "G\\ud800"}'),
+        ("PATCH", f"{A}{C}", '{"title": "\\ud800"}'),
+        (
+            "POST",
+            f"{A}/courses",
+            '{"code": "X", "title": "\\ud800", "year": "2025-2026", "portal": "MECA"}',
+        ),
+    ],
+)
+def test_a_lone_surrogate_in_any_api_text_field_is_a_400_naming_the_field(
+    client, method, path, raw
+):
+    """JSON's "\\ud800" decodes to a lone surrogate, which neither UTF-8 nor a database
+    accepts: the roster import and the members lookup answered 500."""
+    headers = {**api_headers("admin"), "Content-Type": "application/json"}
+    answer = client.open(path, method=method, data=raw, headers=headers)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
+    assert "lone surrogate (U+D" in answer.get_json()["error"]
+
+
+def test_a_removal_of_an_impossible_username_is_a_404_that_does_not_echo_control_characters(
+    client,
+):
+    answer = client.delete(f"{A}{C}/members/p25%00%1b[31m", headers=api_headers("teacher"))
+    assert answer.status_code == 404
+    assert "\x00" not in answer.get_json()["error"] and "\x1b" not in answer.get_json()["error"]

@@ -9,7 +9,7 @@ import pytest
 from flask import Flask, jsonify, request
 
 from coursehub.web import create_app
-from coursehub.web.redirects import MAX_NEXT, safe_next
+from coursehub.web.redirects import MAX_NEXT, plan_location, safe_next
 from coursehub.web.testing import dispose_app, live_server
 
 P = "/services/coursehub/"
@@ -178,3 +178,31 @@ def test_the_page_asked_for_is_remembered_as_an_ascii_path(hub_app):
     target = parse_qs(urlsplit(answer.location).query)["next"][0]
     assert target == f"{P}people/?q=Lef%C3%A8vre"
     assert sign_in(hub_app, target) == (302, target)
+
+
+# redirects the app makes by itself: never to the host a request names --------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "host", "expected"),
+    [
+        ("http://evil.example/courses/x/", "evil.example", "/courses/x/"),
+        ("https://EVIL.example:8443/a/?q=1#f", "evil.example:8443", "/a/?q=1#f"),
+        ("http://evil.example//other.example/", "evil.example", "/other.example/"),
+        ("http://hub.example/hub/api/oauth2/authorize?x=1", "app.example",
+         "http://hub.example/hub/api/oauth2/authorize?x=1"),
+        ("/services/coursehub/", "evil.example", "/services/coursehub/"),
+    ],
+)  # fmt: skip
+def test_a_redirect_to_the_requests_own_host_becomes_a_path(location, host, expected):
+    assert plan_location(location, host) == expected
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8300", "127.0.0.1:8300"])
+@pytest.mark.parametrize("page", ["people", "profiles", "courses/mlmeca-2025"])
+def test_a_page_without_its_trailing_slash_redirects_to_a_path_whatever_the_host(
+    hub_app, host, page
+):
+    answer = hub_app.test_client().get(f"{P}{page}", headers={"Host": host})
+    assert answer.status_code == 308
+    assert answer.headers["Location"] == f"{P}{page}/"

@@ -11,6 +11,17 @@ full-width forms of those characters (U+FF1D, U+FF0B, U+FF0D, U+FF20),
 which some spreadsheets also accept, and a leading line feed are treated
 the same way.
 
+A separator does not protect the rest of a cell: OWASP notes that an
+attacker "could use [field separators and quotes] to start a new cell and
+then have the dangerous character in the middle of the user input, but at
+the beginning of a cell". The quotes written around each cell stop a
+spreadsheet that reads the file as CSV with the right separator, but not
+one that splits it on another (Excel in a French locale splits on ``;`` and
+keeps quotes only at the start of a cell), so ``Roy;=cmd|' /C calc'!A0;``
+would still run there. A trigger that follows a separator (``,``, ``;``,
+tab), a line break or a quote, after any spaces, gets the same ``'``, and so
+does a cell whose first character after leading spaces is a trigger.
+
 Only text cells are neutralised: an ``int`` or ``float`` (a score, even a
 negative one) stays a number. A *text* cell that merely looks like a
 negative number (``"-1"``) is text and gets the quote.
@@ -27,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from typing import IO
 
@@ -36,6 +48,13 @@ FORMULA_TRIGGERS: tuple[str, ...] = (
     "=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20",
 )  # fmt: skip
 
+#: A trigger after what ends a cell in some spreadsheet's reading (a separator, a
+#: line break, a double quote) and any spaces or double quotes, or after leading
+#: spaces: group 1 is kept, ``'`` goes after it.
+_INNER_TRIGGER = re.compile(
+    '([,;\t\r\n"][\\s"]*|^\\s+)(?=[' + re.escape("".join(FORMULA_TRIGGERS)) + "])"
+)
+
 #: A cell: text, a number, or None (an empty cell).
 Cell = str | int | float | None
 
@@ -43,15 +62,19 @@ Cell = str | int | float | None
 def neutralise_cell(value: Cell) -> Cell:
     """Return ``value`` as a spreadsheet will read it as data (pure).
 
-    Text starting with one of :data:`FORMULA_TRIGGERS` gets a leading ``'``;
-    other text, numbers (``bool`` excepted: written as text) and ``None``
-    are returned unchanged.
+    Text starting with one of :data:`FORMULA_TRIGGERS` (after leading
+    spaces) gets a leading ``'``, and so does each trigger that follows a
+    separator, a line break or a quote inside it (``"Roy;=1+1"`` ->
+    ``"Roy;'=1+1"``); other text, numbers (``bool`` excepted: written as
+    text) and ``None`` are returned unchanged.
     """
     if isinstance(value, bool):
         value = str(value)
-    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
-        return "'" + value
-    return value
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_TRIGGERS):
+        value = "'" + value
+    return _INNER_TRIGGER.sub(r"\1'", value)
 
 
 def write_csv_rows(handle: IO[str], rows: Iterable[Sequence[Cell]]) -> None:

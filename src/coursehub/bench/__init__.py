@@ -9,6 +9,7 @@ fix. Modules: :mod:`~coursehub.bench.scenarios` (plan),
 :mod:`~coursehub.bench.workload` (the student's job),
 :mod:`~coursehub.bench.contention` (running), :mod:`~coursehub.bench.naive`
 (students without the runner), :mod:`~coursehub.bench.summary`
-(figures), :mod:`~coursehub.bench.report` (table, JSON, plot),
+(figures), :mod:`~coursehub.bench.stats` (repeats: paired slowdowns, bootstrap
+intervals, noise warnings), :mod:`~coursehub.bench.report` (table, JSON, plot),
 :mod:`~coursehub.bench.gpu` (students sharing a GPU), :mod:`~coursehub.bench.cli`.
 """

@@ -1,9 +1,12 @@
 """``coursehub bench contention``: several students training at once, naive vs managed threads.
 
 ``coursehub bench contention --users 1,2,4 --cpu-limit 1 --modes naive,managed,overcommit
-[--steps N] [--json FILE] [--plot PNG]`` runs each scenario (see
-:mod:`coursehub.bench.scenarios` for the modes), prints the talk's table and
-the issue's targets, and writes the JSON document and the plot. Bad input
+[--steps N] [--repeat 5] [--seed 0] [--json FILE] [--plot PNG]`` runs each
+scenario (see :mod:`coursehub.bench.scenarios` for the modes) ``--repeat``
+times, each run right after one student alone, prints the talk's table with
+the median slowdowns, their bootstrap intervals and the issue's targets
+(:mod:`coursehub.bench.stats`: a warning when the machine was too noisy to
+conclude), and writes the JSON document and the plot. Bad input
 gives one ``coursehub: error: ...`` line and exit status 2, before anything
 starts. Only argparse is imported at module level.
 """
@@ -22,6 +25,9 @@ DEFAULT_USERS = "1,2,4"
 DEFAULT_MODES = "naive,managed,overcommit"
 #: Time limit of one student's job (a naive run can collapse by orders of magnitude).
 DEFAULT_TIMEOUT = "30m"
+#: Repeats of each scenario: the fewest for a bootstrap interval of the median
+#: that is narrower than the range of the runs.
+DEFAULT_REPEAT = "5"
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--timeout", default=DEFAULT_TIMEOUT, metavar="DURATION", help=timeout_help)
     shares_help = "CPU weight of the students' cgroup vs other processes (cpu.shares; 1024)"
     add("--cpu-shares", default=None, metavar="N", help=shares_help)
-    add("--repeat", default="1", metavar="N", help="run the scenarios N times, medians (1)")
+    repeat_help = f"run each scenario N times, interleaved with runs alone ({DEFAULT_REPEAT})"
+    add("--repeat", default=DEFAULT_REPEAT, metavar="N", help=repeat_help)
+    add("--seed", default="0", metavar="N", help="seed of the bootstrap intervals (0)")
     add("--json", type=Path, metavar="FILE", help="write every figure as JSON")
     add("--plot", type=Path, metavar="PNG", help="plot elapsed per student vs students")
     add("--work-dir", type=Path, metavar="DIR", help="keep dataset and logs here (default: temp)")
@@ -70,6 +78,17 @@ def parse_int(text: str, option: str) -> int:
         value = 0
     if value < 1:
         raise UsageError(f"{option} must be an integer >= 1, got {text!r}")
+    return value
+
+
+def parse_seed(text: str) -> int:
+    """Return ``--seed`` as an integer >= 0, or raise UsageError."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UsageError(f"--seed must be an integer >= 0, got {text!r}")
     return value
 
 
@@ -113,16 +132,19 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     timeout_s = parse_duration(args.timeout)
     shares = parse_int(args.cpu_shares, "--cpu-shares") if args.cpu_shares else None
     repeat = parse_int(args.repeat, "--repeat")
+    seed = parse_seed(args.seed)
     check_output(args.json, "--json")
     check_output(args.plot, "--plot")
     plan = scenarios.plan_scenarios(users, modes, cpu_limit, n_threads)
     settings = contention.BenchSettings(
-        tuple(plan), steps, batch, budget, timeout_s, cpu_shares=shares, repeat=repeat
-    )
+        tuple(plan), steps, batch, budget, timeout_s, cpu_shares=shares, repeat=repeat,
+        seed=seed,
+    )  # fmt: skip
     described = {
         "workload": args.workload, "users": list(users), "modes": list(modes),
         "cpu_limit": cpu_limit, "n_threads": n_threads, "cpu_budget": budget, "steps": steps,
         "batch_size": batch, "timeout_s": timeout_s, "cpu_shares": shares, "repeat": repeat,
+        "order": "interleaved: alone, scenario, alone, scenario...", "seed": seed,
         "root": os.geteuid() == 0,
         "host_cpus": os.cpu_count(),
     }  # fmt: skip

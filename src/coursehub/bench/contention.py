@@ -10,7 +10,15 @@ figures in :mod:`coursehub.bench.summary`. Here are the parts that act:
   (:class:`coursehub.runner.local.LocalBackend`) with a private admission
   pool: as large as the demand in ``managed`` mode (nobody waits), the CPU
   budget in ``overcommit`` mode (students queue);
-* :func:`run_benchmark` runs every scenario under a tqdm bar.
+* :func:`run_benchmark` runs the scenarios under a tqdm bar, interleaved
+  with the baseline (:func:`plan_order`): ``alone, A, alone, B, ...``, the
+  whole list ``repeat`` times, so that each run is measured against an
+  alone run made just before it on a machine whose speed drifts.
+
+The harness keeps out of the students' way while they train: the runner
+samples their memory once a second (:data:`SAMPLE_S`; their cgroup holds
+the limit, and the runner sees a job's exit at once through a pidfd), and
+the end of each job is awaited in a blocked thread, not by polling.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +58,11 @@ from coursehub.runner.core import Job
 N_TRAJECTORIES = 64
 WORKLOAD_MODULE = "coursehub.bench.workload"
 POLL_S = 0.02
+#: Seconds between two memory samples of a managed student by the runner. The
+#: runner's 0.1 s walks ``/proc`` ten times a second per student (about 3 ms of
+#: CPU each on the 2-core build machine): CPU taken from the students
+#: themselves when they fill every core.
+SAMPLE_S = 1.0
 #: Default parent cgroup of the benchmark's students.
 BENCH_CGROUP = "coursehub-bench"
 
@@ -77,8 +91,10 @@ class BenchSettings:
         or None for the kernel's default (1024 / 100). A high weight keeps
         other work on a shared machine from disturbing the measure.
     repeat
-        Times the whole list of scenarios is run, one pass after the other
-        (so that slow drifts of a shared machine touch every scenario alike).
+        Times the whole list of scenarios is run, each scenario right after
+        a run of the baseline (:func:`plan_order`).
+    seed
+        Seed of the bootstrap intervals (:mod:`coursehub.bench.stats`).
     """
 
     scenarios: tuple[Scenario, ...]
@@ -90,6 +106,7 @@ class BenchSettings:
     cgroup_parent: str = BENCH_CGROUP
     cpu_shares: int | None = None
     repeat: int = 1
+    seed: int = 0
 
 
 @dataclass
@@ -100,6 +117,22 @@ class BenchRun:
     load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     notes: list[str] = field(default_factory=list)
+
+
+def plan_order(scenarios: tuple[Scenario, ...], repeat: int) -> list[Scenario]:
+    """Return the runs in order: each scenario right after a baseline run, ``repeat`` times.
+
+    ``(alone, A, B)`` twice gives ``alone, A, alone, B, alone, A, alone, B``:
+    every run has an alone run just before it to be measured against
+    (:func:`coursehub.bench.summary.pair_with_baseline`). With the baseline
+    alone, it is run ``repeat`` times.
+    """
+    baseline = next((s for s in scenarios if s.is_baseline), None)
+    others = [s for s in scenarios if s is not baseline]
+    if baseline is None:
+        return others * repeat
+    one_pass = [run for s in others for run in (baseline, s)] or [baseline]
+    return one_pass * repeat
 
 
 def default_cpu_budget() -> int:
@@ -237,7 +270,7 @@ def run_managed(
     gpus = 1 if settings.device == "cuda" else 0
     pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), poll_s=0.02)
     backend = LocalBackend(
-        runs_dir=work / "runs", slots=pool, sample_s=0.1, cgroup_parent=settings.cgroup_parent
+        runs_dir=work / "runs", slots=pool, sample_s=SAMPLE_S, cgroup_parent=settings.cgroup_parent
     )
     options: dict[str, Any] = {
         "module": True, "n_threads": n_threads, "cpu_limit": scenario.cpu_limit, "gpus": gpus,
@@ -246,18 +279,24 @@ def run_managed(
     t0 = time.monotonic()
     jobs: list[Job] = []
     ends: dict[int, float] = {}
+    waiters: list[threading.Thread] = []
+
+    def await_end(i: int, job: Job) -> None:  # blocked, not polling: no CPU taken
+        with contextlib.suppress(Exception):  # its error is raised by _student_of
+            job.wait()
+        ends[i] = time.monotonic() - t0
+        if on_exit is not None:
+            on_exit(i)
+
     try:
         for i in range(scenario.n_students):
             name = f"{scenario.mode}-{tag}-{i}"
             args = plan_workload_args(data, settings)
             jobs.append(submit(WORKLOAD_MODULE, args, backend=backend, name=name, **options))
-        while len(ends) < len(jobs):
-            for i, job in enumerate(jobs):
-                if i not in ends and job.done():
-                    ends[i] = time.monotonic() - t0
-                    if on_exit is not None:
-                        on_exit(i)
-            time.sleep(POLL_S)
+            waiters.append(threading.Thread(target=await_end, args=(i, jobs[-1]), daemon=True))
+            waiters[-1].start()
+        for waiter in waiters:
+            waiter.join()
     finally:
         for i, job in enumerate(jobs):
             if i not in ends:
@@ -275,7 +314,9 @@ def _student_of(job: Job, end_s: float) -> StudentResult:
         returncode=result.returncode, wall_s=result.elapsed_s, queued_s=result.queued_s,
         end_s=end_s, train_s=report.train_s if report else None,
         cpu_s=report.cpu_s if report else None,
-        torch_threads=report.torch_threads if report else None, process_cpu_s=result.cpu_s,
+        torch_threads=report.torch_threads if report else None,
+        preempted=report.preempted if report else None,
+        migrations=report.migrations if report else None, process_cpu_s=result.cpu_s,
         nr_throttled=stats.nr_throttled if stats else None,
         throttled_s=stats.throttled_s if stats else None,
         enforcement="none" if result.enforcement == "watchdog" else result.enforcement,
@@ -299,7 +340,7 @@ def run_benchmark(
     progress: bool = True,
     on_result: Callable[[ScenarioResult], None] | None = None,
 ) -> BenchRun:
-    """Run every scenario of ``settings`` in order, ``repeat`` times; return results and load.
+    """Run the scenarios interleaved with the baseline, ``repeat`` times; return results and load.
 
     Parameters
     ----------
@@ -321,7 +362,7 @@ def run_benchmark(
         run.notes += [note] if note else []
         data = ensure_dataset(work / "pendulum-bench.npz")
         warm_up(data, settings)
-        planned = list(settings.scenarios) * settings.repeat
+        planned = plan_order(settings.scenarios, settings.repeat)
         bar = tqdm(planned, desc="scenarios", unit="scenario", disable=not progress)
         for scenario in bar:
             bar.set_postfix_str(scenario.label)

@@ -90,6 +90,8 @@ class NaiveStudent:
             end_s=now - t0, train_s=report.train_s if report else None,
             cpu_s=report.cpu_s if report else None,
             torch_threads=report.torch_threads if report else None,
+            preempted=report.preempted if report else None,
+            migrations=report.migrations if report else None,
             process_cpu_s=rusage.ru_utime + rusage.ru_stime,
             nr_throttled=stats.nr_throttled if stats else None,
             throttled_s=stats.throttled_s if stats else None,

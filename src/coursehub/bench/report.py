@@ -19,12 +19,21 @@ from typing import Any
 
 from coursehub.bench.contention import BenchRun, BenchSettings
 from coursehub.bench.scenarios import ScenarioResult
-from coursehub.bench.summary import Row, Target, check_baseline, check_targets, plan_rows
+from coursehub.bench.stats import Spread
+from coursehub.bench.summary import (
+    MANAGED_MAX_SLOWDOWN,
+    NAIVE_MIN_SLOWDOWN,
+    Row,
+    Target,
+    check_baseline,
+    check_targets,
+    plan_rows,
+)
 from coursehub.errors import UsageError
 
 HEADER = (
-    "students  mode        threads  elapsed med  elapsed max  CPU med  slowdown  "
-    "throttled  makespan  ideal  ratio"
+    "students  mode        threads  elapsed med  elapsed max  CPU med  CPU x  slowdown  "
+    "95% interval  throttled  makespan  ideal  ratio"
 )
 
 
@@ -42,7 +51,9 @@ def render_row(row: Row) -> str:
             _num(row.elapsed_median_s, ".1f", 11),
             _num(row.elapsed_max_s, ".1f", 11),
             _num(row.cpu_median_s, ".1f", 7),
+            _num(row.cpu_ratio, ".2f", 5),
             f"{row.slowdown:.2f}x".rjust(8),
+            render_interval(row.summary.low, row.summary.high) if row.summary else "-".rjust(12),
             _num(row.throttled_median, "d", 9),
             _num(row.makespan_s, ".1f", 8),
             _num(row.ideal_makespan_s, ".1f", 5),
@@ -52,6 +63,20 @@ def render_row(row: Row) -> str:
     notes = [f"{row.failed} failed"] if row.failed else []
     notes += [] if row.quota_applied else ["no quota"]
     return line + (f"  ({', '.join(notes)})" if notes else "")
+
+
+def render_interval(low: float, high: float) -> str:
+    """Return an interval as ``1.01-1.06``, right-aligned under its 12-character header."""
+    return f"{low:.2f}-{high:.2f}".rjust(12)
+
+
+def render_spread(spread: Spread) -> str:
+    """Return the line describing the alone runs: how many, min/median/max, IQR, spread."""
+    return (
+        f"baseline: {spread.n} alone run{'s' if spread.n != 1 else ''} of one managed student: "
+        f"min {spread.min:.2f} s, median {spread.median:.2f} s, max {spread.max:.2f} s "
+        f"(IQR {spread.q1:.2f}-{spread.q3:.2f} s; max-min = {spread.relative:.0%} of the median)"
+    )
 
 
 def render_table(rows: Sequence[Row], baseline_s: float, cpu_budget: int) -> str:
@@ -67,11 +92,17 @@ def render_table(rows: Sequence[Row], baseline_s: float, cpu_budget: int) -> str
         CPUs of the machine (for the ideal makespan).
     """
     lines = [HEADER, *(render_row(r) for r in rows), ""]
+    base = next((r for r in rows if r.mode == "managed" and r.n_students == 1), None)
+    if base is not None and base.summary is not None:
+        lines.append(render_spread(base.summary.baseline))
     lines += [
         "elapsed: training time per student as the workload measures it (s); CPU: that "
         "process's CPU time over the same steps, all threads (s)",
-        f"slowdown: median elapsed / {baseline_s:.1f} s, the median of one managed student "
-        "alone (the baseline of every mode)",
+        "slowdown: median over the repeats of (median elapsed of the run / elapsed of the "
+        "alone run just before it); runs interleaved alone, scenario, alone, scenario...; "
+        f"{baseline_s:.1f} s: median of the alone runs",
+        "95% interval: percentile bootstrap of that median (repeats resampled, seeded); "
+        "CPU x: the same ratio with CPU time per student",
         "throttled: CFS periods throttled per student, median (cgroup cpu.stat nr_throttled)",
         "makespan: first start to last exit, queue included (s); ideal = max(T1, students x "
         f"threads x T1 / {cpu_budget} CPUs), T1 = the baseline's makespan and threads",
@@ -107,35 +138,59 @@ def render_header(
     )
 
 
-def render_targets(targets: Sequence[Target]) -> str:
-    """Return one line per target: ``met`` or ``NOT met``, what, and the measured figure."""
+def render_target(target: Target) -> str:
+    """Return a target's line: ``met``/``NOT met``/``inconclusive``, what, figure, interval."""
+    verdict = "met" if target.met else "NOT met"
+    if target.warnings:
+        verdict = f"inconclusive ({verdict} by the median)"
+    interval = ""
+    if target.low is not None and target.high is not None:
+        interval = f", 95% interval {target.low:.2f}-{target.high:.2f}"
+    return f"target {verdict}: {target.text} (measured {target.value:.2f}{interval})"
+
+
+def render_targets(targets: Sequence[Target], notes: Sequence[str] = ()) -> str:
+    """Return one line per target, then the warnings (each once) and a verdict on noise.
+
+    ``notes``: warnings about the whole run (the spread of the alone runs).
+    """
     if not targets:
-        return "targets: none of the issue's targets applies to these scenarios"
-    return "\n".join(
-        f"target {'met' if t.met else 'NOT met'}: {t.text} (measured {t.value:.2f})"
-        for t in targets
-    )
+        lines = ["targets: none of the issue's targets applies to these scenarios"]
+    else:
+        lines = [render_target(t) for t in targets]
+    warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.warnings)]))
+    lines += [f"warning: {w}" for w in warnings]
+    if warnings:
+        lines.append(
+            "WARNING: the machine was too noisy to conclude; rerun with a larger --repeat, on "
+            "a quieter machine, or as root with --cpu-shares 262144"
+        )
+    return "\n".join(lines)
 
 
 def render_report(
     run: BenchRun, settings: BenchSettings, cpu_limit: float, n_threads: int
 ) -> tuple[str, list[Row], list[Target]]:
     """Return the printed report (header, table, targets) with its rows and targets."""
-    rows = plan_rows(run.results, settings.cpu_budget)
+    rows = plan_rows(run.results, settings.cpu_budget, seed=settings.seed)
     targets = check_targets(rows, n_threads, settings.cpu_budget)
     baseline = next(r for r in rows if r.mode == "managed" and r.n_students == 1)
     enforcement = [s.enforcement for r in run.results for s in r.students]
     header = render_header(settings.steps, settings.batch_size, cpu_limit, settings.cpu_budget,
                            enforcement, (run.load_before, run.load_after))  # fmt: skip
-    if settings.repeat > 1:
-        header += f"\neach scenario run {settings.repeat} times: medians over all its runs"
+    header += (f"\neach scenario run {settings.repeat} time{'s' if settings.repeat > 1 else ''}, "
+               "each run right after one student alone (interleaved)")  # fmt: skip
     if settings.cpu_shares is not None and not run.notes:
         header += (f"\nstudents' parent cgroup {settings.cgroup_parent}: CPU weight "
                    f"{settings.cpu_shares} (cpu.shares; 1024 for any other process)")  # fmt: skip
     header += "".join(f"\n{note}" for note in run.notes)
     table = render_table(rows, baseline.elapsed_median_s, settings.cpu_budget)
-    warning = check_baseline(rows)
-    footer = render_targets(targets) + (f"\n{warning}" if warning else "")
+    waited = check_baseline(rows)
+    notes = [
+        *(baseline.summary.warnings if baseline.summary else ()),
+        *([waited] if waited else []),
+    ]
+    footer = render_targets(targets, notes)
     return f"{header}\n\n{table}\n\n{footer}", rows, targets
 
 
@@ -186,10 +241,13 @@ def write_json(document: dict[str, Any], path: Path) -> None:
 
 
 def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
-    """Plot elapsed per student against students, one line per mode, log y axis; save as PNG.
+    """Plot the scenarios as PNG: elapsed per student (left), slowdown per repeat (right).
 
-    Each point is the median with a bar up to the slowest student, labelled
-    with its slowdown; a dotted line marks the baseline (one managed student).
+    Left: elapsed per student against students, one line per mode, log y
+    axis, the median with a bar up to the slowest student; a dotted line
+    marks the baseline. Right: each repeat's paired slowdown as a dot, the
+    median as a marker with its bootstrap interval as a bar, dashed lines at
+    the issue's targets.
 
     Raises
     ------
@@ -202,27 +260,47 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FormatStrFormatter
 
-    fig = Figure(figsize=(7.0, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    for mode in dict.fromkeys(r.mode for r in rows):
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    ax, sx = fig.subplots(1, 2)
+    modes = list(dict.fromkeys(r.mode for r in rows))
+    for k, mode in enumerate(modes):
         own = [r for r in rows if r.mode == mode]
         x = [r.n_students for r in own]
         y = [r.elapsed_median_s for r in own]
         spread = [[0.0] * len(own), [r.elapsed_max_s - r.elapsed_median_s for r in own]]
-        ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=mode)
+        line = ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=mode)
+        color = line.lines[0].get_color()
+        offset = (k - (len(modes) - 1) / 2) * 0.12
         for r in own:
-            ax.annotate(f"{r.slowdown:.2f}x", (r.n_students, r.elapsed_median_s),
-                        textcoords="offset points", xytext=(6, 4), fontsize=8)  # fmt: skip
+            if r.summary is None:
+                continue
+            ratios = r.summary.ratios
+            sx.scatter([r.n_students + offset] * len(ratios), ratios, s=12, alpha=0.5,
+                       color=color)  # fmt: skip
+            bar = [[r.slowdown - r.summary.low], [r.summary.high - r.slowdown]]
+            sx.errorbar([r.n_students + offset], [r.slowdown], yerr=bar, marker="D",
+                        capsize=4, color=color, label=mode if r is own[0] else None)  # fmt: skip
     baseline = next(r for r in rows if r.mode == "managed" and r.n_students == 1)
     ax.axhline(baseline.elapsed_median_s, linestyle=":", color="grey", label="1 student alone")
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-    ax.margins(x=0.1)
-    ax.set_xticks(sorted({r.n_students for r in rows}))
-    ax.set_xlabel("students training at once")
+    for axis in (ax, sx):
+        axis.margins(x=0.1)
+        axis.set_xticks(sorted({r.n_students for r in rows}))
+        axis.set_xlabel("students training at once")
     ax.set_ylabel("elapsed per student (s, median; bar to max)")
     ax.set_title(title, fontsize=10)
     ax.legend()
+    sx.set_yscale("log")
+    sx.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    for bound, text in ((MANAGED_MAX_SLOWDOWN, "managed target"),
+                        (NAIVE_MIN_SLOWDOWN, "naive target")):  # fmt: skip
+        sx.axhline(bound, linestyle="--", color="grey", linewidth=0.8)
+        sx.annotate(text, (0.01, bound), xycoords=("axes fraction", "data"), fontsize=7,
+                    xytext=(0, 2), textcoords="offset points", color="grey")  # fmt: skip
+    sx.set_ylabel("slowdown vs the alone run before (dots: repeats; bar: 95% interval)")
+    sx.set_title("slowdown per repeat, median and bootstrap interval", fontsize=10)
+    sx.legend()
     with _atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)

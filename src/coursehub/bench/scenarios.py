@@ -95,6 +95,10 @@ class StudentResult:
         ``"cgroup v1"``, ``"cgroup v2"``, ``"systemd"`` or ``"none"`` (no quota applied).
     gpu_peak_bytes
         Largest GPU memory held by the job's processes (NVML), None without GPU.
+    preempted, migrations
+        Involuntary context switches and CPU migrations of the workload over
+        its training steps (:class:`coursehub.bench.workload.WorkloadReport`),
+        None if unknown.
     """
 
     returncode: int
@@ -109,6 +113,8 @@ class StudentResult:
     throttled_s: float | None
     enforcement: str
     gpu_peak_bytes: int | None = None
+    preempted: int | None = None
+    migrations: int | None = None
 
     @property
     def quota_applied(self) -> bool:

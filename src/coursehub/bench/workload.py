@@ -62,6 +62,14 @@ class WorkloadReport:
         Training loss of the last step (MSE in the model's step units).
     device
         ``"cpu"`` or ``"cuda"``.
+    preempted
+        Involuntary context switches of the process over the steps
+        (``getrusage`` ``ru_nivcsw``, all threads): how often the kernel
+        took a CPU away from it. None when not reported.
+    migrations
+        Moves of its threads from one CPU to another over the steps (sum of
+        ``se.nr_migrations`` in ``/proc/self/task/*/sched``, Linux with
+        ``CONFIG_SCHED_DEBUG``), None where the kernel does not show it.
     """
 
     train_s: float
@@ -70,6 +78,8 @@ class WorkloadReport:
     steps: int
     final_loss: float
     device: str = "cpu"
+    preempted: int | None = None
+    migrations: int | None = None
 
 
 def render_result_line(report: WorkloadReport) -> str:
@@ -81,6 +91,8 @@ def render_result_line(report: WorkloadReport) -> str:
         "steps": report.steps,
         "final_loss": report.final_loss,
         "device": report.device,
+        "preempted": report.preempted,
+        "migrations": report.migrations,
     }
     return RESULT_PREFIX + json.dumps(values)
 
@@ -110,11 +122,41 @@ def parse_workload_output(text: str) -> WorkloadReport:
                 steps=int(values["steps"]),
                 final_loss=float(values["final_loss"]),
                 device=str(values.get("device", "cpu")),
+                preempted=_optional_int(values.get("preempted")),
+                migrations=_optional_int(values.get("migrations")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CoursehubError(f"malformed workload result line {line!r}: {exc}") from exc
     tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
     raise CoursehubError(f"the workload printed no result line (last output: {tail})")
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def count_migrations(task_dir: Path = Path("/proc/self/task")) -> int | None:
+    """Return the CPU migrations of this process's threads so far, None if not shown.
+
+    Sums ``se.nr_migrations`` over ``/proc/self/task/<tid>/sched`` (the
+    scheduler's debug file, ``kernel/sched/debug.c``); threads that ended
+    meanwhile are skipped.
+    """
+    total, seen = 0, False
+    try:
+        tasks = list(task_dir.iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            text = (task / "sched").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("se.nr_migrations"):
+                total += int(line.split(":")[1])
+                seen = True
+    return total if seen else None
 
 
 def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> WorkloadReport:
@@ -141,6 +183,7 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     state = build_state(model_cfg, fit_scaler(model_cfg, states), cfg, device)
     source = WindowSource(states, model_cfg.window + cfg.rollout_steps, device)
     losses: list[float] = []
+    preempted_before, migrations_before = _nivcsw(), count_migrations()
     started, cpu_started = time.perf_counter(), time.process_time()
     while state.global_step < steps:
         remaining = (steps - state.global_step) * batch_size
@@ -149,9 +192,20 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     if device.type == "cuda":
         torch.cuda.synchronize()
     train_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
+    migrations_after = count_migrations()
+    migrations = None
+    if migrations_before is not None and migrations_after is not None:
+        migrations = migrations_after - migrations_before
     return WorkloadReport(
-        train_s, cpu_s, torch.get_num_threads(), state.global_step, losses[-1], device.type
-    )
+        train_s, cpu_s, torch.get_num_threads(), state.global_step, losses[-1], device.type,
+        _nivcsw() - preempted_before, migrations,
+    )  # fmt: skip
+
+
+def _nivcsw() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,12 +11,13 @@ plan that the course has outgrown since (:class:`ConflictError`).
 Identity (names, e-mail, student number) belongs to the person, not to the
 course (:mod:`coursehub.catalog.rules`). A row that would change it for a
 person already in the catalog is listed in the plan as an
-:class:`IdentityChange`, ``old -> new``: applied when the importer is a hub
-admin (the command line is) or the person belongs to this course and no
-other, else kept as it is and marked "not applied". Applied identity changes
-need a confirmation (:attr:`RosterPlan.needs_confirmation`): the web
-preview's confirm button, ``confirm_identity_changes`` in the API, ``--yes``
-on the command line.
+:class:`IdentityChange`, ``old -> new`` (the old values only to an importer
+who may see them: an admin, or a manager of a course the person is in):
+applied when the importer is a hub admin (the command line is) or the
+person belongs to this course and no other, else kept as it is and marked
+"not applied". Applied identity changes need a confirmation
+(:attr:`RosterPlan.needs_confirmation`): the web preview's confirm button,
+``confirm_identity_changes`` in the API, ``--yes`` on the command line.
 """
 
 from __future__ import annotations
@@ -65,13 +66,17 @@ class IdentityChange:
 
     ``applied`` is False when the importer may not change it (the person is
     outside the course, or also in another course, and the importer is no
-    admin): the import then keeps the stored values.
+    admin): the import then keeps the stored values. ``old_shown`` is False
+    when, besides, the person is not in the course: the importer may not see
+    their stored values, so each ``old`` is None (the fields that differ are
+    still named, as :func:`coursehub.catalog.people.ensure_person` names them).
     """
 
     row: int
     username: str
     changes: tuple[tuple[str, str | None, str], ...]
     applied: bool
+    old_shown: bool = True
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,12 @@ def plan_changes(
         applied = False
         if current is not None and (changes := identity_changes(current.__dict__, row.__dict__)):
             applied = admin or (current.role is not None and not current.in_other_courses)
-            plan.identity_changes.append(IdentityChange(row.row, row.username, changes, applied))
+            shown = applied or current.role is not None
+            if not shown:  # someone else's student: their stored values are not the importer's
+                changes = tuple((name, None, new) for name, _old, new in changes)
+            plan.identity_changes.append(
+                IdentityChange(row.row, row.username, changes, applied, shown)
+            )
         if current is None or current.role is None:
             plan.additions.append(row)
         elif changed := _changed_fields(row, current, applied):
@@ -322,9 +332,9 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
     ------
     ConflictError
         If the catalog changed after the plan was made (a student to add is
-        already in the course, one to update or remove has left it, or a
-        student number was given to someone else): the message names the
-        broken rule, never a value.
+        already in the course, one to update or remove has left it or joined
+        its teaching team, or a student number was given to someone else):
+        the message names the broken rule, never a value.
     RosterError
         If the database refuses a value (too long, a character it cannot
         store): nothing written.
@@ -368,9 +378,17 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
 
 
 def _check_current(plan: RosterPlan, members: dict[str, Membership]) -> None:
+    """Raise ConflictError unless every row to update or remove is still a student of the
+    course (a roster never touches the teaching team: a member promoted meanwhile, maybe to
+    lead, stays) and every row to add is still out of it."""
+
+    def gone(username: str) -> bool:
+        member = members.get(username)
+        return member is None or member.role != Role.STUDENT.value
+
     stale = [row.username for row in plan.additions if row.username in members]
-    stale += [u.row.username for u in plan.updates if u.row.username not in members]
-    stale += [m.username for m in plan.removals if m.username not in members]
+    stale += [u.row.username for u in plan.updates if gone(u.row.username)]
+    stale += [m.username for m in plan.removals if gone(m.username)]
     if stale:
         raise ConflictError(
             f"course {plan.course_id} changed since the preview "

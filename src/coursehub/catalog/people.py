@@ -8,8 +8,9 @@ Two rules protect what belongs to no single course:
 
 - Identity (:data:`IDENTITY_FIELDS`: names, e-mail, student number) is the
   person's, shared by every course. A manager of course A may change it only
-  for a person whose memberships are all in A; anyone else's identity only a
-  hub admin changes (:func:`may_change_identity`). Adding an existing person
+  for a person whose memberships are all in A (a lead's only if a lead of A
+  too); anyone else's identity only a hub admin changes
+  (:func:`may_change_identity`). Adding an existing person
   to A with other values is refused (:class:`IdentityError`, HTTP 409)
   without showing the stored values; leaving the fields empty adds them as
   they are.
@@ -31,6 +32,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from coursehub.catalog.errors import (
     ConflictError,
+    ForbiddenError,
     IdentityError,
     NotFoundError,
     ValidationError,
@@ -53,7 +55,7 @@ from coursehub.catalog.rules import (
     identity_changes,
     may_change_identity,
 )
-from coursehub.catalog.text import control_char_problem
+from coursehub.catalog.text import control_char_problem, quote_text
 
 __all__ = ["SYSTEM", "Actor", "check_role_change", "identity_changes", "may_change_identity"]
 
@@ -129,9 +131,12 @@ def get_person(session: Session, username: str) -> Person:
 
 
 def find_person(session: Session, username: str) -> Person | None:
-    """Return the person with ``username`` (normalised first), or None."""
-    query = select(Person).where(Person.username == normalize_username(username))
-    return session.scalar(query)
+    """Return the person with ``username`` (normalised first), or None (also for a string
+    that cannot be a username)."""
+    name = normalize_username(username)
+    if not _USERNAME.match(name):
+        return None
+    return session.scalar(select(Person).where(Person.username == name))
 
 
 def ensure_person(
@@ -158,6 +163,9 @@ def ensure_person(
     IdentityError
         The person exists, a given value differs and ``actor`` may not change
         it (the message names the fields, never the stored values).
+    ForbiddenError
+        The person is a lead of ``course`` only, a given value differs and
+        ``actor`` is neither a lead of it nor an admin.
     ConflictError
         If the student number belongs to someone else.
     """
@@ -174,9 +182,16 @@ def ensure_person(
         current = {name: getattr(person, name) for name in IDENTITY_FIELDS}
         changes = identity_changes(current, values)
         courses = {m.course_pk for m in person.memberships}
-        if changes and not may_change_identity(actor, courses, course.id if course else None):
-            where = f"outside {course.course_id}" if course is not None else "already"
+        course_pk = course.id if course is not None else None
+        role = next((Role(m.role) for m in person.memberships if m.course_pk == course_pk), None)
+        if changes and not may_change_identity(actor, courses, course_pk, role):
             fields = ", ".join(FIELD_NAMES[name] for name, _old, _new in changes)
+            if role == Role.LEAD and courses == {course_pk}:
+                raise ForbiddenError(
+                    f"{username} is a lead of {course.course_id if course else 'the course'}: "
+                    f"only a lead of the course or a hub admin may change their {fields}"
+                )
+            where = f"outside {course.course_id}" if course is not None else "already"
             raise IdentityError(
                 f"{username} exists {where}: only a hub admin may change their {fields}; "
                 "leave these fields empty to add them as they are"
@@ -211,11 +226,15 @@ def search_people(session: Session, text: str, limit: int = 50) -> list[Person]:
 
 
 def get_membership(session: Session, course: Course, username: str) -> Membership | None:
-    """Return the membership of ``username`` in ``course``, or None."""
+    """Return the membership of ``username`` in ``course``, or None (also for a string that
+    cannot be a username: the database never sees it)."""
+    name = normalize_username(username)
+    if not _USERNAME.match(name):
+        return None
     query = (
         select(Membership)
         .join(Membership.person)
-        .where(Membership.course_pk == course.id, Person.username == normalize_username(username))
+        .where(Membership.course_pk == course.id, Person.username == name)
     )
     return session.scalar(query)
 
@@ -247,6 +266,7 @@ def add_member(
     IdentityError, ForbiddenError, ConflictError
         From :func:`ensure_person` and :func:`check_role_change`.
     """
+    username = check_username(username)
     role = parse_role(str(role))
     if group is not None and group.course_pk != course.id:
         raise ValidationError(f"group {group.name} is not a group of course {course.course_id}")
@@ -294,7 +314,8 @@ def remove_member(
     """
     membership = get_membership(session, course, username)
     if membership is None:
-        raise NotFoundError(f"{normalize_username(username)} is not in course {course.course_id}")
+        who = quote_text(normalize_username(username), 40)
+        raise NotFoundError(f"{who} is not in course {course.course_id}")
     check_role_change(
         course.course_id, actor, membership.person.username, Role(membership.role), None,
         course_leads(session, course),

@@ -44,9 +44,11 @@ def render_plan(plan: RosterPlan) -> str:
 
 def render_identity_change(course_id: str, change: IdentityChange) -> str:
     """Return ``~ row 2: p2501002 last_name 'Moreau' -> 'Moreau-Durand'`` (applied) or the
-    same line starting ``!`` and saying why it is not applied (pure)."""
+    same line starting ``!`` and saying why it is not applied (pure); the stored value of
+    someone outside the course reads ``(not shown)``."""
     text = ", ".join(
-        f"{name} {_quoted(old)} -> {_quoted(new)}" for name, old, new in change.changes
+        f"{name} {_quoted(old) if change.old_shown else '(not shown)'} -> {_quoted(new)}"
+        for name, old, new in change.changes
     )
     if change.applied:
         return f"~ row {change.row}: {change.username} {text}"

@@ -3,7 +3,8 @@
 Accepted: comma, semicolon or tab separated (chosen from the header line,
 or named by the ``sep=;`` first line Excel writes; that line is not counted
 as a row, Excel does not show it); UTF-8 with or without BOM, else
-Windows-1252 (else Latin-1), or UTF-16 with a BOM; quoted fields;
+Windows-1252 (as browsers read it: its five undefined bytes are C1 controls,
+refused by row and column), or UTF-16 with a BOM; quoted fields;
 CRLF or LF; blank lines. Headers in French or English, in any order, compared
 without case, accents, spaces or punctuation ("N° étudiant" = "numero
 etudiant" = "student_id"); other columns are ignored. Names keep their accents
@@ -148,7 +149,7 @@ def column_letter(index: int) -> str:
 
 
 def decode_roster(data: bytes) -> str:
-    """Return the text of a roster file: UTF-8 (BOM or not), else Windows-1252, else Latin-1.
+    """Return the text of a roster file: UTF-8 (BOM or not), else Windows-1252.
 
     A file starting with a UTF-16 byte-order mark (Excel's "Unicode text"
     export) is read as UTF-16.
@@ -157,7 +158,8 @@ def decode_roster(data: bytes) -> str:
     ------
     RosterError
         If the file is empty or binary: a known binary format (zip such as an
-        .xlsx, .xls, PDF, gzip), broken UTF-16, or a text with more than
+        .xlsx, .xls, PDF, gzip), broken UTF-16, neither UTF-8 nor mostly ASCII
+        (:data:`HIGH_BYTES_SHARE`), or a text with more than
         :data:`BINARY_SHARE` control characters (a few stray ones are left
         for :func:`parse_roster` to name by row and column).
     """
@@ -171,20 +173,45 @@ def decode_roster(data: bytes) -> str:
     elif data.startswith(BINARY_MAGIC):
         raise RosterError([NOT_TEXT])
     else:
-        text = _decode_8bit(data)
+        decoded = _decode_8bit(data)
+        if decoded is None:
+            raise RosterError([NOT_TEXT])
+        text = decoded
     controls = sum(1 for c in text if c not in UNSTORED_ALLOWED and is_forbidden_char(c))
     if controls and controls > BINARY_SHARE * len(text):
         raise RosterError([NOT_TEXT])
     return text
 
 
-def _decode_8bit(data: bytes) -> str:
-    for encoding in ("utf-8-sig", "cp1252"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("latin-1")
+#: A file that is not UTF-8 with more than this share of bytes above 0x7F is binary
+#: data: in Windows-1252 text (Western European names, e-mails, digits) most
+#: characters are ASCII, accented letters a few percent.
+HIGH_BYTES_SHARE = 0.3
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+#: Windows-1252 as browsers and Windows decode it (WHATWG Encoding Standard,
+#: https://encoding.spec.whatwg.org/index-windows-1252.txt): Python's "cp1252"
+#: refuses the five bytes it leaves undefined (0x81 0x8D 0x8F 0x90 0x9D), which
+#: map to the C1 controls of the same number. Applied to a Latin-1 decoding.
+_WINDOWS_1252 = {
+    byte: bytes([byte]).decode("cp1252")
+    for byte in range(0x80, 0xA0)
+    if byte not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+}
+
+
+def _decode_8bit(data: bytes) -> str | None:
+    """UTF-8 (BOM or not), else Windows-1252 with its undefined bytes as C1 controls: one
+    stray byte is then named by row and column, and the file's other text (a "€", curly
+    quotes) is read as written. None for binary data: not UTF-8 and more than
+    :data:`HIGH_BYTES_SHARE` of its bytes above 0x7F."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    high = len(data) - len(data.translate(None, _HIGH_BYTES))
+    if high > HIGH_BYTES_SHARE * len(data):
+        return None
+    return data.decode("latin-1").translate(_WINDOWS_1252)
 
 
 def split_sep_line(text: str) -> tuple[str, str | None]:
@@ -274,7 +301,12 @@ def _check_quotes(record: list[str], number: int, lines: list[str], sep: str, wi
 
 
 def _first_row(line: str, delimiter: str) -> list[str]:
-    return next(csv.reader([line], delimiter=delimiter), [])
+    """The values of one line, or none when it is no CSV (a value over the csv module's
+    field size limit: reading the whole file then names the line)."""
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error:
+        return []
 
 
 def parse_roster(data: bytes, username_rule: str = "student_id") -> list[RosterRow]:

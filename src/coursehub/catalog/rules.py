@@ -3,7 +3,8 @@
 See :mod:`coursehub.catalog.people` for the services that apply them:
 identity (names, e-mail, student number) belongs to the person and changes
 only by a hub admin unless every membership of the person is in the course
-of the one who asks; a course always keeps at least one lead, and only its
+of the one who asks (and, for a lead of that course, the one who asks is a
+lead too); a course always keeps at least one lead, and only its
 leads and hub admins make or unmake leads.
 """
 
@@ -58,12 +59,25 @@ def identity_changes(
     )
 
 
-def may_change_identity(actor: Actor, person_courses: set[int], course_pk: int | None) -> bool:
+def may_change_identity(
+    actor: Actor,
+    person_courses: set[int],
+    course_pk: int | None,
+    person_role: Role | None = None,
+) -> bool:
     """Whether ``actor``, managing course ``course_pk``, may change the identity of a person
-    who is a member of ``person_courses`` (course ids): an admin always; else only if the
-    person belongs to that course and to no other (pure)."""
+    who is a member of ``person_courses`` (course ids) with ``person_role`` in that course
+    (pure).
+
+    An admin always; else only if the person belongs to that course and to no
+    other and, when that person is a lead of the course, ``actor`` is a lead
+    too: a teacher may not unmake a lead (:func:`check_role_change`), nor
+    rename or re-mail one.
+    """
     if actor.admin:
         return True
+    if person_role == Role.LEAD and actor.role != Role.LEAD:
+        return False
     return course_pk is not None and person_courses == {course_pk}
 
 

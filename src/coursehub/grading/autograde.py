@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -78,11 +79,18 @@ def plan_hidden(layout: CourseLayout, environ: Mapping[str, str]) -> list[str]:
     gradebooks), the exchange, the runner's slots and the catalog's data
     folder (:func:`coursehub.catalog.db.data_dir`).
     """
+    return plan_hidden_paths(layout.course_dir, layout.exchange_root, environ)
+
+
+def plan_hidden_paths(
+    course_dir: str | Path, exchange_root: str | Path, environ: Mapping[str, str]
+) -> list[str]:
+    """Return the folders of :func:`plan_hidden` for a course directory and exchange (pure)."""
     from coursehub.catalog.db import data_dir
     from coursehub.runner.slots import DEFAULT_SLOTS_DIR
 
     slots = environ.get("COURSEHUB_SLOTS_DIR") or str(DEFAULT_SLOTS_DIR)
-    folders = [layout.course_dir.parent, layout.exchange_root, Path(slots), data_dir(environ)]
+    folders = [Path(course_dir).parent, Path(exchange_root), Path(slots), data_dir(environ)]
     return sorted({str(folder) for folder in folders})
 
 
@@ -132,10 +140,25 @@ class SubmissionOutcome:
 
 
 def check_submission(layout: CourseLayout, assignment: str, student_id: str) -> str | None:
-    """Return why the submitted notebooks cannot be read, or None when they all can."""
+    """Return why the submission cannot be graded, or None when it can.
+
+    Refused: a notebook that is not valid, and any entry that is not a plain
+    file or folder. nbgrader copies the submitted files into ``autograded/``
+    *as the grader* (``shutil.copy`` follows links), so a symbolic link to
+    the gradebook, to a classmate's notebook or to ``/etc/shadow`` would be
+    read with the grader's rights and handed to the student's code.
+    coursehub's collect drops links; this also covers submissions put in
+    ``submitted/`` another way (nbgrader's own collect, by hand).
+    """
     import nbformat
 
     folder = layout.course_dir / "submitted" / student_id / assignment
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            mode = os.lstat(os.path.join(dirpath, name)).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file"
+                return f"{name} is {kind}: not graded"
     for path in sorted(folder.glob("*.ipynb")):
         try:
             nbformat.validate(nbformat.read(path, as_version=4))

@@ -81,8 +81,9 @@ def record_fetch(exchange_root: Path, course_id: str, assignment: str, student_i
 
 
 def plan_student_identity(
-    requested: str | None, hub_user: str | None, os_user: str, is_root: bool
-) -> str:
+    requested: str | None, hub_user: str | None, os_user: str, is_root: bool,
+    hub_user_has_account: bool = False,
+) -> str:  # fmt: skip
     """Return who fetches or submits: the hub user, else the Unix user (pure).
 
     Parameters
@@ -95,6 +96,14 @@ def plan_student_identity(
         The name of the process's effective Unix user.
     is_root
         Whether the process runs as root.
+    hub_user_has_account
+        Whether ``hub_user`` is also a Unix account on this host. Where each
+        student has their own account (SystemdSpawner, LocalProcessSpawner)
+        the Unix user is the identity the student cannot change, while
+        ``JUPYTERHUB_USER`` is a variable they can set in their own
+        terminal: a non-root process whose hub user is *another* Unix
+        account is refused. Where servers share one account (containers,
+        the demo) hub users have no account and the hub user is trusted.
 
     Raises
     ------
@@ -102,8 +111,15 @@ def plan_student_identity(
         When ``requested`` is someone else and the caller may not act for
         others: anyone inside a hub user's server (even root, as in the
         single-user demo), and any non-root Unix user. Only root outside a
-        hub server (an administrator) may.
+        hub server (an administrator) may. Also when a non-root process
+        claims a hub user that is another Unix account (a forged
+        ``JUPYTERHUB_USER``).
     """
+    if hub_user and hub_user != os_user and hub_user_has_account and not is_root:
+        raise UsageError(
+            f"JUPYTERHUB_USER={hub_user} but you are Unix user {os_user}: a student submits "
+            "and fetches only as themselves (unset JUPYTERHUB_USER)"
+        )
     identity, source = (hub_user, "hub user") if hub_user else (os_user, "Unix user")
     if requested is None or requested == identity:
         return identity
@@ -124,7 +140,12 @@ def current_student(requested: str | None, environ: Mapping[str, str] | None = N
         os_user = pwd.getpwuid(euid).pw_name
     except KeyError:
         os_user = str(euid)
-    return plan_student_identity(requested, env.get("JUPYTERHUB_USER") or None, os_user, euid == 0)
+    hub_user = env.get("JUPYTERHUB_USER") or None
+    try:
+        has_account = hub_user is not None and bool(pwd.getpwnam(hub_user))
+    except KeyError:
+        has_account = False
+    return plan_student_identity(requested, hub_user, os_user, euid == 0, has_account)
 
 
 def _exchange_config(

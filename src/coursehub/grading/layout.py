@@ -62,6 +62,8 @@ DEFAULT_EXECUTE_TIMEOUT_S = 30
 #: coursehub's nbgrader exchange classes (``c.ExchangeFactory``).
 COLLECT_CLASS = "coursehub.grading.collect.VerifiedCollect"
 RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
+#: The function whose config sandboxes every autograde that reads the course's config.
+SANDBOX_CONFIG = "coursehub.grading.sandbox_kernel.course_sandbox_config"
 SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
 
 #: Mode of each exchange directory, relative to the exchange root ("" is the root).
@@ -164,9 +166,12 @@ def render_course_config(layout: CourseLayout) -> str:
 
     It sets ``CourseDirectory.course_id`` and ``.root``, the exchange root
     with ``path_includes_course`` (one exchange for every course), and
-    ``Execute.timeout``; the formgrader service and ``nbgrader`` commands
-    run in the course directory read it.
+    ``Execute.timeout``, coursehub's collect and feedback classes, and the
+    sandboxed kernel for every autograde (:data:`SANDBOX_CONFIG`); the
+    formgrader service and ``nbgrader`` commands run in the course directory
+    read it.
     """
+    sandbox_module, _, sandbox_function = SANDBOX_CONFIG.rpartition(".")
     lines = [
         f"# nbgrader configuration of course {layout.course_id} (written by coursehub).",
         "c = get_config()  # noqa: F821",
@@ -178,6 +183,9 @@ def render_course_config(layout: CourseLayout) -> str:
         "# collect: check owners, skip symlinks; feedback: readable by its student only",
         f"c.ExchangeFactory.collect = {COLLECT_CLASS!r}",
         f"c.ExchangeFactory.release_feedback = {RELEASE_FEEDBACK_CLASS!r}",
+        "# autograde from the formgrader or `nbgrader autograde` too: kernels in the sandbox",
+        f"from {sandbox_module} import {sandbox_function}",
+        f"c.merge({sandbox_function}(c.CourseDirectory.root, c.Exchange.root))",
     ]
     if layout.single_user:
         lines.append("# One Unix user for every account: the owner check would flag all.")

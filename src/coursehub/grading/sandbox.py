@@ -12,7 +12,9 @@ What the kernel gets depends on where autograding runs:
   and ``no_new_privs`` (``setpriv``), in new network, mount and PID
   namespaces (``unshare``): no network at all (only a down loopback), no
   view of other processes, and the courses root, the exchange, the runner's
-  slots and the catalog's folder covered by an empty, unreadable tmpfs. Its
+  slots and the catalog's folder covered by an empty, unreadable tmpfs, the
+  GPU device files by ``/dev/null`` (autograde jobs get no GPU), and at most
+  :data:`GRADER_MAX_TASKS` tasks for the grading account. Its
   working folder is a private copy of the one submission, owned by the
   grading account, deleted afterwards. The gradebook is written by nbgrader
   in the trusted process after the kernel has exited.
@@ -49,6 +51,11 @@ from coursehub.errors import CoursehubError
 DEFAULT_GRADER_USER = "coursehub-grader"
 #: Environment variable naming the grading account.
 GRADER_USER_VAR = "COURSEHUB_GRADER_USER"
+
+#: Most tasks (processes and threads) the grading account may have at once, all kernels
+#: together (``RLIMIT_NPROC``, getrlimit(2); counted per real uid, set by ``prlimit``).
+#: A kernel with its BLAS threads uses a few dozen.
+GRADER_MAX_TASKS = 1024
 
 #: Variables passed on as they are (locale, paths, time zone, Python and Jupyter set-up).
 ALLOWED_NAMES = frozenset({
@@ -182,6 +189,7 @@ def plan_kernel_command(
     mode: str,
     hidden: Iterable[str | Path] = (),
     account: GraderAccount | None = None,
+    devices: Iterable[str | Path] = (),
 ) -> list[str]:
     """Return the command that starts ``kernel_cmd`` inside the sandbox (pure).
 
@@ -198,9 +206,17 @@ def plan_kernel_command(
         Existing directories covered by an empty tmpfs of mode 000.
     account
         The grading account (``"root"`` mode only).
+    devices
+        Device files the kernel must not open (the GPUs: an autograde job
+        has none, and device nodes are usually 0666); ``/dev/null`` is
+        bind-mounted over each, in the kernel's mount namespace only.
 
     Notes
     -----
+    With the grading account the kernel also gets ``RLIMIT_NPROC`` =
+    :data:`GRADER_MAX_TASKS` (``prlimit``), so that a fork bomb cannot use
+    up the host's process ids.
+
     The kernel's parent poller (ipykernel, ``JPY_PARENT_PID``) cannot see
     nbgrader from inside a PID namespace: the kernel is started
     ``independent`` and ``setpriv --pdeathsig=KILL`` ties it to nbgrader
@@ -219,6 +235,8 @@ def plan_kernel_command(
     if mode in ("root", "uid"):
         assert account is not None
         drop += [f"--reuid={account.uid}", f"--regid={account.gid}", "--clear-groups"]
+        # a fork bomb stops at the grading account's task limit, not at the host's pid_max
+        drop[:0] = ["prlimit", f"--nproc={GRADER_MAX_TASKS}", "--"]
     if mode == "uid":
         return [*drop, "--", *kernel_cmd]
     # setpriv --pdeathsig: unshare (then, --kill-child, the whole namespace) dies with nbgrader
@@ -237,14 +255,19 @@ def plan_kernel_command(
     if mode == "userns":
         unshare[4:4] = ["--user", "--map-root-user"]
     hidden_args = [str(p) for p in hidden]
+    device_args = [str(p) for p in devices]
     script = (
         'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
         'mount -t tmpfs -o size=4k,mode=000 coursehub-hidden "$1" || exit 125; '
         "shift; i=$((i+1)); done; "
+        'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
+        'mount --bind /dev/null "$1" || exit 125; '
+        "shift; i=$((i+1)); done; "
         '"$@"'
     )
     return [*unshare, "--", "/bin/sh", "-c", script, "coursehub-sandbox",
-            str(len(hidden_args)), *hidden_args, *drop, "--", *kernel_cmd]  # fmt: skip
+            str(len(hidden_args)), *hidden_args, str(len(device_args)), *device_args,
+            *drop, "--", *kernel_cmd]  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4)
@@ -271,6 +294,24 @@ def sandbox_mode(is_root: bool | None = None) -> str:
     except (OSError, subprocess.TimeoutExpired):
         ok = False
     return mode if ok else fallback
+
+
+#: Device files of GPUs (NVIDIA's driver, the DRM render and card nodes of others).
+GPU_DEVICE_PATTERNS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd")
+
+
+def gpu_devices(patterns: Iterable[str] = GPU_DEVICE_PATTERNS) -> list[str]:
+    """Return the GPU device files (character devices) present on this host, sorted."""
+    import glob
+    import stat
+
+    found = set()
+    for pattern in patterns:
+        for path in glob.glob(pattern):
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.stat(path).st_mode):
+                    found.add(path)
+    return sorted(found)
 
 
 def hidden_paths(paths: Iterable[str | Path], keep: Iterable[str | Path]) -> list[str]:

@@ -15,7 +15,7 @@ change it). For each notebook it
    network namespaces, TCP on 127.0.0.1 does not), an environment from
    :func:`coursehub.grading.sandbox.plan_sandbox_env`, ``cwd`` = that copy,
    through :func:`coursehub.grading.sandbox.plan_kernel_command` (grading
-   account, namespaces: see :mod:`coursehub.grading.sandbox`);
+   account, namespaces, no GPU device: see :mod:`coursehub.grading.sandbox`);
 3. removes the folder once the kernel has been shut down.
 
 nbgrader then writes the autograded notebook and the gradebook itself,
@@ -40,7 +40,9 @@ from traitlets.config import Config
 from coursehub.grading.sandbox import (
     GraderAccount,
     chown_tree,
+    ensure_grader_user,
     find_grader,
+    gpu_devices,
     grader_user_name,
     hidden_paths,
     plan_kernel_command,
@@ -72,6 +74,8 @@ class SandboxKernelManager(AsyncKernelManager):
         if self._mode in ("root", "uid"):
             name = self.grader_user or grader_user_name()
             self._account = find_grader(name)
+            if self._account is None and os.geteuid() == 0:
+                self._account = ensure_grader_user(name)  # e.g. the formgrader's button
             if self._account is None:
                 raise RuntimeError(
                     f"grading account {name!r} missing: run coursehub grading grader-user"
@@ -113,7 +117,7 @@ class SandboxKernelManager(AsyncKernelManager):
             Path(sys.executable).resolve().parent,
         ]
         cmd = plan_kernel_command(
-            kernel_cmd, self._mode, hidden_paths(self.hidden, keep), self._account
+            kernel_cmd, self._mode, hidden_paths(self.hidden, keep), self._account, gpu_devices()
         )
         self.log.info("sandboxed kernel (%s) in %s", self._mode, work)
         await super()._async_launch_kernel(cmd, **kw)
@@ -175,6 +179,24 @@ def sandbox_config() -> Config:
     config.Autograde.autograde_preprocessors = [
         SandboxExecute if pp is Execute else pp for pp in default
     ]
+    return config
+
+
+def course_sandbox_config(course_dir: str, exchange_root: str) -> Config:
+    """Return the sandbox part of a course's ``nbgrader_config.py`` (read when it is loaded).
+
+    Every autograde that reads the course's configuration, not only
+    coursehub's jobs, then runs students' kernels in the sandbox: the
+    formgrader's "autograde" button (nbgrader's ``NbGraderAPI.autograde``,
+    in the formgrader's own process, whose environment holds its hub token)
+    and ``nbgrader autograde`` run by hand in the course directory. The
+    hidden folders are those of :func:`coursehub.grading.autograde.plan_hidden`,
+    from the loading process's environment.
+    """
+    from coursehub.grading.autograde import plan_hidden_paths
+
+    config = sandbox_config()
+    config.SandboxKernelManager.hidden = plan_hidden_paths(course_dir, exchange_root, os.environ)
     return config
 
 

@@ -20,7 +20,6 @@ from importlib import resources
 from typing import Any
 
 from coursehub.errors import UsageError
-from coursehub.hub.busyactivity import MAX_BUSY_S, SERVER_ARG
 from coursehub.hub.profiles import DEFAULT_PROFILE, SPAWNER_KINDS, CourseProfile
 from coursehub.hub.spawner import NO_COURSE_CHOICES
 from coursehub.resources import format_mem
@@ -157,7 +156,14 @@ def _start_timeout_s(settings: HubSettings) -> int:
     return START_TIMEOUT_S.get(settings.kind, max(START_TIMEOUT_S.values()))
 
 
-def render_idle_notice(cull_idle_s: int, max_busy_s: float = MAX_BUSY_S) -> str:
+def busy_server_arg() -> str:
+    """Return the single-user server argument enabling the busy-kernel extension."""
+    from coursehub.hub.busyactivity import SERVER_ARG
+
+    return SERVER_ARG
+
+
+def render_idle_notice(cull_idle_s: int, max_busy_s: float | None = None) -> str:
     """Return what students are told about the idle culler (hub home and spawn pages).
 
     Parameters
@@ -166,8 +172,13 @@ def render_idle_notice(cull_idle_s: int, max_busy_s: float = MAX_BUSY_S) -> str:
         The culler's timeout in seconds.
     max_busy_s
         How long a busy kernel counts as activity
-        (:class:`coursehub.hub.busyactivity.BusyKernelActivity`).
+        (:class:`coursehub.hub.busyactivity.BusyKernelActivity`; default its
+        ``MAX_BUSY_S``).
     """
+    # the extension's module loads tornado and traitlets: not at `coursehub --help` time
+    from coursehub.hub.busyactivity import MAX_BUSY_S
+
+    max_busy_s = MAX_BUSY_S if max_busy_s is None else max_busy_s
     return (
         f"Your server is stopped after {_duration(cull_idle_s)} without activity: save your "
         f"work. A computation still running counts as activity (up to {_duration(max_busy_s)})."
@@ -214,7 +225,7 @@ def render_hub_config(settings: HubSettings) -> str:
         "default_mem": format_mem(settings.default_profile.mem_limit),
         "start_timeout_s": _start_timeout_s(settings),
         "idle_notice": render_idle_notice(settings.cull_idle_s),
-        "busy_arg": SERVER_ARG,
+        "busy_arg": busy_server_arg(),
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),

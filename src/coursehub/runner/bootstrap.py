@@ -16,7 +16,8 @@ Before the user's code runs it
 3. starts the job's watchdog (:mod:`coursehub.runner.watchdog`) when the
    runner passed its lifeline (``COURSEHUB_PARENT_FD``): the job is stopped
    if the runner dies, keeps its time limit if it is detached, and leaves
-   nothing behind in its process group when it ends;
+   nothing behind in its process group or cgroup when it ends; the watchdog
+   holds the slot locks, the job's own copies are closed;
 4. runs the script as ``__main__`` (``runpy.run_path``, ``sys.path[0]`` = the
    script's directory, as ``python script.py`` does) or the module
    (``runpy.run_module``, as ``python -m`` does) with ``sys.argv`` set.
@@ -119,8 +120,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if parent_fd:
         from coursehub.runner.watchdog import start_watchdog
 
+        cgroup = [path for path in procs_files.split(os.pathsep) if path]
         start_watchdog(int(parent_fd), orphan, float(timeout) if timeout else None,
-                       float(grace), slot_fds)  # fmt: skip
+                       float(grace), slot_fds, cgroup)  # fmt: skip
     n_threads = int(os.environ.get("COURSEHUB_N_THREADS", "1"))
     fraction = os.environ.get("COURSEHUB_GPU_MEM_FRACTION")
     install_torch_hook(n_threads, float(fraction) if fraction else None)

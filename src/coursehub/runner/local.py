@@ -16,7 +16,8 @@ returns at once):
    kill, SIGHUP, a killed notebook kernel running ``%coursehub_run``), and
    then stops the job's process group, or, for a ``detached`` job
    (``--no-wait``), keeps the job's time limit itself;
-4. copy its output, live, to the log file and to ``on_output``;
+4. copy its output, live, to the log file (mode 0600, its folder 0700 when
+   made here; the result file too) and to ``on_output``;
 5. on timeout or cancel: SIGTERM to the group, SIGKILL after ``grace_s``;
 6. reap it with ``os.wait4`` (CPU time, peak RSS), kill what is left of
    the group, remove the cgroup, release the slots, write ``<job id>.json``.
@@ -31,6 +32,7 @@ import json
 import os
 import resource
 import secrets
+import select
 import signal
 import subprocess
 import threading
@@ -157,7 +159,7 @@ class LocalBackend(Backend):
         self.validate(spec)
         job_id = Path(spec.log_path).stem if spec.log_path else new_job_id(spec)
         log_path = Path(spec.log_path) if spec.log_path else self.runs_dir / f"{job_id}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         job = LocalJob(self, spec, job_id, log_path, on_output or self.on_output)
         job.start()
         return job
@@ -186,7 +188,9 @@ class LocalJob(Job):
         self._done = threading.Event()
         self._cancel = threading.Event()
         self._write_lock = threading.Lock()
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed by the supervisor
+        # private (0600): a job's output may hold anything its owner printed
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._log = os.fdopen(os.open(log_path, flags, 0o600), "ab")
         self._thread = threading.Thread(target=self._supervise, name=f"job-{job_id}", daemon=True)
 
     def start(self) -> None:
@@ -366,7 +370,7 @@ class LocalJob(Job):
                 _kill_group(proc.pid, signal.SIGTERM)
             if term_at is not None and now - term_at > backend.grace_s:
                 _kill_group(proc.pid)
-            time.sleep(backend.sample_s)
+            _sleep_unless_exit(proc.pid, backend.sample_s)
 
     def _kernel_reason(
         self, returncode: int, stats: CgroupStats | None, unit: str | None
@@ -412,8 +416,28 @@ def write_result(result: RunResult, path: Path) -> None:
     data = dataclasses.asdict(result)
     data["log_path"] = str(result.log_path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+        handle.write(json.dumps(data, indent=1) + "\n")
+    os.chmod(tmp, 0o600)  # an older run's leftover keeps its mode otherwise
     os.replace(tmp, path)
+
+
+def _sleep_unless_exit(pid: int, timeout_s: float) -> None:
+    """Sleep ``timeout_s``, waking as soon as ``pid`` exits (a pidfd, Linux 5.3+).
+
+    The exit is seen at once however long the sampling interval, so a job's
+    slots come back without waiting for the next sample; where pidfds are
+    unavailable it is a plain sleep.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd_open, or already reaped
+        time.sleep(timeout_s)
+        return
+    try:
+        select.select([pidfd], [], [], timeout_s)
+    finally:
+        os.close(pidfd)
 
 
 def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

@@ -2,19 +2,26 @@
 
 Started by the bootstrap before the user's code (:func:`start_watchdog`), it
 is a grandchild of the job (double fork: never a child the user's code could
-reap or wait for), in the job's process group, with no slot descriptor and no
-output. It waits (``select``) on
+reap or wait for), in the job's process group, with no output. It holds the
+job's slot descriptors *instead of* the job: the job's own copies are closed
+before the user's code runs, so that nothing the user's code forks (a
+daemon that leaves the process group with ``setsid``) can keep the slots
+once the job has ended. It waits (``select``) on
 
 - the read end of the runner's lifeline pipe: end of file means the runner
   is gone (SIGKILL, OOM kill, SIGHUP, a killed ``%coursehub_run`` kernel):
   a normal job is stopped at once; a detached one (``--no-wait``) goes on,
   and the watchdog stops it at its time limit;
 - a pidfd of the job's main process (pidfd_open(2), Linux 5.3): when the job
-  ends, whatever it left in its process group (background children holding
-  inherited slot locks) is killed, so the slots come back at once.
+  ends, whatever it left in its process group is killed, and the watchdog
+  exits: the slots come back at once.
 
 Stopping is SIGTERM to the process group, then SIGKILL after the grace
-period (the runner's own policy). The watchdog ignores SIGTERM, SIGINT and
+period (the runner's own policy). Where the job has a cgroup
+(``COURSEHUB_CGROUP_PROCS``), whatever is left in it is killed too: a
+process that left the process group (``setsid``, double fork) cannot leave
+the cgroup, so it dies with the job even when the runner, which otherwise
+empties the cgroup, was killed. The watchdog ignores SIGTERM, SIGINT and
 SIGHUP; the group's SIGKILL ends it too. The runner keeps enforcing limits
 itself while it lives (its result says why a job was stopped).
 """
@@ -26,6 +33,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Sequence
 
 #: Seconds between two checks when no pidfd is available.
 POLL_S = 0.2
@@ -45,37 +53,35 @@ def plan_stop_at(
 
 
 def start_watchdog(
-    parent_fd: int, orphan: str, timeout_s: float | None, grace_s: float, slot_fds: list[int]
-) -> None:
+    parent_fd: int, orphan: str, timeout_s: float | None, grace_s: float, slot_fds: list[int],
+    procs_files: Sequence[str] = (),
+) -> None:  # fmt: skip
     """Fork the watchdog of this process (the job's main process); return in the job at once.
 
-    The slot descriptors are made close-on-exec in the job, so that programs
-    it starts do not hold the slots after it ends.
+    The watchdog keeps the slot descriptors; the job closes its own copies
+    (and the lifeline's), so that neither the programs it starts nor the
+    processes it forks hold the slots after it ends. ``procs_files``: the
+    ``cgroup.procs`` files of the job's cgroup, emptied when the job ends.
     """
     started = time.monotonic()
     job = os.getpid()
-    for fd in slot_fds:
-        with contextlib.suppress(OSError):
-            os.set_inheritable(fd, False)
     middle = os.fork()
     if middle == 0:  # pragma: no cover - runs in forked processes
         try:
             if os.fork() == 0:
-                _watch(job, parent_fd, orphan, timeout_s, grace_s, slot_fds, started)
+                _watch(job, parent_fd, orphan, timeout_s, grace_s, started, list(procs_files))
         finally:
             os._exit(0)
     os.waitpid(middle, 0)
-    with contextlib.suppress(OSError):
-        os.close(parent_fd)
+    for fd in (*slot_fds, parent_fd):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _watch(job: int, parent_fd: int, orphan: str, timeout_s: float | None, grace_s: float,
-           slot_fds: list[int], started: float) -> None:  # fmt: skip  # pragma: no cover
+           started: float, procs_files: list[str]) -> None:  # fmt: skip  # pragma: no cover
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    for fd in slot_fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -89,22 +95,22 @@ def _watch(job: int, parent_fd: int, orphan: str, timeout_s: float | None, grace
     while True:
         now = time.monotonic()
         if stop_at is not None and now >= stop_at:
-            _stop_group(pgid, job, pidfd, grace_s)
+            _stop_group(pgid, job, pidfd, grace_s, procs_files)
         wait = POLL_S if pidfd is None else 3600.0
         if stop_at is not None:
             wait = min(wait, max(0.0, stop_at - now))
         watched = [fd for fd in (pidfd, lifeline) if fd is not None]
         ready, _, _ = select.select(watched, [], [], wait)
         if (pidfd is not None and pidfd in ready) or (pidfd is None and not _alive(job)):
-            _kill(pgid, signal.SIGKILL)  # the job has ended: nothing of it may stay
-            os._exit(0)
+            _end(pgid, procs_files)  # the job has ended: nothing of it may stay
         if lifeline is not None and lifeline in ready and not os.read(lifeline, 1):
             os.close(lifeline)
             lifeline = None
             stop_at = plan_stop_at(time.monotonic(), started, orphan, timeout_s)
 
 
-def _stop_group(pgid: int, job: int, pidfd: int | None, grace_s: float) -> None:  # pragma: no cover
+def _stop_group(pgid: int, job: int, pidfd: int | None, grace_s: float,
+                procs_files: list[str]) -> None:  # fmt: skip  # pragma: no cover
     _kill(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
@@ -115,8 +121,37 @@ def _stop_group(pgid: int, job: int, pidfd: int | None, grace_s: float) -> None:
             break
         else:
             time.sleep(POLL_S)
+    _end(pgid, procs_files)
+
+
+def _end(pgid: int, procs_files: list[str]) -> None:  # pragma: no cover - runs in the watchdog
+    """Kill the rest of the job's cgroup, then its process group, this watchdog included."""
+    _sweep(procs_files)
     _kill(pgid, signal.SIGKILL)
     os._exit(0)
+
+
+def plan_sweep(procs_texts: Sequence[str], me: int) -> list[int]:
+    """Return the pids listed in ``cgroup.procs`` contents, other than ``me`` (pure)."""
+    pids = {int(word) for text in procs_texts for word in text.split() if word.isdigit()}
+    return sorted(pids - {me})
+
+
+def _sweep(procs_files: list[str]) -> None:  # pragma: no cover - runs in the watchdog
+    """SIGKILL every other process of the job's cgroup, until it is empty (or 5 s)."""
+    deadline = time.monotonic() + 5.0
+    while procs_files and time.monotonic() < deadline:
+        texts = []
+        for path in procs_files:
+            with contextlib.suppress(OSError), open(path) as procs:
+                texts.append(procs.read())
+        pids = plan_sweep(texts, os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 def _alive(pid: int) -> bool:

@@ -14,13 +14,15 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask
+from flask import Flask, request
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import NotFound
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
+from werkzeug.wrappers import Response
 
 from coursehub.web import api, auth, database, errors, hubsync, views
 from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
+from coursehub.web.redirects import plan_location
 
 
 def create_app(
@@ -66,7 +68,16 @@ def create_app(
     views.init_app(app)
     api.init_app(app)
     errors.init_app(app)
+    app.after_request(relative_redirect)
     return app
+
+
+def relative_redirect(response: Response) -> Response:
+    """Make a redirect to this host a path (:func:`coursehub.web.redirects.plan_location`)."""
+    location = response.headers.get("Location")
+    if location and 300 <= response.status_code < 400:
+        response.headers["Location"] = plan_location(location, request.host)
+    return response
 
 
 def _mount(app: Flask, prefix: str) -> None:

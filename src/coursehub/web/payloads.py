@@ -33,7 +33,8 @@ def parse_fields(
     ------
     PayloadError
         If ``body`` is not an object, a required field is missing, a field has
-        the wrong type, or an unknown field is present.
+        the wrong type, a text field holds a lone surrogate, or an unknown
+        field is present.
     """
     if not isinstance(body, dict):
         raise PayloadError({"body": "must be a JSON object"})
@@ -49,9 +50,20 @@ def parse_fields(
             value is not None and not isinstance(value, kind)
         ):
             fields[name] = f"must be a {kind.__name__}"
+        elif isinstance(value, str) and (surrogate := _lone_surrogate(value)):
+            fields[name] = f"holds a lone surrogate ({surrogate}), which is not text"
     if fields:
         raise PayloadError(fields)
     return dict(body)
+
+
+def _lone_surrogate(text: str) -> str | None:
+    """Return ``"U+D800"`` for the first lone surrogate of ``text`` (JSON's ``"\\ud800"``
+    decodes to one; no database or UTF-8 encoder accepts it), else None."""
+    for char in text:
+        if "\ud800" <= char <= "\udfff":
+            return f"U+{ord(char):04X}"
+    return None
 
 
 MATERIAL_FIELDS: dict[str, type] = {"git_url": str, "branch": str, "subpath": str}

@@ -70,3 +70,27 @@ def _plain_path(path: str, prefix: str) -> bool:
     if any(is_forbidden_char(char) or char.isspace() for char in path):
         return False
     return not any(segment in (".", "..") for segment in path.split("/"))
+
+
+def plan_location(location: str, host: str) -> str:
+    """Return a redirect's ``Location`` without scheme and host when it names ``host`` (pure).
+
+    Werkzeug answers a URL missing its trailing slash (``/courses/x``) with a
+    308 to an absolute URL built from the request's ``Host`` header, which
+    the client chooses: ``Host: evil.example`` gave ``Location:
+    http://evil.example/courses/x/``, an open redirect for anyone (a cache,
+    a proxy) that keeps the answer. A path alone leads to the same page on
+    the host the browser asked. Locations on another host (the hub's sign-in
+    page) are returned unchanged.
+
+    ``plan_location("http://evil.example/courses/x/?a=1", "evil.example") == "/courses/x/?a=1"``
+    """
+    parts = urlsplit(location)
+    if not parts.netloc or parts.netloc.lower() != host.lower():
+        return location
+    path = "/" + parts.path.lstrip("/")  # never "//host": a path of this site
+    return (
+        path
+        + (f"?{parts.query}" if parts.query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )

@@ -115,6 +115,7 @@ def render_plan_json(plan: RosterPlan) -> dict[str, Any]:
                 "username": c.username,
                 "changes": [{"field": f, "old": old, "new": new} for f, old, new in c.changes],
                 "applied": c.applied,
+                "old_shown": c.old_shown,
             }
             for c in plan.identity_changes
         ],
