@@ -257,7 +257,8 @@ def run_managed(
     student's threads; ``overcommit``: it has ``settings.cpu_budget`` CPUs,
     so students queue. With ``settings.device == "cuda"`` each student gets
     one slot of GPU 0, which takes them all. ``on_exit`` is called with a
-    student's index as soon as its job is seen to have ended.
+    student's index as soon as its job is seen to have ended (from the
+    thread that waits for that job, one call at a time).
     """
     from coursehub.runner.api import submit
     from coursehub.runner.local import LocalBackend
@@ -280,13 +281,15 @@ def run_managed(
     jobs: list[Job] = []
     ends: dict[int, float] = {}
     waiters: list[threading.Thread] = []
+    one_at_a_time = threading.Lock()  # on_exit runs as each job ends, never two at once
 
     def await_end(i: int, job: Job) -> None:  # blocked, not polling: no CPU taken
         with contextlib.suppress(Exception):  # its error is raised by _student_of
             job.wait()
-        ends[i] = time.monotonic() - t0
-        if on_exit is not None:
-            on_exit(i)
+        with one_at_a_time:
+            ends[i] = time.monotonic() - t0
+            if on_exit is not None:
+                on_exit(i)
 
     try:
         for i in range(scenario.n_students):
