@@ -4,14 +4,19 @@ Seeds a temporary SQLite catalog (31 courses of one active year, 90
 teachers leading/teaching/grading 3 courses each, 2,910 students enrolled in
 3 courses each, seeded RNG), starts JupyterHub with configurable-http-proxy
 (the test fixture's :class:`RunningHub`, unless ``--hub-url`` names a running
-hub), then times:
+hub), then times :func:`coursehub.hub.sync.sync_catalog`:
 
 1. the first sync (read catalog, read hub, plan, apply), users created in
    chunks of ``--chunk-size`` and members added in one request per group;
-2. a no-op re-sync (target: <= 5 s);
+2. no-op re-syncs, ``--repeat`` times each, interleaved (one of each kind per
+   round, so that a noisy moment hits every kind alike): the whole catalog
+   (target: <= 1 s), the whole catalog with the user list read (what
+   ``--prune`` reads), and one course (what a web edit syncs); median and
+   range (min-max) per kind;
 3. a sync after one student changes course.
 
-Run: ``.venv/bin/python benchmarks/bench_sync.py`` (about a minute).
+Run: ``.venv/bin/python benchmarks/bench_sync.py`` (about a minute). The
+figures are wall-clock seconds on whatever else the machine is doing.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -30,14 +36,7 @@ from coursehub.catalog.models import Membership, Person
 from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
 from coursehub.hub.hubclient import HubClient
-from coursehub.hub.sync import (
-    actual_state,
-    apply_sync,
-    course_specs,
-    desired_from_courses,
-    plan_sync,
-    record_sync_status,
-)
+from coursehub.hub.sync import sync_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,26 +83,16 @@ def seed_catalog(url: str, n_courses: int, n_teachers: int, n_students: int, see
                 session.add(Membership(person=student, course=course, role="student"))
 
 
-def timed_sync(engine, client: HubClient, chunk_size: int) -> dict[str, float]:
-    """Run one sync; return the seconds of each phase and the counts."""
+def timed_sync(engine, client: HubClient, chunk_size: int, **kwargs) -> dict[str, float]:
+    """Run one :func:`sync_catalog` (``kwargs``: course_ids, prune); return seconds and counts."""
     t0 = time.perf_counter()
     with session_scope(engine) as session:
-        courses = course_specs(session)
-    t1 = time.perf_counter()
-    actual = actual_state(client)
-    t2 = time.perf_counter()
-    plan = plan_sync(desired_from_courses(courses), actual)
-    t3 = time.perf_counter()
-    report = apply_sync(plan, client, chunk_size=chunk_size)
-    t4 = time.perf_counter()
-    with session_scope(engine) as session:
-        record_sync_status(session, [c.course_id for c in courses], report)
-    t5 = time.perf_counter()
-    if not report.ok:
-        raise SystemExit(f"sync failed: {report}")
-    counts = plan.counts()
-    return {"catalog_s": t1 - t0, "hub_read_s": t2 - t1, "plan_s": t3 - t2, "apply_s": t4 - t3,
-            "record_s": t5 - t4, "total_s": t5 - t0, "requests": report.requests,
+        outcome = sync_catalog(session, client, chunk_size=chunk_size, **kwargs)
+    total = time.perf_counter() - t0
+    if not outcome.ok or outcome.plan is None:
+        raise SystemExit(f"sync failed: {outcome.report}")
+    counts = outcome.plan.counts()
+    return {"total_s": total, "requests": outcome.report.requests,
             "users_created": counts["create_users"], "members_added": counts["add_members"],
             "members_removed": counts["remove_members"]}  # fmt: skip
 
@@ -113,7 +102,8 @@ def move_one_student(engine) -> None:
     with session_scope(engine) as session:
         membership = session.query(Membership).filter_by(role="student").first()
         assert membership is not None
-        taken = {m.course_pk for m in membership.person.memberships}
+        mine = session.query(Membership.course_pk).filter_by(person_pk=membership.person_pk)
+        taken = {pk for (pk,) in mine}
         free = session.query(Membership.course_pk).filter(~Membership.course_pk.in_(taken)).first()
         assert free is not None
         membership.course_pk = free[0]
@@ -126,6 +116,7 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=2910)
     parser.add_argument("--chunk-size", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=7, help="no-op syncs of each kind (>= 5)")
     parser.add_argument("--hub-url", help="use this running hub (empty!) instead of starting one")
     parser.add_argument("--token-env", default="COURSEHUB_HUB_API_TOKEN")
     args = parser.parse_args()
@@ -140,13 +131,27 @@ def main() -> int:
         try:
             client = (TimingClient(args.hub_url, os.environ[args.token_env]) if hub is None
                       else TimingClient(hub.api_url, hub.token))  # fmt: skip
-            for label in ("first sync", "no-op re-sync", "one student moved"):
-                if label == "one student moved":
-                    move_one_student(engine)
-                client.seconds.clear()
-                figures = timed_sync(engine, client, args.chunk_size)
-                print(f"{label:18s} " + "  ".join(_fmt(k, v) for k, v in figures.items()))
-                print(" " * 19 + "  ".join(f"{k}: {v:.2f} s" for k, v in client.seconds.items()))
+            report(client, "first sync", timed_sync(engine, client, args.chunk_size))
+            kinds = {
+                "no-op catalog": {},
+                "no-op catalog + users (prune)": {"prune": True},
+                "no-op one course": {"course_ids": ["ue00-2025"]},
+            }
+            runs: dict[str, list[float]] = {kind: [] for kind in kinds}
+            for _round in range(args.repeat):
+                for kind, kwargs in kinds.items():
+                    client.seconds.clear()
+                    figures = timed_sync(engine, client, args.chunk_size, **kwargs)
+                    assert figures["requests"] == 0, figures
+                    runs[kind].append(figures["total_s"])
+                    if _round == 0:
+                        report(client, kind, figures)
+            for kind, seconds in runs.items():
+                print(f"{kind:30s} median {statistics.median(seconds):.3f} s, range "
+                      f"{min(seconds):.3f}-{max(seconds):.3f} s over {len(seconds)} runs")  # fmt: skip
+            move_one_student(engine)
+            client.seconds.clear()
+            report(client, "one student moved", timed_sync(engine, client, args.chunk_size))
         finally:
             if hub is not None:
                 hub.stop()
@@ -170,6 +175,12 @@ def start_hub(workdir: Path):
     hub.start()
     print(f"hub started in {time.perf_counter() - t0:.1f} s")
     return hub
+
+
+def report(client: "TimingClient", label: str, figures: dict[str, float]) -> None:
+    """Print one sync's figures and the seconds per kind of request."""
+    print(f"{label:30s} " + "  ".join(_fmt(k, v) for k, v in figures.items()))
+    print(" " * 31 + "  ".join(f"{k}: {v:.3f} s" for k, v in client.seconds.items()))
 
 
 def _fmt(key: str, value: float) -> str:

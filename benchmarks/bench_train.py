@@ -34,22 +34,23 @@ def child(arch: str, batch_size: int, n_threads: int, steps: int) -> dict[str, f
     import numpy as np
     import torch
 
-    from coursehub.pendulum import trainer
-    from coursehub.pendulum.model import ModelConfig, fit_scaler
+    from coursehub.pendulum import fitting
+    from coursehub.pendulum.config import ModelConfig, TrainConfig
+    from coursehub.pendulum.model import fit_scaler
     from coursehub.pendulum.physics import integrate_rk4
 
     rng = np.random.default_rng(0)
     y0 = np.zeros((16, 4))
     y0[:, [0, 2]] = rng.uniform(-np.pi, np.pi, (16, 2))
     states = integrate_rk4(y0, 1 / 30, 300)
-    config = ModelConfig.course() if arch == "course" else ModelConfig()
-    cfg = trainer.TrainConfig(batch_size=batch_size, max_windows=steps * batch_size, noise=0.1)
-    state = trainer.build_state(config, fit_scaler(config, states), cfg, torch.device("cpu"))
-    source = trainer.WindowSource(states, config.window + 1, torch.device("cpu"))
-    warm = trainer.TrainConfig(batch_size=batch_size, max_windows=3 * batch_size)
-    trainer.train_epoch(state, source, warm, lambda: False)
+    config = ModelConfig.preset(arch)
+    cfg = TrainConfig(batch_size=batch_size, max_windows=steps * batch_size, noise=0.1)
+    state = fitting.build_state(config, fit_scaler(config, states), cfg, torch.device("cpu"))
+    source = fitting.WindowSource(states, config.window + 1, torch.device("cpu"))
+    warm = TrainConfig(batch_size=batch_size, max_windows=3 * batch_size)
+    fitting.train_epoch(state, source, warm, lambda: False)
     t0, c0 = time.perf_counter(), time.process_time()
-    trainer.train_epoch(state, source, cfg, lambda: False)
+    fitting.train_epoch(state, source, cfg, lambda: False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"samples_per_s": steps * batch_size / wall, "wall_s": wall, "cpu_s": cpu}
 

@@ -24,14 +24,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import pytest
-import requests
+
+from coursehub.hub.process import HubStartError, start_hub, wait_until_up
 
 #: Scopes of the sync service (JupyterHub 6.x, ``jupyterhub/scopes.py``):
 #: ``admin:users`` creates/deletes users (and holds ``list:users``, ``read:users``);
@@ -150,31 +150,13 @@ class RunningHub:
             "COURSEHUB_TEST_HUB_PASSWORD": self.password,
         }
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-                cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-        self._wait_up()
-
-    def _wait_up(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"jupyterhub exited ({self.process.returncode}):\n{self.log_tail()}"
-                )
-            try:
-                if requests.get(self.api_url + "/", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(
-            f"jupyterhub did not answer within {START_TIMEOUT_S} s:\n{self.log_tail()}"
-        )
+            self.process = start_hub(config, self.workdir, env, log)
+        try:
+            wait_until_up(self.url, START_TIMEOUT_S, self.process)
+        except HubStartError as exc:
+            if exc.returncode is None:
+                self.stop()
+            raise RuntimeError(f"{exc}:\n{self.log_tail()}") from None
 
     def stop(self) -> None:
         """Stop the hub (SIGTERM, the hub stops its proxy), then kill anything left over."""

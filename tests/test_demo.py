@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 STUDENT = "p2501001"
 LEAD = "mbuffat"
 FORMGRADER = "/services/mlmeca-2025/formgrader"
-START_TIMEOUT_S = 90.0
+START_TIMEOUT_S = 180.0
 
 
 def _proxy_or_skip() -> None:

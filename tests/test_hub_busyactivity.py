@@ -1,4 +1,4 @@
-"""A busy kernel counts as activity on a single-user server (coursehub.hub.busyactivity)."""
+"""A busy kernel counts as activity on a single-user server (coursehub.spawn.busyactivity)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from coursehub.hub.busyactivity import SERVER_ARG, busy_activity, plan_busy_since
+from coursehub.spawn.busyactivity import SERVER_ARG, busy_activity, plan_busy_since
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

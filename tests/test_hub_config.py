@@ -11,9 +11,9 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.busyactivity import SERVER_ARG
+from coursehub.spawn.busyactivity import SERVER_ARG
 from coursehub.hub.config import HubSettings, render_hub_config, render_idle_notice
-from coursehub.hub.identity import hub_id_for_db_url
+from coursehub.spawn.identity import hub_id_for_db_url
 
 GOLDEN = Path(__file__).parent / "golden"
 PYTHON_KINDS = ("systemd", "local", "slurm")
@@ -65,7 +65,7 @@ def test_each_kind_names_its_spawner(tmp_path, monkeypatch):
     }
     assert classes == {
         "systemd": "systemdspawner.SystemdSpawner",
-        "local": "coursehub.hub.cgroupspawner.CgroupLocalProcessSpawner",
+        "local": "coursehub.spawn.cgroupspawner.CgroupLocalProcessSpawner",
         "slurm": "batchspawner.SlurmSpawner",
     }
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from coursehub.hub.devices import (
+from coursehub.spawn.devices import (
     DeviceRule,
     nvidia_access,
     nvidia_majors,
     parse_proc_devices,
     plan_device_rules,
 )
-from coursehub.hub.profiles import make_profile, spawner_override
+from coursehub.contract import make_profile
+from coursehub.spawn.profiles import spawner_override
 
 PROC_DEVICES = """Character devices:
   1 mem

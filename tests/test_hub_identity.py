@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coursehub.hub.identity import (
+from coursehub.spawn.identity import (
     HubIdentityError,
     HubLock,
     check_hub_id,

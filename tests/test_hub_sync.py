@@ -13,17 +13,10 @@ from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
 from coursehub.errors import CoursehubError
 from coursehub.hub import cli as hub_cli
-from coursehub.hub.hubclient import HubClient, HubUnreachableError, RetryPolicy
-from coursehub.hub.sync import (
-    MANAGED_USERS_GROUP,
-    actual_state,
-    apply_sync,
-    course_specs,
-    desired_from_courses,
-    desired_state,
-    plan_sync,
-    record_sync_status,
-)
+from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError, RetryPolicy
+from coursehub.contract import MANAGED_USERS_GROUP
+from coursehub.hub.reconcile import desired_from_courses
+from coursehub.hub.sync import READ_FAILED, course_specs, sync_catalog
 
 FAST = RetryPolicy(attempts=2, backoff_s=0.01, backoff_max_s=0.05, timeout_s=10)
 
@@ -62,7 +55,7 @@ def seed(engine, tag, n_students=4):
 def test_desired_state_from_catalog(catalog):
     course_id = seed(catalog, "a1", n_students=2)
     with session_scope(catalog) as session:
-        desired = desired_state(session)
+        desired = desired_from_courses(course_specs(session))
     assert set(desired.groups) == {f"nbgrader-{course_id}", f"formgrade-{course_id}",
                                    MANAGED_USERS_GROUP}  # fmt: skip
     students = desired.groups[f"nbgrader-{course_id}"]
@@ -101,13 +94,10 @@ def tag(live_hub):
     cleanup(live_hub, value)
 
 
-def sync(engine, client, prune=False):
+def sync(engine, client, prune=False, course_ids=None):
     with session_scope(engine) as session:
-        courses = course_specs(session)
-        plan = plan_sync(desired_from_courses(courses), actual_state(client), prune=prune)
-        report = apply_sync(plan, client, chunk_size=3)
-        record_sync_status(session, [c.course_id for c in courses], report)
-    return plan, report
+        outcome = sync_catalog(session, client, prune=prune, course_ids=course_ids, chunk_size=3)
+    return outcome.plan, outcome.report
 
 
 def course_status(engine, course_id):
@@ -155,7 +145,7 @@ class StoppingClient(HubClient):
 def test_sync_interrupted_then_converges(live_hub, catalog, tag, stop_at):
     course_id = seed(catalog, tag, n_students=7)
     stopping = StoppingClient(live_hub, stop_at)
-    _plan, report = sync(catalog, stopping)  # requests 1-2 read the hub
+    _plan, report = sync(catalog, stopping)  # request 1 reads the hub
     assert report.aborted is not None and live_hub.api_url in report.aborted
     status, _at = course_status(catalog, course_id)
     assert status.startswith("error: sync interrupted")
@@ -217,12 +207,16 @@ def test_cli_sync_dry_run_apply_and_noop(live_hub, catalog, tag, tmp_path, monke
     assert capsys.readouterr().out.strip().endswith("nothing to do")
 
 
-def test_cli_unreachable_hub_names_url(catalog, monkeypatch):
+def test_cli_unreachable_hub_names_url_and_records_it_on_every_course(catalog, monkeypatch, capsys):
+    course_id = seed(catalog, "u1", n_students=1)
     monkeypatch.setenv("COURSEHUB_DATABASE_URL", str(catalog.url))
     monkeypatch.setenv("T", "x")
     url = "http://127.0.0.1:9/hub/api"
-    with pytest.raises(HubUnreachableError, match=url):
-        run(["sync", "--hub-url", url, "--token-env", "T", "--attempts", "1"])
+    assert run(["sync", "--hub-url", url, "--token-env", "T", "--attempts", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"stopped: {READ_FAILED}JupyterHub at {url} is unreachable" in out
+    status, at = course_status(catalog, course_id)
+    assert status.startswith(f"error: sync interrupted: {READ_FAILED}") and at is not None
 
 
 def run(argv):
@@ -238,3 +232,92 @@ def test_cli_missing_token_is_a_usage_error(monkeypatch):
     monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
     with pytest.raises(CoursehubError, match="no hub API token for http://h:1"):
         run(["sync", "--hub-url", "http://h:1"])
+
+
+class FailingReadClient(HubClient):
+    """A client whose reads (GET) fail as ``error`` says; it must then send nothing else."""
+
+    def __init__(self, error):
+        super().__init__("http://127.0.0.1:9/hub/api", "t", retry=FAST)
+        self.error, self.sent = error, []
+
+    def send(self, method, path, **kwargs):
+        self.sent.append((method, path))
+        if method == "GET":
+            raise self.error
+        raise AssertionError(f"{method} {path} sent after a failed read")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        HubUnreachableError("http://127.0.0.1:9/hub/api", "refused"),
+        HubError(503, "proxy restarting", "GET", "/groups"),
+        HubError(403, "missing scope read:groups", "GET", "/groups"),
+    ],
+    ids=["no-answer", "5xx", "4xx"],
+)
+@pytest.mark.parametrize("course_scope", [False, True], ids=["catalog", "one-course"])
+def test_a_failed_hub_read_applies_nothing_and_is_recorded(catalog, error, course_scope):
+    course_id = seed(catalog, "f1", n_students=1)
+    client = FailingReadClient(error)
+    with session_scope(catalog) as session:
+        outcome = sync_catalog(session, client, course_ids=[course_id] if course_scope else None)
+    assert outcome.read_failed and not outcome.ok and outcome.plan is None
+    assert outcome.report.aborted == f"{READ_FAILED}{error}" and outcome.report.requests == 0
+    assert all(method == "GET" for method, _ in client.sent)
+    assert outcome.statuses == {course_id: f"error: sync interrupted: {READ_FAILED}{error}"}
+    assert course_status(catalog, course_id)[0] == outcome.statuses[course_id]
+
+
+def test_a_dry_run_with_a_failed_read_records_nothing(catalog):
+    course_id = seed(catalog, "f2", n_students=1)
+    client = FailingReadClient(HubUnreachableError("http://127.0.0.1:9/hub/api", "refused"))
+    with session_scope(catalog) as session:
+        outcome = sync_catalog(session, client, dry_run=True)
+    assert outcome.read_failed and outcome.dry_run and outcome.statuses == {}
+    assert course_status(catalog, course_id) == (None, None)
+
+
+def test_a_pruning_sync_of_named_courses_is_refused(catalog):
+    with session_scope(catalog) as session, pytest.raises(CoursehubError, match="whole catalog"):
+        sync_catalog(session, FailingReadClient(AssertionError()), course_ids=["x"], prune=True)
+
+
+@pytest.mark.integration
+def test_a_course_sync_reads_and_plans_only_that_course(live_hub, catalog, tag):
+    course_id = seed(catalog, tag, n_students=3)
+    with session_scope(catalog) as session:
+        year = session.query(Course).filter_by(course_id=course_id).one().year
+        portal = session.query(Course).filter_by(course_id=course_id).one().portal
+        other = create_course(session, f"OT{tag}", "Other", year, portal)
+        add_member(session, other, f"o-{tag}", "student")
+        other_id = other.course_id
+    client = RecordingClient(live_hub)
+    plan, report = sync(catalog, client, course_ids=[course_id])
+    assert report.ok and plan.create_groups == (f"formgrade-{course_id}", f"nbgrader-{course_id}")
+    assert all(other_id not in path for _, path in client.sent)
+    reads = sorted(path for method, path in client.sent if method == "GET")
+    assert reads == sorted(["/groups/" + MANAGED_USERS_GROUP, f"/groups/formgrade-{course_id}",
+                            f"/groups/nbgrader-{course_id}"])  # fmt: skip
+    assert course_status(catalog, other_id) == (None, None)
+    assert course_status(catalog, course_id)[0] == "ok"
+
+    client.sent.clear()
+    again, report = sync(catalog, client, course_ids=[course_id])
+    assert again.is_empty and report.requests == 0 and len(client.sent) == 3
+    whole, report = sync(catalog, client)  # the other course, and nothing of the first again
+    assert report.ok and whole.create_groups == (f"formgrade-{other_id}", f"nbgrader-{other_id}")
+    assert whole.create_users == (f"o-{tag}",)
+
+
+class RecordingClient(HubClient):
+    """A client that notes each request it sends as ``(method, path)``."""
+
+    def __init__(self, hub):
+        super().__init__(hub.api_url, hub.token, retry=FAST)
+        self.sent = []
+
+    def send(self, method, path, **kwargs):
+        self.sent.append((method, path))
+        return super().send(method, path, **kwargs)

@@ -1,13 +1,14 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 from coursehub.errors import UsageError
+from coursehub.pendulum.config import ModelConfig
 from coursehub.pendulum.model import (
     Forecaster,
-    ModelConfig,
     fit_scaler,
     rollout,
     rollout_loss,
@@ -25,7 +26,7 @@ def states():
 
 
 def make(arch, states, **kw):
-    config = ModelConfig.course() if arch == "course" else ModelConfig(arch=arch, **kw)
+    config = replace(ModelConfig.preset(arch), **kw)
     torch.manual_seed(0)
     return Forecaster(config, fit_scaler(config, states))
 
@@ -53,7 +54,7 @@ def test_rollout_rejects_wrong_context(states):
 
 
 def test_course_scaler_is_minmax_of_training_states(states):
-    scaler = fit_scaler(ModelConfig.course(), states)
+    scaler = fit_scaler(ModelConfig.preset("course"), states)
     flat = states.reshape(-1, 4)
     np.testing.assert_allclose(scaler.state_offset, flat.min(axis=0))
     np.testing.assert_allclose(scaler.state_scale, flat.max(axis=0) - flat.min(axis=0))

@@ -1,10 +1,13 @@
 """Double-pendulum physics against independent formulations and references."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 from scipy.linalg import eigh
 
 from coursehub.errors import UsageError
+from coursehub.pendulum import physics
 from coursehub.pendulum.physics import (
     PendulumParams,
     accelerations,
@@ -17,6 +20,9 @@ from coursehub.pendulum.physics import (
 
 PARAMS = PendulumParams()
 E_RANGE = PARAMS.e_top - PARAMS.e_min
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")
+BACKENDS = ["numpy", pytest.param("numba", marks=needs_numba)]
 
 
 def random_states(n, seed, rest=False):
@@ -125,9 +131,10 @@ def test_normalized_energy_is_zero_down_and_one_upright():
     np.testing.assert_allclose(normalized_energy(rest), [0.0, 1.0, expected_mid], atol=1e-12)
 
 
-def test_rk4_conserves_energy_over_25_s():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rk4_conserves_energy_over_25_s(backend):
     y0 = random_states(20, seed=5, rest=True)
-    out = integrate_rk4(y0, dt=1 / 30, n_steps=750, substeps=8)
+    out = integrate_rk4(y0, dt=1 / 30, n_steps=750, substeps=8, backend=backend)
     assert out.shape == (20, 751, 4)
     np.testing.assert_array_equal(out[:, 0], y0)
     e = energy(out)
@@ -136,17 +143,19 @@ def test_rk4_conserves_energy_over_25_s():
     assert error.max() < 1e-5
 
 
-def test_rk4_agrees_with_dop853_over_3_s():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rk4_agrees_with_dop853_over_3_s(backend):
     y0 = np.array([[0.3, 0, -0.2, 0], [1.5, 0, 2.0, 0], [2.8, 0, -2.5, 0], [-3.0, 0, 3.1, 0]])
     t = np.arange(91) / 30
-    rk4 = integrate_rk4(y0, dt=1 / 30, n_steps=90, substeps=8)
+    rk4 = integrate_rk4(y0, dt=1 / 30, n_steps=90, substeps=8, backend=backend)
     for start, path in zip(y0, rk4, strict=True):
         reference = integrate_reference(start, t)
         assert reference.shape == (91, 4)
         np.testing.assert_allclose(path, reference, atol=1e-4, rtol=0)
 
 
-def test_small_angles_follow_the_linear_normal_modes():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_small_angles_follow_the_linear_normal_modes(backend):
     # Linearised about rest: M q'' = -K q with M = [[a, c], [c, b]], K = diag(k1, k2).
     mass = np.array([[PARAMS.a, PARAMS.c], [PARAMS.c, PARAMS.b]])
     stiffness = np.diag([PARAMS.k1, PARAMS.k2])
@@ -157,7 +166,7 @@ def test_small_angles_follow_the_linear_normal_modes():
     linear = np.einsum("nk,tk,ik->nti", amplitudes, np.cos(np.sqrt(omega_sq) * t[:, None]), modes)
     y0 = np.zeros((3, 4))
     y0[:, [0, 2]] = q0
-    angles = integrate_rk4(y0, dt=1 / 30, n_steps=150)[..., [0, 2]]
+    angles = integrate_rk4(y0, dt=1 / 30, n_steps=150, backend=backend)[..., [0, 2]]
     assert np.abs(angles - linear).max() < 1e-3 * 0.01
     assert np.abs(linear).max() > 0.005  # the comparison is not between near-zero signals
 
@@ -166,9 +175,10 @@ def test_small_angles_follow_the_linear_normal_modes():
     ("dt", "n_steps", "substeps"),
     [(0.0, 5, 8), (-0.1, 5, 8), (float("nan"), 5, 8), (0.1, -1, 8), (0.1, 5, 0)],
 )
-def test_rk4_rejects_bad_steps(dt, n_steps, substeps):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rk4_rejects_bad_steps(dt, n_steps, substeps, backend):
     with pytest.raises(UsageError, match="out of range"):
-        integrate_rk4(np.zeros((2, 4)), dt, n_steps, substeps)
+        integrate_rk4(np.zeros((2, 4)), dt, n_steps, substeps, backend=backend)
 
 
 def test_rk4_rejects_unbatched_start():
@@ -184,3 +194,48 @@ def test_reference_at_a_single_time_is_the_start():
 def test_reference_rejects_bad_times():
     with pytest.raises(UsageError, match="increasing"):
         integrate_reference(np.zeros(4), np.array([0.0, 1.0, 0.5]))
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    ("params", "rest", "n_steps", "substeps"),
+    [
+        (PARAMS, True, 30, 8),
+        (PARAMS, False, 30, 1),
+        (PendulumParams(m1=0.5, m2=3.0, l1=0.7, l2=2.0, g=1.6), False, 20, 3),
+        (PendulumParams(m1=1.0, m2=1.0, l1=1.0, l2=1.0, g=9.81), True, 0, 8),
+    ],
+)
+def test_the_compiled_and_numpy_rk4_agree_to_rounding(params, rest, n_steps, substeps):
+    # One second or less: short enough that chaos cannot amplify rounding past 1e-9.
+    y0 = random_states(7, seed=11, rest=rest)
+    compiled = integrate_rk4(y0, 1 / 30, n_steps, substeps, params, backend="numba")
+    vectorised = integrate_rk4(y0, 1 / 30, n_steps, substeps, params, backend="numpy")
+    assert compiled.shape == (7, n_steps + 1, 4)
+    np.testing.assert_array_equal(compiled[:, 0], y0)
+    np.testing.assert_allclose(compiled, vectorised, rtol=0, atol=1e-9)
+
+
+@needs_numba
+def test_the_compiled_rk4_reports_progress_once_per_sample_without_changing_the_result():
+    y0 = random_states(3, seed=2)
+    calls = []
+    with_bar = integrate_rk4(y0, 1 / 30, 12, backend="numba", progress=calls.append)
+    assert calls == [1] * 12
+    np.testing.assert_array_equal(with_bar, integrate_rk4(y0, 1 / 30, 12, backend="numba"))
+
+
+def test_auto_falls_back_to_numpy_when_numba_is_missing(monkeypatch):
+    y0 = random_states(4, seed=3)
+    monkeypatch.setattr(physics, "compiled_kernel", lambda: None)
+    np.testing.assert_array_equal(
+        integrate_rk4(y0, 1 / 30, 10), integrate_rk4(y0, 1 / 30, 10, backend="numpy")
+    )
+    with pytest.raises(UsageError, match=r"numba.*coursehub\[workload\]"):
+        integrate_rk4(y0, 1 / 30, 10, backend="numba")
+
+
+@pytest.mark.parametrize("backend", ["torch", "", "NUMBA"])
+def test_an_unknown_backend_is_a_usage_error_naming_the_choices(backend):
+    with pytest.raises(UsageError, match=r"backend=.*auto, numba, numpy"):
+        integrate_rk4(np.zeros((2, 4)), 0.1, 5, backend=backend)

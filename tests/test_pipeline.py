@@ -5,8 +5,9 @@ import json
 
 import pytest
 
+from coursehub.cli import build_parser
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.pendulum import pipeline
+from coursehub.pipelines import pendulum as pipeline
 
 
 @pytest.fixture
@@ -61,3 +62,10 @@ def test_more_threads_than_the_budget_is_refused_before_training(tmp_path, runne
     with pytest.raises(UsageError, match="COURSEHUB_CPU_BUDGET"):
         pipeline.train_through_runner(tmp_path, tiny_args(tmp_path), 2)
     assert not runner_env.exists() or not any(runner_env.iterdir())
+
+
+def test_the_pendulum_command_runs_the_pipeline_from_its_new_home(tmp_path):
+    args = build_parser().parse_args(["pendulum", "pipeline", "--out-dir", str(tmp_path)])
+    assert args.out_dir == tmp_path and args.n_trajectories == 60
+    with pytest.raises(UsageError, match="--n-trajectories=3 is too small"):
+        args.func(build_parser().parse_args(["pendulum", "pipeline", "--n-trajectories", "3"]))

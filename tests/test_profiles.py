@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from coursehub.errors import UsageError
-from coursehub.hub.profiles import (
+from coursehub.contract import (
     DEFAULT_PROFILE,
-    choose_profile,
     make_profile,
+)
+from coursehub.contract import profile_from_json as parse_profile
+from coursehub.contract import profile_to_json as render_profile
+from coursehub.errors import UsageError
+from coursehub.spawn.profiles import (
+    choose_profile,
     parse_options_form,
-    parse_profile,
     plan_choices,
     plan_gpu_assignment,
     render_options_form,
-    render_profile,
     spawner_override,
 )
 from coursehub.resources import N_THREAD_VARS

@@ -10,8 +10,9 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 
 from coursehub.errors import UsageError
-from coursehub.hub.profiles import DEFAULT_PROFILE, make_profile, render_profile
-from coursehub.hub.spawner import CourseProfiles, GpuAssignments, chain_hooks
+from coursehub.contract import DEFAULT_PROFILE, make_profile
+from coursehub.contract import profile_to_json as render_profile
+from coursehub.spawn.spawner import CourseProfiles, GpuAssignments, chain_hooks
 
 GIB = 1024**3
 M2 = make_profile("m2", cpu_limit=2, mem_limit="4G", n_threads=2)

@@ -17,13 +17,13 @@ import pytest
 from tornado import web
 
 from cgrouptree import remove_cgroup_tree
-from coursehub.hub.cgroupspawner import (
+from coursehub.spawn.cgroupspawner import (
     CgroupSimpleLocalProcessSpawner,
     cgroup_name_for,
     servers_parent_for,
 )
-from coursehub.hub.devices import nvidia_access
-from coursehub.hub.identity import HubIdentityError
+from coursehub.spawn.devices import nvidia_access
+from coursehub.spawn.identity import HubIdentityError
 
 NO_NVIDIA = "Character devices:\n  1 mem\n  5 /dev/tty\n136 pts\n\nBlock devices:\n  7 loop\n"
 WITH_NVIDIA = NO_NVIDIA.replace("136 pts\n", "136 pts\n195 nvidia-frontend\n510 nvidia-uvm\n")

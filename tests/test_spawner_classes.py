@@ -11,9 +11,10 @@ from unittest import mock
 import pytest
 from traitlets import HasTraits
 
-from coursehub.hub.cgroupspawner import CgroupLocalProcessSpawner
-from coursehub.hub.profiles import SPAWNER_KINDS, make_profile, spawner_override
-from coursehub.hub.spawner import apply_override
+from coursehub.contract import SPAWNER_KINDS, make_profile
+from coursehub.spawn.cgroupspawner import CgroupLocalProcessSpawner
+from coursehub.spawn.profiles import spawner_override
+from coursehub.spawn.spawner import apply_override
 
 batchspawner = pytest.importorskip("batchspawner", reason="batchspawner is not installed")
 systemdspawner = pytest.importorskip(

@@ -1,23 +1,24 @@
 import argparse
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
+from coursehub.errors import UsageError
 from coursehub.pendulum import train
-from coursehub.pendulum.dataset import generate_dataset, save_dataset
-from coursehub.pendulum.pipeline import plan_train_args
-from coursehub.pendulum.trainer import (
-    WARMUP_STEPS,
-    TrainConfig,
-    load_checkpoint,
-    plan_epoch,
-    plan_lr,
-)
+from coursehub.pendulum.checkpoint import load_checkpoint
+from coursehub.pendulum.config import ModelConfig, TrainConfig
+from coursehub.pendulum.dataset import generate_dataset, load_dataset, save_dataset
+from coursehub.pendulum.fitting import WARMUP_STEPS, TrainData, fit, plan_epoch, plan_lr
+from coursehub.pipelines.pendulum import plan_train_args
 from coursehub.resources import effective_cpus
 
 SMALL = ["--max-windows", "512", "--batch-size", "64", "--hidden-size", "16", "--no-progress"]
@@ -258,8 +259,8 @@ CHECKPOINT_SETTINGS = {
     ],
 )
 def test_a_resume_refuses_each_option_given_with_another_value(options, refused):
-    args = parse_train("m.pt", 9, 4, "--resume", *options)
-    assert train.plan_resume_conflicts(args, CHECKPOINT_SETTINGS) == refused
+    request = train.plan_request(parse_train("m.pt", 9, 4, "--resume", *options))
+    assert train.plan_resume_conflicts(request.given, CHECKPOINT_SETTINGS) == refused
 
 
 def test_the_resume_help_names_what_may_change():
@@ -302,3 +303,100 @@ def test_resuming_with_options_left_out_continues_with_the_checkpoints_settings(
     ckpt = load_checkpoint(model_file)
     assert ckpt["epoch"] == 2 and ckpt["train_config"]["lr"] == 0.01
     assert ckpt["model_config"]["hidden_size"] == 16 and "2 x 16 hidden" in out
+
+
+@pytest.mark.parametrize("arch", ["lstm", "course"])
+def test_every_option_left_out_is_filled_from_the_arch_preset(arch):
+    parser = argparse.ArgumentParser()
+    train.add_arguments(parser)
+    assert all(parser.get_default(option) is None for option in train.RESUME_FIXED)
+    request = train.plan_request(parse_train("m.pt", 3, 1, "--arch", arch))
+    model, cfg, trajectories = train.plan_configs(request.n_epochs, request.given)
+    assert model == ModelConfig.preset(arch)
+    assert cfg == replace(TrainConfig.preset(arch), n_epochs=3)
+    assert trajectories is None
+
+
+def test_an_option_given_changes_only_its_own_setting():
+    request = train.plan_request(
+        parse_train("m.pt", 2, 1, "--arch", "course", "--layers", "3", "--noise", "0.5")
+    )
+    model, cfg, _ = train.plan_configs(request.n_epochs, request.given)
+    assert model == replace(ModelConfig.preset("course"), n_layers=3)
+    assert cfg == replace(TrainConfig.preset("course"), n_epochs=2, noise=0.5)
+
+
+def test_the_help_shows_each_presets_default():
+    assert train.render_preset_help("hidden_size") == "default: lstm 128, course 100"
+    assert train.render_preset_help("rollout_steps") == "default: 1"
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--batch-size", "0"], "batch_size=0"),
+        (["--rollout-steps", "0"], "rollout_steps=0"),
+        (["--lr", "-1"], "lr=-1.0"),
+        (["--lr", "nan"], "lr=nan"),
+        (["--noise", "-0.5"], "noise=-0.5"),
+        (["--lr-decay", "1.5"], "lr_decay=1.5"),
+        (["--seed", "-1"], "seed=-1"),
+        (["--max-windows", "0"], "max_windows=0"),
+        (["--hidden-size", "0"], "hidden_size=0"),
+        (["--layers", "0"], "n_layers=0"),
+        (["--trajectories", "0"], "--trajectories=0"),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_by_name(option, named):
+    request = train.plan_request(parse_train("m.pt", 1, 1, *option))
+    with pytest.raises(UsageError, match=re.escape(named)):
+        train.plan_configs(request.n_epochs, request.given)
+
+
+def test_a_bad_setting_exits_2_before_anything_is_written(tmp_path, data, capsys):
+    model_file = tmp_path / "model.pt"
+    status, _, err = run_train(capsys, model_file, 1, 1, "--data", data, "--lr-decay", "0")
+    assert status == 2 and "lr_decay=0.0 must be in (0, 1]" in err
+    assert not model_file.exists()
+
+
+def test_fit_takes_typed_settings_and_returns_the_state(data):
+    model = ModelConfig(hidden_size=8, n_layers=1)
+    cfg = TrainConfig(n_epochs=2, batch_size=32, max_windows=64)
+    lines = []
+    state = fit(model, cfg, TrainData.from_dataset(load_dataset(data), data), log=lines.append)
+    assert state.epoch == 2 and state.global_step == 4 and state.n_windows == 128
+    assert state.model.config == model and len(state.history["val_loss"]) == 2
+    assert state.best_val_loss == min(state.history["val_loss"])
+    assert lines[0].startswith("lstm model, 1 x 8 hidden") and lines[-1].startswith("epoch 2/2")
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("arch", ["lstm", "course"])
+def test_a_checkpoint_written_before_the_settings_moved_resumes(tmp_path, data, capsys, arch):
+    # made by the code of commit 619fc33 (trainer.py, ARCH_DEFAULTS) on the `data` fixture's
+    # dataset: MODEL 1 1 --data DATA --hidden-size 8 [--layers 1 --max-windows 128
+    # --batch-size 32 | --arch course --max-windows 20] --no-progress
+    model_file = tmp_path / "model.pt"
+    shutil.copy(FIXTURES / f"pendulum-checkpoint-v1-{arch}.pt", model_file)
+    old = load_checkpoint(model_file, expect_arch=arch)
+    status, out, err = run_train(capsys, model_file, 2, 1, "--data", data, "--resume",
+                                 "--no-progress")  # fmt: skip
+    assert status == 0, err
+    new = load_checkpoint(model_file, expect_arch=arch)
+    assert new["epoch"] == 2 and new["model_config"] == old["model_config"]
+    assert new["train_config"] == {**old["train_config"], "n_epochs": 2}
+    assert new["history"]["train_loss"][0] == old["history"]["train_loss"][0]
+    assert f"{arch} model, 1 x 8 hidden" in out
+
+
+def test_an_old_checkpoint_still_refuses_another_setting(tmp_path, data, capsys):
+    model_file = tmp_path / "model.pt"
+    shutil.copy(FIXTURES / "pendulum-checkpoint-v1-lstm.pt", model_file)
+    status, _, err = run_train(capsys, model_file, 2, 1, "--data", data, "--resume",
+                               "--noise", "0", "--layers", "2")  # fmt: skip
+    assert status == 2
+    assert "checkpoint has n_layers=1, --layers 2 given" in err
+    assert "checkpoint has noise=0.1, --noise 0.0 given" in err

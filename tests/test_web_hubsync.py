@@ -18,7 +18,7 @@ from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.models import Course
 from coursehub.errors import UsageError
 from coursehub.hub.hubclient import HubClient
-from coursehub.hub.sync import SyncReport
+from coursehub.hub.reconcile import SyncReport
 from coursehub.web.hubsync import (
     NOT_SYNCED,
     HubSyncOutcome,
@@ -207,9 +207,9 @@ def test_unreachable_hub_keeps_the_import_and_records_the_error(make_app, catalo
     page = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "Roster imported: 1 added" in page and "p2500077" in page
-    assert "Saved, but the hub is not up to date: error: sync interrupted: JupyterHub at" in page
+    assert "Saved, but the hub is not up to date: error: sync interrupted: reading the hub: JupyterHub at" in page
     status, at = sync_status(catalog_url)
-    assert status.startswith("error: sync interrupted: JupyterHub at http://127.0.0.1:")
+    assert status.startswith("error: sync interrupted: reading the hub: JupyterHub at http://127.0.0.1:")
     assert "is unreachable" in status and at is not None
     assert sync_status(catalog_url, "other-2025")[0] == status  # the whole catalog was synced
     assert f"{at:%Y-%m-%d %H:%M} UTC · error: sync interrupted" in page
@@ -282,7 +282,8 @@ def test_refused_token_is_recorded_then_sync_now_repairs(
                         headers=api_headers("teacher"))  # fmt: skip
     assert added.status_code == 201
     status = added.get_json()["hub_sync"]["status"]
-    assert status.startswith("error: sync interrupted: hub API GET /users: 403")
+    assert status.startswith("error: sync interrupted: reading the hub: hub API GET /groups/")
+    assert ": 403 " in status
     assert sync_status(catalog_url)[0] == status
     assert "p2500055" not in {u["name"] for u in hub_changes.list_users()}
     fixed = make_app(HUB_SYNC_URL=live_hub.api_url, HUB_SYNC_TOKEN=live_hub.token)

@@ -30,6 +30,16 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coursehub.grading.cli",
     "coursehub.demo.cli",
 )
+# sub-commands of a part carried out by a module above it (it drives the part
+# through another one): part's cli module -> {name: (module, one-line help)}.
+LIFTED_SUBCOMMANDS: dict[str, dict[str, tuple[str, str]]] = {
+    "coursehub.pendulum.cli": {
+        "pipeline": (
+            "coursehub.pipelines.pendulum",
+            "generate, train through the runner and evaluate at a small size",
+        ),
+    },
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coursehub {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+        module = importlib.import_module(name)
+        if name in LIFTED_SUBCOMMANDS:
+            module.register(subparsers, LIFTED_SUBCOMMANDS[name])
+        else:
+            module.register(subparsers)
     return parser
 
 

@@ -275,8 +275,9 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
             if r.summary is None:
                 continue
             ratios = r.summary.ratios
-            sx.scatter([r.n_students + offset] * len(ratios), ratios, s=12, alpha=0.5,
-                       color=color)  # fmt: skip
+            jitter = [offset + 0.04 * ((j % 5) - 2) for j in range(len(ratios))]
+            sx.scatter([r.n_students + d for d in jitter], ratios, s=14, alpha=0.6,
+                       color=color, edgecolors="none", zorder=3)  # fmt: skip
             bar = [[r.slowdown - r.summary.low], [r.summary.high - r.slowdown]]
             sx.errorbar([r.n_students + offset], [r.slowdown], yerr=bar, marker="D",
                         capsize=4, color=color, label=mode if r is own[0] else None)  # fmt: skip
@@ -290,7 +291,7 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
         axis.set_xticks(sorted({r.n_students for r in rows}))
         axis.set_xlabel("students training at once")
     ax.set_ylabel("elapsed per student (s, median; bar to max)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
     ax.legend()
     sx.set_yscale("log")
     sx.yaxis.set_major_formatter(FormatStrFormatter("%g"))
@@ -299,7 +300,8 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
         sx.axhline(bound, linestyle="--", color="grey", linewidth=0.8)
         sx.annotate(text, (0.01, bound), xycoords=("axes fraction", "data"), fontsize=7,
                     xytext=(0, 2), textcoords="offset points", color="grey")  # fmt: skip
-    sx.set_ylabel("slowdown vs the alone run before (dots: repeats; bar: 95% interval)")
+    sx.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    sx.set_ylabel("slowdown (dots: repeats; bar: 95% interval)")
     sx.set_title("slowdown per repeat, median and bootstrap interval", fontsize=10)
     sx.legend()
     with _atomic_path(path) as tmp:

@@ -30,6 +30,8 @@ MAX_BASELINE_SPREAD = 0.20
 N_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SEED = 0
+#: How a warning about the spread of the alone runs begins (the report prints it once).
+SPREAD_WARNING = "the alone runs differ by"
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def check_spread(spread: Spread, max_spread: float = MAX_BASELINE_SPREAD) -> str
     if spread.relative <= max_spread:
         return None
     return (
-        f"the alone runs differ by {spread.relative:.0%} of their median (over "
+        f"{SPREAD_WARNING} {spread.relative:.0%} of their median (over "
         f"{max_spread:.0%}: min {spread.min:.2f}, median {spread.median:.2f}, max "
         f"{spread.max:.2f} s): the machine was too noisy to conclude"
     )

@@ -9,7 +9,11 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
     ``Base`` (metadata with ``NAMING_CONVENTION``), ``AcademicYear``,
     ``Portal``, ``Course``, ``CourseGroup``, ``Person``, ``Membership``,
     ``ResourceProfile``, ``CourseMaterial``; ``Role`` (lead, teacher, grader,
-    student), ``TEAM_ROLES``, ``GroupKind`` (TD, TP). Integer keys are ``id``,
+    student), ``TEAM_ROLES``, ``GroupKind`` (TD, TP): ``Membership.role`` and
+    ``CourseGroup.kind`` hold these enums (stored as their string values).
+    ``Course.memberships``, ``Person.memberships`` and
+    ``CourseGroup.memberships`` are write-only: select them explicitly.
+    Integer keys are ``id``,
     foreign keys ``*_pk``; ``Course.course_id`` is nbgrader's course id
     (``"mlmeca-2025"``), hub groups are ``nbgrader-{course_id}`` (students)
     and ``formgrade-{course_id}`` (``TEAM_ROLES``).
@@ -29,9 +33,15 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
     ``create_portal``, ``get_portal``, ``list_portals``; ``make_course_id``,
     ``create_course``, ``get_course`` (by ``course_id``), ``list_courses``,
     ``update_course``, ``archive_course``, ``record_sync``; ``add_group``,
-    ``get_group``, ``remove_group``, ``check_group_name``; ``set_material``; ``course_detail`` ->
-    ``CourseDetail`` (team, students, groups with counts, profile, material);
-    ``catalog_tree`` (years -> portals -> courses).
+    ``get_group``, ``remove_group``, ``check_group_name``, ``parse_group_kind``;
+    ``set_material``; ``catalog_tree`` (years -> portals -> courses).
+``coursehub.catalog.readmodel``
+    A course as pages and the API show it, each in one bounded query:
+    ``load_course`` (with year, portal, profile, material), ``load_own``,
+    ``load_groups`` -> ``CourseGroups`` (rows with counts, names by id),
+    ``load_team``, ``load_students`` (a page of ``PAGE_SIZE``, or all),
+    ``load_members``, ``load_member``, ``count_members``; rows are
+    ``MemberRow``, ``GroupRow``, ``OwnRow``; ``plan_pages``.
 ``coursehub.catalog.rules``
     ``Actor``, ``SYSTEM``, ``IDENTITY_FIELDS``; pure ``identity_changes``,
     ``may_change_identity`` (identity belongs to the person: only an admin
@@ -43,7 +53,8 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
 ``coursehub.catalog.people``
     ``normalize_username``, ``check_username``, ``check_email``,
     ``check_identity``, ``parse_role``; ``ensure_person``, ``get_person``, ``find_person``,
-    ``search_people`` (find a person across courses); ``add_member``,
+    ``search_people`` (find a person across courses), ``courses_of`` (their
+    courses, ``PersonCourse``), ``person_roles``; ``add_member``,
     ``remove_member`` (both take ``actor=``), ``course_leads``, ``get_membership``,
     ``role_in``, ``is_team``,
     ``visible_courses`` (all for an admin, else the user's courses).

@@ -113,6 +113,7 @@ def run_current(args: argparse.Namespace) -> int:
 def run_seed(args: argparse.Namespace) -> int:
     """Fill an empty, migrated catalog with the demo data."""
     from coursehub.catalog.db import session_scope
+    from coursehub.catalog.readmodel import count_members
     from coursehub.catalog.schema import check_schema
     from coursehub.catalog.seed import seed_demo
 
@@ -120,7 +121,7 @@ def run_seed(args: argparse.Namespace) -> int:
         check_schema(engine)
         with session_scope(engine) as session:
             course = seed_demo(session)
-            print(f"seeded course {course.course_id} with {len(course.memberships)} members")
+            print(f"seeded course {course.course_id} with {count_members(session, course)} members")
     return 0
 
 

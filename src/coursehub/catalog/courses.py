@@ -9,10 +9,9 @@ the caller owns the transaction (``with session.begin():`` or
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, inspect, select, update
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
@@ -25,7 +24,6 @@ from coursehub.catalog.models import (
     Membership,
     Portal,
     ResourceProfile,
-    Role,
     utcnow,
 )
 
@@ -221,14 +219,29 @@ def record_sync(session: Session, course: Course, status: str, at: datetime | No
     session.flush()
 
 
-def add_group(session: Session, course: Course, name: str, kind: str = "TD") -> CourseGroup:
+def parse_group_kind(name: str, kind: str | GroupKind) -> GroupKind:
+    """Return the :class:`GroupKind` named ``kind`` (``"TD"``, ``"TP"``) of group ``name``.
+
+    Raises
+    ------
+    ValidationError
+        If ``kind`` is neither.
+    """
+    try:
+        return GroupKind(kind)
+    except ValueError:
+        raise ValidationError(f"group {name}: kind must be TD or TP, got {kind!r}") from None
+
+
+def add_group(
+    session: Session, course: Course, name: str, kind: str | GroupKind = GroupKind.TD
+) -> CourseGroup:
     """Add a TD or TP sub-group (``"G1"``) to a course; :class:`ConflictError` if it exists."""
     name = check_group_name(name)
-    if kind not in GroupKind.__members__:
-        raise ValidationError(f"group {name}: kind must be TD or TP, got {kind!r}")
+    group_kind = parse_group_kind(name, kind)
     if any(group.name == name for group in course.groups):
         raise ConflictError(f"course {course.course_id} already has a group {name}")
-    group = CourseGroup(course=course, name=name, kind=kind)
+    group = CourseGroup(course=course, name=name, kind=group_kind)
     session.add(group)
     session.flush()
     return group
@@ -254,12 +267,29 @@ def get_group(course: Course, name: str) -> CourseGroup:
 
 
 def remove_group(session: Session, course: Course, name: str) -> None:
-    """Delete a group; its members stay in the course without a group."""
+    """Delete a group; its members stay in the course without a group.
+
+    Two statements, whatever the group's size: one ``UPDATE`` of its
+    memberships, one ``DELETE``. The group never goes through the ORM's
+    per-object delete, which would walk its (write-only) memberships, and
+    so would JupyterHub's ``persistent_to_deleted`` listener, registered on
+    every SQLAlchemy ``Session`` of a process that imports ``jupyterhub.orm``.
+    """
     group = get_group(course, name)
-    for membership in list(group.memberships):
-        membership.group = None
-    course.groups.remove(group)
     session.flush()
+    loaded = [  # members of the group already in the session: their .group goes stale
+        obj for obj in session.identity_map.values()
+        if isinstance(obj, Membership) and inspect(obj).dict.get("group_pk") == group.id
+    ]  # fmt: skip
+    session.execute(update(Membership).where(Membership.group_pk == group.id).values(group_pk=None))
+    session.execute(
+        delete(CourseGroup).where(CourseGroup.id == group.id),
+        execution_options={"synchronize_session": False},
+    )
+    session.expunge(group)
+    for membership in loaded:
+        session.expire(membership, ["group"])
+    session.expire(course, ["groups"])
 
 
 def set_material(
@@ -275,56 +305,6 @@ def set_material(
     course.material.subpath = subpath.strip().strip("/")
     session.flush()
     return course.material
-
-
-@dataclass
-class GroupCount:
-    """A group of a course with the number of its students."""
-
-    name: str
-    kind: str
-    n_students: int
-
-
-@dataclass
-class CourseDetail:
-    """What the course page shows: the course, its team, groups, students and resources."""
-
-    course: Course
-    team: list[Membership] = field(default_factory=list)
-    students: list[Membership] = field(default_factory=list)
-    groups: list[GroupCount] = field(default_factory=list)
-
-    @property
-    def profile(self) -> ResourceProfile | None:
-        """The course's resource profile (None: the hub's defaults)."""
-        return self.course.profile
-
-    @property
-    def material(self) -> CourseMaterial | None:
-        """Where the course's notebooks come from."""
-        return self.course.material
-
-
-def course_detail(session: Session, course: Course) -> CourseDetail:
-    """Return the course with its team (by role), students (by name) and group sizes."""
-    members = sorted(
-        course.memberships, key=lambda m: (m.person.last_name.lower(), m.person.username)
-    )
-    order = list(Role)
-    team = sorted(
-        (m for m in members if m.role != Role.STUDENT), key=lambda m: order.index(Role(m.role))
-    )
-    students = [m for m in members if m.role == Role.STUDENT]
-    counts: dict[int | None, int] = dict(
-        session.execute(
-            select(Membership.group_pk, func.count())
-            .where(Membership.course_pk == course.id, Membership.role == Role.STUDENT.value)
-            .group_by(Membership.group_pk)
-        ).all()
-    )
-    groups = [GroupCount(g.name, g.kind, counts.get(g.id, 0)) for g in course.groups]
-    return CourseDetail(course=course, team=team, students=students, groups=groups)
 
 
 def catalog_tree(

@@ -55,7 +55,7 @@ class MemberState:
     last_name: str
     first_name: str
     email: str | None
-    role: str | None = None
+    role: Role | None = None
     group: str | None = None
     in_other_courses: bool = False
 
@@ -264,7 +264,7 @@ def read_state(
 
 
 def _state(
-    person: Person, role: str | None = None, group: str | None = None, other: bool = False
+    person: Person, role: Role | None = None, group: str | None = None, other: bool = False
 ) -> MemberState:
     return MemberState(
         person.username,
@@ -326,7 +326,7 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
 
     New people and memberships are inserted in bulk (SQLAlchemy "ORM bulk
     INSERT"), so the session is expired afterwards: loaded collections such
-    as ``course.memberships`` reload on next access.
+    as ``course.groups`` reload on next access.
 
     Raises
     ------
@@ -343,7 +343,7 @@ def apply_roster(session: Session, plan: RosterPlan) -> None:
         course = get_course(session, plan.course_id)
         groups = {g.name: g for g in course.groups}
         for name in plan.new_groups:
-            groups[name] = CourseGroup(course=course, name=name, kind=GroupKind.TD.value)
+            groups[name] = CourseGroup(course=course, name=name, kind=GroupKind.TD)
             session.add(groups[name])
         members = {m.person.username: m for m in _memberships(session, course)}
         _check_current(plan, members)
@@ -384,7 +384,7 @@ def _check_current(plan: RosterPlan, members: dict[str, Membership]) -> None:
 
     def gone(username: str) -> bool:
         member = members.get(username)
-        return member is None or member.role != Role.STUDENT.value
+        return member is None or member.role != Role.STUDENT
 
     stale = [row.username for row in plan.additions if row.username in members]
     stale += [u.row.username for u in plan.updates if gone(u.row.username)]
@@ -414,7 +414,7 @@ def _apply_additions(
         {
             "person_pk": person_pks[row.username],
             "course_pk": course.id,
-            "role": Role.STUDENT.value,
+            "role": Role.STUDENT,
             "group_pk": groups[row.group].id if row.group else None,
         }
         for row in rows

@@ -11,9 +11,16 @@ Conventions
   migrations are identical on SQLite and PostgreSQL.
 - Times are timezone-aware, in UTC, on every backend (:class:`UTCDateTime`;
   SQLite alone would hand them back naive).
-- Enumerated columns (``Membership.role``, ``CourseGroup.kind``) are plain
-  strings checked by a CHECK constraint; the Python values are
-  :class:`Role` and :class:`GroupKind`.
+- Enumerated columns (``Membership.role``, ``CourseGroup.kind``) are typed
+  :class:`Role` and :class:`GroupKind` in Python (:func:`enum_column`); in
+  the database they stay the plain strings ``"lead"``, ``"TD"``... of the
+  first migration, guarded by a CHECK constraint, so no data migration was
+  needed.
+- Collections that may hold thousands of rows (a course's, a person's and a
+  group's memberships) are write-only (SQLAlchemy's "Working with Large
+  Collections"): they are never loaded; read them with an explicit
+  ``select`` (:mod:`coursehub.catalog.readmodel` for a course). Their rows
+  go with their parent by the foreign keys' ``ON DELETE`` rules.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Enum,
     Float,
     ForeignKey,
     Integer,
@@ -35,7 +43,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, WriteOnlyMapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 #: Constraint and index names, from SQLAlchemy's "Configuring Constraint
@@ -93,6 +101,27 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def _check_in(column: str, values: type[enum.StrEnum]) -> str:
     return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
+
+
+def enum_column(values: type[enum.StrEnum], length: int) -> Enum:
+    """Return the column type of a :class:`enum.StrEnum`: stored as ``VARCHAR(length)``.
+
+    The stored strings are the members' values (``values_callable``), not
+    their names; strings bound to it are checked in Python
+    (``validate_strings``: an unknown one raises ``StatementError`` before
+    any SQL). No constraint of its own (``create_constraint=False``): the
+    table's named CHECK (:func:`_check_in`) guards the database, as it did
+    when the column was a plain ``String`` (same DDL on SQLite and
+    PostgreSQL, so no migration). See SQLAlchemy's ``sqlalchemy.types.Enum``.
+    """
+    return Enum(
+        values,
+        native_enum=False,
+        create_constraint=False,
+        validate_strings=True,
+        length=length,
+        values_callable=lambda members: [m.value for m in members],
+    )
 
 
 class Base(DeclarativeBase):
@@ -202,8 +231,8 @@ class Course(TimestampMixin, Base):
     groups: Mapped[list[CourseGroup]] = relationship(
         back_populates="course", cascade="all, delete-orphan", order_by="CourseGroup.name"
     )
-    memberships: Mapped[list[Membership]] = relationship(
-        back_populates="course", cascade="all, delete-orphan"
+    memberships: WriteOnlyMapped[Membership] = relationship(
+        back_populates="course", cascade="all, delete-orphan", passive_deletes=True
     )
     material: Mapped[CourseMaterial | None] = relationship(
         back_populates="course", cascade="all, delete-orphan"
@@ -225,10 +254,12 @@ class CourseGroup(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     course_pk: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(32))
-    kind: Mapped[str] = mapped_column(String(2), default=GroupKind.TD.value)
+    kind: Mapped[GroupKind] = mapped_column(enum_column(GroupKind, 2), default=GroupKind.TD)
 
     course: Mapped[Course] = relationship(back_populates="groups")
-    memberships: Mapped[list[Membership]] = relationship(back_populates="group")
+    memberships: WriteOnlyMapped[Membership] = relationship(
+        back_populates="group", passive_deletes=True
+    )
 
     def __repr__(self) -> str:
         return f"CourseGroup({self.name!r}, {self.kind!r})"
@@ -246,8 +277,8 @@ class Person(TimestampMixin, Base):
     email: Mapped[str | None] = mapped_column(String(320))
     student_number: Mapped[str | None] = mapped_column(String(32), unique=True)
 
-    memberships: Mapped[list[Membership]] = relationship(
-        back_populates="person", cascade="all, delete-orphan"
+    memberships: WriteOnlyMapped[Membership] = relationship(
+        back_populates="person", cascade="all, delete-orphan", passive_deletes=True
     )
 
     @property
@@ -272,7 +303,7 @@ class Membership(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"))
     course_pk: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
-    role: Mapped[str] = mapped_column(String(16))
+    role: Mapped[Role] = mapped_column(enum_column(Role, 16))
     group_pk: Mapped[int | None] = mapped_column(
         ForeignKey("course_groups.id", ondelete="SET NULL")
     )

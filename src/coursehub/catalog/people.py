@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from sqlalchemy import or_, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import (
     ConflictError,
@@ -181,9 +182,10 @@ def ensure_person(
     else:
         current = {name: getattr(person, name) for name in IDENTITY_FIELDS}
         changes = identity_changes(current, values)
-        courses = {m.course_pk for m in person.memberships}
+        roles = person_roles(session, person)
+        courses = set(roles)
         course_pk = course.id if course is not None else None
-        role = next((Role(m.role) for m in person.memberships if m.course_pk == course_pk), None)
+        role = roles.get(course_pk) if course_pk is not None else None
         if changes and not may_change_identity(actor, courses, course_pk, role):
             fields = ", ".join(FIELD_NAMES[name] for name, _old, _new in changes)
             if role == Role.LEAD and courses == {course_pk}:
@@ -207,22 +209,58 @@ def ensure_person(
     return person
 
 
+def person_roles(session: Session, person: Person) -> dict[int, Role]:
+    """Return the person's role in each of their courses, by course id (one query)."""
+    if person.id is None:  # not flushed yet: in no course
+        return {}
+    query = select(Membership.course_pk, Membership.role).where(Membership.person_pk == person.id)
+    return {course_pk: role for course_pk, role in session.execute(query)}
+
+
+class PersonCourse(NamedTuple):
+    """A course a person belongs to, with its id and the person's role in it."""
+
+    course_pk: int
+    course_id: str
+    role: Role
+
+
+#: People per ``IN (...)`` list, below the bound parameters every SQLite allows (999).
+_CHUNK = 500
+
+
 def search_people(session: Session, text: str, limit: int = 50) -> list[Person]:
     """Return people whose username, names, e-mail or student number contain ``text``.
 
-    Case-insensitive; each person comes with their memberships (and their
-    courses) loaded, to show where they are enrolled.
+    Case-insensitive, by last name then username; :func:`courses_of` tells
+    where they are enrolled.
     """
     pattern = f"%{text.strip().lower()}%"
     columns = (Person.username, Person.first_name, Person.last_name, Person.email)
     query = (
         select(Person)
         .where(or_(*(col.ilike(pattern) for col in columns), Person.student_number.ilike(pattern)))
-        .options(selectinload(Person.memberships).selectinload(Membership.course))
         .order_by(Person.last_name, Person.username)
         .limit(limit)
     )
     return list(session.scalars(query))
+
+
+def courses_of(session: Session, people: list[Person]) -> dict[int, list[PersonCourse]]:
+    """Return the courses of each person (by person id; by ``course_id``), one query per
+    :data:`_CHUNK` people; people in no course are left out."""
+    found: dict[int, list[PersonCourse]] = {}
+    pks = [p.id for p in people]
+    for start in range(0, len(pks), _CHUNK):
+        query = (
+            select(Membership.person_pk, Membership.course_pk, Course.course_id, Membership.role)
+            .join(Membership.course)
+            .where(Membership.person_pk.in_(pks[start : start + _CHUNK]))
+            .order_by(Course.course_id)
+        )
+        for person_pk, *course in session.execute(query):
+            found.setdefault(person_pk, []).append(PersonCourse(*course))
+    return found
 
 
 def get_membership(session: Session, course: Course, username: str) -> Membership | None:
@@ -271,7 +309,7 @@ def add_member(
     if group is not None and group.course_pk != course.id:
         raise ValidationError(f"group {group.name} is not a group of course {course.course_id}")
     membership = get_membership(session, course, username)
-    current = Role(membership.role) if membership is not None else None
+    current = membership.role if membership is not None else None
     check_role_change(
         course.course_id, actor, normalize_username(username), current, role,
         course_leads(session, course),
@@ -281,9 +319,9 @@ def add_member(
         course=course, actor=actor,
     )  # fmt: skip
     if membership is None:
-        membership = Membership(person=person, course=course, role=role.value)
+        membership = Membership(person=person, course=course, role=role)
         session.add(membership)
-    membership.role = role.value
+    membership.role = role
     membership.group = group
     session.flush()
     return membership
@@ -294,7 +332,7 @@ def course_leads(session: Session, course: Course) -> list[str]:
     query = (
         select(Person.username)
         .join(Membership.person)
-        .where(Membership.course_pk == course.id, Membership.role == Role.LEAD.value)
+        .where(Membership.course_pk == course.id, Membership.role == Role.LEAD)
         .order_by(Person.username)
     )
     return list(session.scalars(query))
@@ -317,10 +355,9 @@ def remove_member(
         who = quote_text(normalize_username(username), 40)
         raise NotFoundError(f"{who} is not in course {course.course_id}")
     check_role_change(
-        course.course_id, actor, membership.person.username, Role(membership.role), None,
+        course.course_id, actor, membership.person.username, membership.role, None,
         course_leads(session, course),
     )  # fmt: skip
-    course.memberships.remove(membership)
     session.delete(membership)
     session.flush()
 
@@ -328,7 +365,7 @@ def remove_member(
 def role_in(session: Session, username: str, course: Course) -> Role | None:
     """Return the role of ``username`` in ``course``, or None if they are not in it."""
     membership = get_membership(session, course, username)
-    return None if membership is None else Role(membership.role)
+    return None if membership is None else membership.role
 
 
 def is_team(role: Role | None) -> bool:
@@ -354,7 +391,7 @@ def visible_courses(
         members = select(Membership.course_pk).join(Membership.person)
         members = members.where(Person.username == normalize_username(username))
         if roles is not None:
-            members = members.where(Membership.role.in_([r.value for r in roles]))
+            members = members.where(Membership.role.in_(list(roles)))
         query = query.where(Course.id.in_(members))
     if not include_archived:
         query = query.where(Course.archived.is_(False))

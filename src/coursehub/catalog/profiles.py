@@ -1,10 +1,10 @@
 """Resource profiles: the per-user CPU, memory, thread and GPU limits of a course.
 
-Memory sizes are read with :func:`coursehub.resources.units.parse_mem`
-(JupyterHub's ``ByteSpecification``: ``"4G"`` = 4 GiB) and stored in bytes.
-The thread count defaults to ``floor(cpu_limit)``
-(:func:`coursehub.resources.threads_for_cpu_limit`), the fix the JCAD 2024
-talk measured (REFERENCE.md section 1). Functions flush, never commit.
+Rules, JSON form and messages come from :mod:`coursehub.contract` (one
+validator, :func:`coursehub.contract.make_profile`: memory as JupyterHub's
+``ByteSpecification``, ``"4G"`` = 4 GiB, stored in bytes; threads default to
+``floor(cpu_limit)``), so a profile stored here is what the sync writes on
+the hub and what the spawner applies. Functions flush, never commit.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
 from coursehub.catalog.models import Course, ResourceProfile
-from coursehub.errors import UsageError
-from coursehub.resources.spec import ResourceSpec, check_count
-from coursehub.resources.units import parse_mem
+from coursehub.contract import CourseProfile, ProfileError, make_profile, profile_to_json
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: Fields that :func:`update_profile` may change.
@@ -33,39 +31,41 @@ def check_profile_values(
     gpus: int = 0,
     jobs_per_gpu: int = 1,
 ) -> dict[str, float | int]:
-    """Validate a profile's limits and return them as stored (memory in bytes).
+    """Validate a profile's limits (:func:`coursehub.contract.make_profile`); return them as stored.
 
-    Parameters
-    ----------
-    name
-        The profile's name, for messages.
-    cpu_limit
-        CPUs per user, > 0 (fractions allowed, e.g. 0.5).
-    mem_limit
-        Bytes, or a specification such as ``"4G"``.
-    n_threads
-        Threads per process, >= 1; None means ``floor(cpu_limit)`` (at least 1).
-    gpus, jobs_per_gpu
-        GPUs per user (>= 0) and runner jobs sharing one GPU (>= 1).
+    Parameters and rules are those of :func:`coursehub.contract.make_profile`
+    (memory in bytes or as ``"4G"``; ``n_threads`` None: ``floor(cpu_limit)``).
 
     Raises
     ------
     ValidationError
-        Naming the profile and the field at fault.
+        The contract's :class:`~coursehub.contract.ProfileError` message,
+        naming the profile and the field at fault.
     """
     try:
-        mem_bytes = parse_mem(mem_limit)
-        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
-        check_count("jobs_per_gpu", jobs_per_gpu, 1)
-    except (UsageError, TypeError, ValueError) as exc:
-        raise ValidationError(f"profile {name}: {exc}") from None
-    return {
-        "cpu_limit": spec.cpus,
-        "mem_limit": mem_bytes,
-        "n_threads": spec.threads,
-        "gpus": gpus,
-        "jobs_per_gpu": jobs_per_gpu,
-    }
+        profile = make_profile(name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+    except ProfileError as exc:
+        raise ValidationError(str(exc)) from None
+    values = profile_to_json(profile)
+    del values["name"]
+    return values
+
+
+def course_profile(profile: ResourceProfile) -> CourseProfile:
+    """Return a stored profile as the contract's :class:`~coursehub.contract.CourseProfile`."""
+    return CourseProfile(
+        name=profile.name,
+        cpu_limit=float(profile.cpu_limit),
+        mem_limit=int(profile.mem_limit),
+        n_threads=int(profile.n_threads),
+        gpus=int(profile.gpus),
+        jobs_per_gpu=int(profile.jobs_per_gpu),
+    )
+
+
+def profile_json(profile: ResourceProfile) -> dict[str, object]:
+    """Return a stored profile as JSON (:func:`coursehub.contract.profile_to_json`)."""
+    return profile_to_json(course_profile(profile))
 
 
 def create_profile(

@@ -42,11 +42,11 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from coursehub.catalog.db import make_engine, session_scope
 from coursehub.demo.files import DEMO_UMASK, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
 from coursehub.demo.ports import check_ports, free_port, pick_ports
@@ -70,6 +70,9 @@ from coursehub.demo.setup import (
     render_demo_config,
 )
 from coursehub.errors import CoursehubError
+from coursehub.hub.hubclient import HubClient
+from coursehub.hub.process import HubStartError, start_hub, wait_until_up
+from coursehub.hub.sync import SyncOutcome, sync_catalog
 
 SERVICE_NAME = "coursehub"
 HUB_START_TIMEOUT_S = 90.0
@@ -161,36 +164,26 @@ class DemoHub:
             **{token_variable(fg.course_id): secrets.token_hex(32) for fg in formgraders},
         }
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-                cwd=self.hub_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_hub_preexec,
+            self.process = start_hub(
+                config, self.hub_dir, env, log, preexec_fn=_hub_preexec,
                 pass_fds=(self.lock.fileno(),) if self.lock else (),
             )  # fmt: skip
         self._wait_up()
 
     def _wait_up(self) -> None:
-        import requests
-
-        deadline = time.monotonic() + HUB_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
+        try:
+            wait_until_up(self.url, HUB_START_TIMEOUT_S, self.process)
+        except HubStartError as exc:
+            if exc.returncode is not None:
                 raise CoursehubError(
-                    f"the hub exited ({describe_status(self.process.returncode)}) before "
+                    f"the hub exited ({describe_status(exc.returncode)}) before "
                     f"answering; the end of {self.log_path}:\n{self.tail()}"
-                )
-            try:
-                if requests.get(f"{self.url}/hub/api/", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise CoursehubError(
-            f"the hub did not answer within {HUB_START_TIMEOUT_S:g} s; the end of "
-            f"{self.log_path}:\n{self.tail()}"
-        )
+                ) from None
+            self.stop()
+            raise CoursehubError(
+                f"the hub did not answer within {HUB_START_TIMEOUT_S:g} s; the end of "
+                f"{self.log_path}:\n{self.tail()}"
+            ) from None
 
     def tail(self, n_lines: int = LOG_TAIL_LINES) -> str:
         """Return the last ``n_lines`` of the hub log (indented), or "" when unreadable."""
@@ -202,35 +195,21 @@ class DemoHub:
             return ""
         return "\n".join("  " + line for line in lines)
 
-    def sync(self, database_url: str) -> Any:
-        """Sync the catalog into the hub (users, course groups, profiles); return the report.
+    def sync(self, database_url: str) -> SyncOutcome:
+        """Sync the catalog into the hub (users, course groups, profiles); return the outcome.
 
-        Each synced course records the time and status (``last_sync_at``,
-        ``last_sync_status``) that its page shows.
+        One :func:`coursehub.hub.sync.sync_catalog`: each synced course
+        records the time and status (``last_sync_at``, ``last_sync_status``)
+        that its page shows; a hub that cannot be read is an outcome too.
         """
-        from coursehub.catalog.db import make_engine, session_scope
-        from coursehub.hub.hubclient import HubClient
-        from coursehub.hub.sync import (
-            actual_state,
-            apply_sync,
-            course_specs,
-            desired_from_courses,
-            plan_sync,
-            record_sync_status,
-        )
-
         engine = make_engine(database_url)
-        client = HubClient(f"{self.url}/hub/api", self.secrets.service_token)
         try:
-            with session_scope(engine) as session:
-                courses = course_specs(session)
-            desired = desired_from_courses(courses)
-            report = apply_sync(plan_sync(desired, actual_state(client)), client)
-            with session_scope(engine) as session:
-                record_sync_status(session, [c.course_id for c in courses], report)
-            return report
+            with (
+                HubClient(f"{self.url}/hub/api", self.secrets.service_token) as client,
+                session_scope(engine) as session,
+            ):
+                return sync_catalog(session, client)
         finally:
-            client.close()
             engine.dispose()
 
     def stop(self) -> None:
@@ -338,7 +317,7 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
     previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)
-        report = hub.sync(database_url)
+        report = hub.sync(database_url).report
         print(render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
               flush=True)  # fmt: skip
         status = hub.wait()

@@ -1,7 +1,12 @@
-"""JupyterHub side of coursehub: REST client, catalog-to-hub sync, course profiles for spawners.
+"""Admin side of JupyterHub: REST client, catalog-to-hub sync, configuration rendering.
 
 :mod:`coursehub.hub.hubclient` talks to the hub's REST API;
-:mod:`coursehub.hub.sync` reconciles the catalog into hub users, groups and
-group properties; :mod:`coursehub.hub.cli` is ``coursehub hub ...``. Nothing
-here is imported by ``coursehub --help``.
+:mod:`coursehub.hub.sync` plans and applies the reconciliation of the catalog
+into hub users, groups and group properties, and
+:func:`coursehub.hub.sync.sync_catalog` is its one entry point (CLI, web app,
+demo); :mod:`coursehub.hub.config` renders ``jupyterhub_config.py``;
+:mod:`coursehub.hub.process` starts a hub subprocess (demo, tests);
+:mod:`coursehub.hub.cli` is ``coursehub hub ...``. What the hub process itself
+loads lives in :mod:`coursehub.spawn`. Nothing here but the CLI registration
+and the config renderer is imported by ``coursehub --help``.
 """

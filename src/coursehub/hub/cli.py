@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from coursehub.errors import UsageError
 
 if TYPE_CHECKING:
-    from coursehub.hub.sync import SyncPlan, SyncReport
+    from coursehub.hub.reconcile import SyncPlan, SyncReport
 
 #: Steps shown per kind of change unless ``--verbose``.
 SHOWN_PER_STEP = 10
@@ -84,36 +84,30 @@ def register_sync(commands: Any) -> None:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    """Plan the sync, print it, apply it unless ``--dry-run``; return 0, or 1 on a hub error."""
+    """Plan the sync, print it, apply it unless ``--dry-run``; return 0, or 1 on a hub error.
+
+    One :func:`coursehub.hub.sync.sync_catalog`: a hub that cannot be read
+    is reported (and recorded on every course) with nothing applied.
+    """
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.catalog.schema import check_schema
     from coursehub.hub.hubclient import RetryPolicy, client_from_env
-    from coursehub.hub.sync import (
-        actual_state,
-        apply_sync,
-        course_specs,
-        desired_from_courses,
-        plan_sync,
-        record_sync_status,
-    )
+    from coursehub.hub.sync import sync_catalog
 
     if args.attempts < 1:
         raise UsageError(f"--attempts must be >= 1, got {args.attempts}")
     client = client_from_env(args.hub_url, args.token_env, retry=RetryPolicy(args.attempts))
     engine = make_engine()
     check_schema(engine)
-    with session_scope(engine) as session:
-        courses = course_specs(session)
-    plan = plan_sync(desired_from_courses(courses), actual_state(client), prune=args.prune)
-    print(render_plan(plan, verbose=args.verbose, where=client.api_url))
-    if args.dry_run:
-        return 0
-    report = apply_sync(plan, client)
-    with session_scope(engine) as session:
-        record_sync_status(session, [c.course_id for c in courses], report)
-    if not plan.is_empty:
-        print(render_report(report))
-    return 0 if report.ok else 1
+    with client, session_scope(engine) as session:
+        outcome = sync_catalog(
+            session, client, prune=args.prune, dry_run=args.dry_run,
+            on_plan=lambda plan: print(render_plan(plan, args.verbose, client.api_url), flush=True),
+        )  # fmt: skip
+    engine.dispose()
+    if outcome.plan is None or not (outcome.dry_run or outcome.plan.is_empty):
+        print(render_report(outcome.report))
+    return 0 if outcome.ok else 1
 
 
 def render_plan(plan: SyncPlan, verbose: bool = False, where: str = "the hub") -> str:

@@ -5,7 +5,7 @@
 ``local`` and ``slurm`` spawners (and for ``coursehub demo``), or the Zero to
 JupyterHub Helm values ``z2jh-values.yaml.j2`` for ``kubernetes``. Each holds
 the authenticator, the spawner with course profiles
-(:class:`coursehub.hub.spawner.CourseProfiles`), the course app as a
+(:class:`coursehub.spawn.spawner.CourseProfiles`), the course app as a
 hub-managed service with its role and scopes, the idle culler and
 ``concurrent_spawn_limit``.
 """
@@ -19,10 +19,16 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from coursehub.contract import (
+    DEFAULT_PROFILE,
+    MAX_BUSY_S,
+    NO_COURSE_CHOICES,
+    SERVER_ARG,
+    SPAWNER_KINDS,
+    CourseProfile,
+)
 from coursehub.errors import UsageError
-from coursehub.hub.profiles import DEFAULT_PROFILE, SPAWNER_KINDS, CourseProfile
-from coursehub.hub.spawner import NO_COURSE_CHOICES
-from coursehub.resources import format_mem
+from coursehub.resources.units import format_mem
 
 #: Port of the course app service on the hub machine.
 SERVICE_PORT = 10101
@@ -75,7 +81,7 @@ class HubSettings:
     Attributes
     ----------
     kind
-        Spawner kind, one of :data:`coursehub.hub.profiles.SPAWNER_KINDS`.
+        Spawner kind, one of :data:`coursehub.contract.SPAWNER_KINDS`.
     data_dir
         The hub's state directory (its database, cookie secret, GPU state).
     bind_url, hub_bind_url, proxy_api_url
@@ -109,7 +115,7 @@ class HubSettings:
         Profile of a user in no course.
     no_course
         A user in no course: ``"default"`` (notice, then ``default_profile``)
-        or ``"refuse"`` (notice, no server); see :class:`coursehub.hub.spawner.CourseProfiles`.
+        or ``"refuse"`` (notice, no server); see :class:`coursehub.spawn.spawner.CourseProfiles`.
     demo
         Render the demo configuration (shared password, servers as the hub's user).
     formgrader_courses
@@ -158,8 +164,6 @@ def _start_timeout_s(settings: HubSettings) -> int:
 
 def busy_server_arg() -> str:
     """Return the single-user server argument enabling the busy-kernel extension."""
-    from coursehub.hub.busyactivity import SERVER_ARG
-
     return SERVER_ARG
 
 
@@ -172,12 +176,9 @@ def render_idle_notice(cull_idle_s: int, max_busy_s: float | None = None) -> str
         The culler's timeout in seconds.
     max_busy_s
         How long a busy kernel counts as activity
-        (:class:`coursehub.hub.busyactivity.BusyKernelActivity`; default its
+        (:class:`coursehub.spawn.busyactivity.BusyKernelActivity`; default its
         ``MAX_BUSY_S``).
     """
-    # the extension's module loads tornado and traitlets: not at `coursehub --help` time
-    from coursehub.hub.busyactivity import MAX_BUSY_S
-
     max_busy_s = MAX_BUSY_S if max_busy_s is None else max_busy_s
     return (
         f"Your server is stopped after {_duration(cull_idle_s)} without activity: save your "

@@ -228,6 +228,16 @@ class HubClient:
         """Return every group model (``name``, ``users``, ``properties``, ``roles``)."""
         return list(self.paginate("/groups"))
 
+    def get_group(self, name: str) -> dict[str, Any] | None:
+        """Return one group's model (``name``, ``users``, ``properties``); None if it is missing."""
+        try:
+            result: dict[str, Any] = self.request("GET", f"/groups/{_q(name)}")
+        except HubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return result
+
     def create_group(self, name: str, users: Iterable[str] = (), exist_ok: bool = True) -> None:
         """Create a group, optionally with members; an existing group is fine with ``exist_ok``."""
         try:

@@ -1,221 +1,225 @@
-"""Reconcile the catalog into JupyterHub: users, course groups and group properties.
+"""Sync the catalog into JupyterHub: :func:`sync_catalog`, the one entry point.
 
-Sync is plan then apply: :func:`desired_state` reads the catalog,
-:func:`actual_state` reads the hub, :func:`plan_sync` (pure) compares them and
-:func:`apply_sync` carries the plan out through a :class:`HubClient`.
+The command line (``coursehub hub sync``), the course app after an edit
+(:mod:`coursehub.web.hubsync`) and the demo all call :func:`sync_catalog`:
+read the catalog (:func:`course_specs`), read the hub (:func:`read_hub_state`),
+plan (:func:`coursehub.hub.reconcile.plan_sync`, pure), apply
+(:func:`coursehub.hub.reconcile.apply_sync`) and record each course's
+``last_sync_at`` / ``last_sync_status``.
 
-Hub groups (nbgrader's names, nbgrader docs "Using nbgrader with JupyterHub"):
-``nbgrader-{course_id}`` holds a course's students and ``formgrade-{course_id}``
-its teaching team (lead, teacher, grader). Both carry the properties
-``coursehub`` (True: the group is managed here), ``course_id``, ``role``
-(``"students"`` or ``"team"``), ``year``, ``portal``, ``ue_code``, ``title``
-and, when the course has a resource profile, ``profile``: ``{"name",
-"cpu_limit"`` (CPUs), ``"mem_limit"`` (bytes), ``"n_threads", "gpus",
-"jobs_per_gpu"}``, the object :func:`coursehub.hub.profiles.parse_profile`
-reads.
+Outcome semantics (:class:`SyncOutcome`):
 
-The group :data:`MANAGED_USERS_GROUP` lists every user coursehub has put on
-the hub; only those (never admins) are deleted by a pruning sync once they
-leave the catalog. Groups without ``coursehub: true`` are never emptied or
-deleted; a pre-existing group bearing a course's name is adopted (its
-properties set, missing members added, nobody removed in that run).
+* the hub cannot be read (no answer, or an error status after the retries):
+  nothing is planned nor applied; the outcome carries the error
+  (``report.aborted``, ``plan`` None) and every course in scope is recorded
+  ``"error: sync interrupted: reading the hub: ..."``. Never a half-read plan.
+* the hub stops answering while the plan is applied: the steps done stay
+  done (each is idempotent), the rest is left; ``report.aborted`` says why,
+  every course without an error of its own is recorded in error, and the
+  next sync completes the work.
+* a step refused (4xx): recorded against its course; the other steps go on.
+* ``dry_run``: the plan only; nothing applied nor recorded.
 
-Every step is idempotent and the steps run in an order (users, groups,
-properties, additions, removals, deletions) such that a run interrupted at
-any point converges when run again.
+What is read from the hub: ``GET /groups`` (every group with its members and
+properties; the users of a sync that does not prune are the members of the
+groups: every user coursehub created is in ``coursehub-users``), plus
+``GET /users`` only for ``prune`` (admins are never deleted, so their flag is
+needed). With ``course_ids``, only the course's two groups and
+``coursehub-users`` are read (``GET /groups/{name}``) and planned: a web edit
+syncs the course it changed in three reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from coursehub.catalog.courses import record_sync
+from coursehub.catalog.models import TEAM_ROLES, AcademicYear, Course, Membership, Person, Role
+from coursehub.catalog.people import normalize_username
+from coursehub.catalog.profiles import profile_json
+from coursehub.contract import MANAGED_USERS_GROUP, student_group, team_group
+from coursehub.errors import UsageError
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError
+from coursehub.hub.reconcile import (
+    CourseSpec,
+    HubGroup,
+    HubState,
+    SyncPlan,
+    SyncReport,
+    apply_sync,
+    desired_from_courses,
+    plan_sync,
+    render_course_errors,
+)
 
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-STUDENT_PREFIX = "nbgrader-"
-TEAM_PREFIX = "formgrade-"
-MANAGED_USERS_GROUP = "coursehub-users"
-MANAGED_USERS_PROPERTIES: Mapping[str, Any] = {"coursehub": True, "role": "managed-users"}
-
-
-@dataclass(frozen=True)
-class HubGroup:
-    """A hub group: its ``name``, member usernames and properties (a JSON object)."""
-
-    name: str
-    users: frozenset[str] = frozenset()
-    properties: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def managed(self) -> bool:
-        """True when coursehub manages the group (``properties["coursehub"] is True``)."""
-        return self.properties.get("coursehub") is True
+#: Prefix of ``report.aborted`` when the hub could not be read (nothing was applied).
+READ_FAILED = "reading the hub: "
 
 
 @dataclass(frozen=True)
-class HubState:
-    """Users (normalised names), admins among them, and groups by name."""
+class SyncOutcome:
+    """What one :func:`sync_catalog` did.
 
-    users: frozenset[str] = frozenset()
-    admins: frozenset[str] = frozenset()
-    groups: Mapping[str, HubGroup] = field(default_factory=dict)
+    Attributes
+    ----------
+    course_ids
+        The courses planned: non-archived courses of an active year, within
+        the ``course_ids`` asked for (if any).
+    plan
+        The plan, or None when the hub could not be read.
+    report
+        What was applied (empty for a dry run); ``aborted`` starts with
+        :data:`READ_FAILED` when the hub could not be read.
+    statuses
+        ``course_id`` -> ``"ok"`` or ``"error: ..."``, as recorded (empty for a dry run).
+    dry_run
+        True when nothing was applied nor recorded.
+    """
 
-
-@dataclass(frozen=True)
-class MemberChange:
-    """Users to add to, or remove from, one group."""
-
-    group: str
-    users: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PropertyChange:
-    """The properties a group must end up with."""
-
-    group: str
-    properties: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class SyncPlan:
-    """What a sync will do, in the order :func:`apply_sync` does it."""
-
-    create_users: tuple[str, ...] = ()
-    create_groups: tuple[str, ...] = ()
-    set_properties: tuple[PropertyChange, ...] = ()
-    add_members: tuple[MemberChange, ...] = ()
-    remove_members: tuple[MemberChange, ...] = ()
-    delete_groups: tuple[str, ...] = ()
-    delete_users: tuple[str, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        """True when the hub already matches the catalog."""
-        return not any(self.counts().values())
-
-    def counts(self) -> dict[str, int]:
-        """Number of users or groups touched by each kind of step."""
-        return {
-            "create_users": len(self.create_users),
-            "create_groups": len(self.create_groups),
-            "set_properties": len(self.set_properties),
-            "add_members": sum(len(c.users) for c in self.add_members),
-            "remove_members": sum(len(c.users) for c in self.remove_members),
-            "delete_groups": len(self.delete_groups),
-            "delete_users": len(self.delete_users),
-        }
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """What :func:`apply_sync` did: ``requests`` sent, ``errors`` as (group or user, message)
-    pairs, and ``aborted`` (the reason) when the hub stopped answering half-way."""
-
-    requests: int = 0
-    errors: tuple[tuple[str, str], ...] = ()
-    aborted: str | None = None
+    course_ids: tuple[str, ...]
+    plan: SyncPlan | None
+    report: SyncReport
+    statuses: Mapping[str, str] = field(default_factory=dict)
+    dry_run: bool = False
 
     @property
     def ok(self) -> bool:
-        """True when every step succeeded."""
-        return not self.errors and self.aborted is None
+        """True when the hub was read and every step applied (a dry run: when the hub was read)."""
+        return self.plan is not None and self.report.ok
+
+    @property
+    def read_failed(self) -> bool:
+        """True when the hub could not be read, so nothing was planned nor applied."""
+        return self.plan is None
 
 
-@dataclass(frozen=True)
-class CourseSpec:
-    """One course as the hub sees it: id, hub properties, student and team usernames."""
+def sync_catalog(
+    session: Session,
+    client: HubClient,
+    *,
+    course_ids: Collection[str] | None = None,
+    prune: bool = False,
+    dry_run: bool = False,
+    chunk_size: int = 500,
+    on_plan: Callable[[SyncPlan], None] | None = None,
+    now: datetime | None = None,
+) -> SyncOutcome:
+    """Reconcile the catalog (or some courses of it) into the hub; record and return the outcome.
 
-    course_id: str
-    properties: Mapping[str, Any]
-    students: frozenset[str]
-    team: frozenset[str]
+    Parameters
+    ----------
+    session
+        Catalog session: read, then the statuses are written (flushed; the caller commits).
+    client
+        The hub's API client (scopes ``admin:users``, ``admin:groups``,
+        ``list:users``, ``read:users``).
+    course_ids
+        Sync only these courses (read and plan only their groups); None: the whole catalog.
+    prune
+        Also delete the managed groups and users that left the catalog
+        (whole catalog only).
+    dry_run
+        Plan only: apply nothing, record nothing.
+    chunk_size
+        Users created per request.
+    on_plan
+        Called with the plan before it is applied (the CLI prints it).
+    now
+        Time recorded as ``last_sync_at`` (default: now, UTC).
 
-
-def course_id_of(group: str) -> str | None:
-    """Return the ``course_id`` of a course group name, or None for another group."""
-    for prefix in (STUDENT_PREFIX, TEAM_PREFIX):
-        if group.startswith(prefix):
-            return group[len(prefix) :]
-    return None
-
-
-def desired_from_courses(courses: Iterable[CourseSpec]) -> HubState:
-    """Return the hub state that the given courses call for (pure)."""
-    groups: dict[str, HubGroup] = {}
-    for course in courses:
-        for prefix, role, members in (
-            (STUDENT_PREFIX, "students", course.students),
-            (TEAM_PREFIX, "team", course.team),
-        ):
-            name = prefix + course.course_id
-            props = {**course.properties, "coursehub": True, "course_id": course.course_id}
-            groups[name] = HubGroup(name, frozenset(members), {**props, "role": role})
-    users = frozenset(u for group in groups.values() for u in group.users)
-    groups[MANAGED_USERS_GROUP] = HubGroup(MANAGED_USERS_GROUP, users, MANAGED_USERS_PROPERTIES)
-    return HubState(users=users, groups=groups)
-
-
-def plan_sync(desired: HubState, actual: HubState, prune: bool = False) -> SyncPlan:
-    """Compare the desired and actual hub states; return the steps that make them equal (pure).
-
-    Users missing from the hub are created; with ``prune``, users coursehub
-    put on the hub (members of :data:`MANAGED_USERS_GROUP`) that are no
-    longer desired are deleted, admins never. Groups are created, their
-    properties set where different, members added; members are removed
-    only from managed groups (never from :data:`MANAGED_USERS_GROUP`, which
-    remembers who coursehub created); with ``prune``, managed groups no
-    longer desired are deleted. Every list is sorted.
+    Raises
+    ------
+    UsageError
+        For ``prune`` with ``course_ids``. Hub failures are never raised:
+        they are in the outcome (see the module's documentation).
     """
-    create_groups, props, add, remove = [], [], [], []
-    for name in sorted(desired.groups):
-        want, have = desired.groups[name], actual.groups.get(name)
-        if have is None:
-            create_groups.append(name)
-        if have is None or dict(have.properties) != dict(want.properties):
-            props.append(PropertyChange(name, dict(want.properties)))
-        current = have.users if have is not None else frozenset()
-        if want.users - current:
-            add.append(MemberChange(name, tuple(sorted(want.users - current))))
-        extra = current - want.users
-        if extra and have is not None and have.managed and name != MANAGED_USERS_GROUP:
-            remove.append(MemberChange(name, tuple(sorted(extra))))
-    delete_groups: list[str] = []
-    delete_users: list[str] = []
-    if prune:
-        keep = {*desired.groups, MANAGED_USERS_GROUP}
-        delete_groups = sorted(n for n, g in actual.groups.items() if g.managed and n not in keep)
-        managed_users = actual.groups.get(MANAGED_USERS_GROUP, HubGroup(MANAGED_USERS_GROUP)).users
-        delete_users = sorted(managed_users & actual.users - desired.users - actual.admins)
-    return SyncPlan(
-        create_users=tuple(sorted(desired.users - actual.users)),
-        create_groups=tuple(create_groups),
-        set_properties=tuple(props),
-        add_members=tuple(add),
-        remove_members=tuple(remove),
-        delete_groups=tuple(delete_groups),
-        delete_users=tuple(delete_users),
+    if prune and course_ids is not None:
+        raise UsageError("a pruning sync covers the whole catalog: do not name courses")
+    courses = course_specs(session, course_ids)
+    ids = tuple(c.course_id for c in courses)
+    scope = None if course_ids is None else ids
+    try:
+        actual = read_hub_state(client, scope, with_users=prune)
+    except (HubUnreachableError, HubError) as exc:
+        report = SyncReport(aborted=f"{READ_FAILED}{exc}")
+        if dry_run:
+            return SyncOutcome(ids, None, report, dry_run=True)
+        return SyncOutcome(ids, None, report, _record(session, ids, report, now))
+    plan = plan_sync(desired_from_courses(courses), actual, prune=prune)
+    if on_plan is not None:
+        on_plan(plan)
+    if dry_run:
+        return SyncOutcome(ids, plan, SyncReport(), dry_run=True)
+    report = apply_sync(plan, client, chunk_size=chunk_size)
+    return SyncOutcome(ids, plan, report, _record(session, ids, report, now))
+
+
+def _record(
+    session: Session, course_ids: Iterable[str], report: SyncReport, now: datetime | None
+) -> dict[str, str]:
+    statuses = render_course_errors(course_ids, report)
+    when = now or datetime.now(UTC)
+    for course in session.scalars(select(Course).where(Course.course_id.in_(list(statuses)))):
+        record_sync(session, course, statuses[course.course_id], at=when)
+    session.flush()
+    return statuses
+
+
+def read_hub_state(
+    client: HubClient, course_ids: Iterable[str] | None = None, *, with_users: bool = False
+) -> HubState:
+    """Read what a plan needs from the hub.
+
+    Parameters
+    ----------
+    client
+        The hub's API client.
+    course_ids
+        None: every group (``GET /groups``, paginated). Else only the
+        groups of these courses and :data:`~coursehub.contract.MANAGED_USERS_GROUP`
+        (``GET /groups/{name}``; a missing group is absent).
+    with_users
+        Also read every user (``GET /users``) for their admin flag: needed
+        to prune. Without it the users are the members of the groups read
+        and ``admins_known`` is False.
+
+    Raises
+    ------
+    HubError, HubUnreachableError
+        When the hub refuses or does not answer a read.
+    """
+    if course_ids is None:
+        models = client.list_groups()
+    else:
+        names = [MANAGED_USERS_GROUP]
+        names += [name for cid in course_ids for name in (student_group(cid), team_group(cid))]
+        models = [m for m in map(client.get_group, names) if m is not None]
+    groups = {
+        m["name"]: HubGroup(m["name"], frozenset(m.get("users") or ()), m.get("properties") or {})
+        for m in models
+    }
+    if not with_users:
+        members = frozenset(u for g in groups.values() for u in g.users)
+        return HubState(users=members, groups=groups, admins_known=False)
+    users = client.list_users()
+    return HubState(
+        users=frozenset(u["name"] for u in users),
+        admins=frozenset(u["name"] for u in users if u.get("admin")),
+        groups=groups,
     )
 
 
-def desired_state(session: Session) -> HubState:
-    """Read the catalog: non-archived courses of active years, as a :class:`HubState`."""
-    return desired_from_courses(course_specs(session))
+def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> list[CourseSpec]:
+    """Return a :class:`CourseSpec` per course to sync, optionally only those in ``course_ids``.
 
-
-def course_specs(session: Session) -> list[CourseSpec]:
-    """Return a :class:`CourseSpec` per non-archived course of an active academic year."""
-    from sqlalchemy import select
-    from sqlalchemy.orm import selectinload
-
-    from coursehub.catalog.models import TEAM_ROLES, AcademicYear, Course, Membership, Role
-    from coursehub.catalog.people import normalize_username
-
+    Non-archived courses of active academic years only; None: every such course.
+    """
     query = (
         select(Course)
         .join(Course.year)
@@ -224,17 +228,30 @@ def course_specs(session: Session) -> list[CourseSpec]:
             selectinload(Course.year),
             selectinload(Course.portal),
             selectinload(Course.profile),
-            selectinload(Course.memberships).selectinload(Membership.person),
         )
         .order_by(Course.course_id)
     )
+    if course_ids is not None:
+        query = query.where(Course.course_id.in_(list(course_ids)))
+    courses = list(session.scalars(query))
+    # Course.memberships is write-only (catalog.models): read them, 500 courses a query
+    members_of: dict[int, list[tuple[Role, str]]] = {}
+    pks = [course.id for course in courses]
+    for start in range(0, len(pks), 500):
+        rows = session.execute(
+            select(Membership.course_pk, Membership.role, Person.username)
+            .join(Membership.person)
+            .where(Membership.course_pk.in_(pks[start : start + 500]))
+        )
+        for course_pk, role, username in rows:
+            members_of.setdefault(course_pk, []).append((role, normalize_username(username)))
     specs = []
-    for course in session.scalars(query):
-        members = [(m.role, normalize_username(m.person.username)) for m in course.memberships]
+    for course in courses:
+        members = members_of.get(course.id, [])
         specs.append(
             CourseSpec(
                 course_id=course.course_id,
-                properties=_course_properties(course),
+                properties=course_properties(course),
                 students=frozenset(u for role, u in members if role == Role.STUDENT),
                 team=frozenset(u for role, u in members if role in TEAM_ROLES),
             )
@@ -242,7 +259,8 @@ def course_specs(session: Session) -> list[CourseSpec]:
     return specs
 
 
-def _course_properties(course: Any) -> dict[str, Any]:
+def course_properties(course: Course) -> dict[str, Any]:
+    """Return the hub group properties of a course (its ``profile`` as the contract's JSON)."""
     props: dict[str, Any] = {
         "year": course.year.label,
         "portal": course.portal.code,
@@ -250,132 +268,5 @@ def _course_properties(course: Any) -> dict[str, Any]:
         "title": course.title,
     }
     if course.profile is not None:
-        profile = course.profile
-        props["profile"] = {
-            "name": profile.name,
-            "cpu_limit": float(profile.cpu_limit),
-            "mem_limit": int(profile.mem_limit),
-            "n_threads": int(profile.n_threads),
-            "gpus": int(profile.gpus),
-            "jobs_per_gpu": int(profile.jobs_per_gpu),
-        }
+        props["profile"] = profile_json(course.profile)
     return props
-
-
-def actual_state(client: HubClient) -> HubState:
-    """Read the hub: every user (and admin flag), every group (members and properties)."""
-    users = client.list_users()
-    groups = {
-        g["name"]: HubGroup(g["name"], frozenset(g.get("users", ())), g.get("properties") or {})
-        for g in client.list_groups()
-    }
-    return HubState(
-        users=frozenset(u["name"] for u in users),
-        admins=frozenset(u["name"] for u in users if u.get("admin")),
-        groups=groups,
-    )
-
-
-def apply_sync(plan: SyncPlan, client: HubClient, chunk_size: int = 500) -> SyncReport:
-    """Carry out ``plan`` on the hub; return what happened.
-
-    A 4xx answer is recorded against its group (or user) and the other
-    steps go on; a bulk user creation refused for an invalid name is
-    retried name by name, and those users are left out of group additions.
-    When the hub stops answering (:class:`HubUnreachableError`, or 5xx after the
-    retries) the run stops and ``aborted`` says why; running the sync again
-    once the hub is back completes it.
-    """
-    run = _Run(client)
-    try:
-        failed = run.create_users(plan.create_users, chunk_size)
-        for name in plan.create_groups:
-            run.step(name, client.create_group, name)
-        for props in plan.set_properties:
-            run.step(props.group, client.set_group_properties, props.group, props.properties)
-        for change in plan.add_members:
-            missing = sorted(failed.intersection(change.users))
-            if missing:
-                run.errors.append((change.group, f"users not created: {', '.join(missing)}"))
-            users = [u for u in change.users if u not in failed]
-            if users:
-                run.step(change.group, client.add_group_users, change.group, users)
-        for change in plan.remove_members:
-            run.step(change.group, client.remove_group_users, change.group, change.users)
-        for name in plan.delete_groups:
-            run.step(name, client.delete_group, name)
-        for name in plan.delete_users:
-            run.step(name, client.delete_user, name)
-    except (HubUnreachableError, HubError) as exc:
-        return SyncReport(run.requests, tuple(run.errors), aborted=str(exc))
-    return SyncReport(run.requests, tuple(run.errors))
-
-
-class _Run:
-    """Book-keeping of one :func:`apply_sync`: requests sent and errors met."""
-
-    def __init__(self, client: HubClient) -> None:
-        self.client = client
-        self.requests = 0
-        self.errors: list[tuple[str, str]] = []
-
-    def step(self, target: str, action: Any, *args: Any) -> bool:
-        """Run one step; record a 4xx against ``target``; let 5xx and no-answer through."""
-        self.requests += 1
-        try:
-            action(*args)
-        except HubError as exc:
-            if exc.status >= 500:
-                raise
-            self.errors.append((target, exc.message))
-            return False
-        return True
-
-    def create_users(self, names: tuple[str, ...], chunk_size: int) -> set[str]:
-        """Create users in chunks; on a refused chunk, one by one. Return the names that failed."""
-        failed: set[str] = set()
-        for start in range(0, len(names), chunk_size):
-            chunk = names[start : start + chunk_size]
-            if self.step("users", self.client.create_users, chunk, chunk_size):
-                continue
-            self.errors.pop()
-            failed.update(u for u in chunk if not self.step(u, self.client.create_users, [u]))
-        return failed
-
-
-def record_sync_status(
-    session: Session, course_ids: Iterable[str], report: SyncReport, now: datetime | None = None
-) -> None:
-    """Write ``last_sync_at`` and ``last_sync_status`` (``"ok"`` or ``"error: ..."``) on courses.
-
-    A course is in error when one of its groups (or one of its users) had an
-    error, or when the run was aborted. The caller commits.
-    """
-    from sqlalchemy import select
-
-    from coursehub.catalog.courses import record_sync
-    from coursehub.catalog.models import Course
-
-    statuses = render_course_errors(course_ids, report)
-    when = now or datetime.now(UTC)
-    for course in session.scalars(select(Course).where(Course.course_id.in_(list(statuses)))):
-        record_sync(session, course, statuses[course.course_id], at=when)
-
-
-def render_course_errors(course_ids: Iterable[str], report: SyncReport) -> dict[str, str]:
-    """Return each course's sync status: ``"ok"`` or ``"error: <first message>"`` (pure).
-
-    Errors on a course's groups go to that course; an aborted run puts
-    every course without an error of its own in error.
-    """
-    per_course: dict[str, str] = {}
-    for target, message in report.errors:
-        course_id = course_id_of(target)
-        if course_id is not None:
-            per_course.setdefault(course_id, f"{target}: {message}")
-    aborted = f"sync interrupted: {report.aborted}" if report.aborted else None
-    status = {}
-    for course_id in course_ids:
-        problem = per_course.get(course_id) or aborted
-        status[course_id] = f"error: {problem}" if problem else "ok"
-    return status

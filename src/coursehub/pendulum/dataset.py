@@ -2,8 +2,9 @@
 
 ``coursehub pendulum generate --n-trajectories 1000 --seed 0 --out FILE``
 releases each trajectory at rest from ``theta1, theta2 ~ U(-pi, pi)``,
-integrates it with the batched RK4 of :mod:`coursehub.pendulum.physics`
-(25 s sampled at ``dt = 1/30 s``, 8 sub-steps: REFERENCE.md section 8), flags
+integrates it with the RK4 of :mod:`coursehub.pendulum.physics` (compiled with
+numba when the ``workload`` extra is installed, batched numpy otherwise; 25 s
+sampled at ``dt = 1/30 s``, 8 sub-steps: REFERENCE.md section 8), flags
 trajectories whose energy drifts by more than ``ENERGY_TOLERANCE`` of
 ``e_top - e_min``, and splits the others by trajectory into train/val/test.
 

@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     from coursehub.pendulum.train import apply_threads, pick_device
 
     apply_threads(args.threads)
-    from coursehub.pendulum.trainer import load_checkpoint, restore_state
+    from coursehub.pendulum.checkpoint import load_checkpoint, restore_state
 
     checkpoint = load_checkpoint(args.model_file, expect_arch=args.arch)
     model = restore_state(checkpoint, pick_device(args.device)).model.eval()

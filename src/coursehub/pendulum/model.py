@@ -1,6 +1,7 @@
 """LSTM forecasters of the double pendulum and their closed-loop rollout.
 
-Two architectures, chosen by :attr:`ModelConfig.arch`:
+Two architectures, chosen by :attr:`coursehub.pendulum.config.ModelConfig.arch`
+(settings and presets: :mod:`coursehub.pendulum.config`):
 
 ``"lstm"`` (the default)
     Input features ``[sin th1, cos th1, sin th2, cos th2, w1/s1, w2/s2]``
@@ -32,57 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
 from coursehub.errors import UsageError
-
-ARCHS: tuple[str, ...] = ("lstm", "course")
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Shape of a forecaster.
-
-    Attributes
-    ----------
-    arch : {"lstm", "course"}
-        Features and targets (module docstring).
-    hidden_size : int
-        LSTM hidden units per layer.
-    n_layers : int
-        Stacked LSTM layers.
-    window : int
-        Past samples fed to the network (10 in DP-Buffat-v1).
-    dropout : float
-        Dropout between LSTM layers (0 for one layer).
-    """
-
-    arch: str = "lstm"
-    hidden_size: int = 128
-    n_layers: int = 2
-    window: int = 10
-    dropout: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.arch not in ARCHS:
-            raise UsageError(f"unknown architecture {self.arch!r}: choose one of {ARCHS}")
-        for name in ("hidden_size", "n_layers", "window"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"model {name}={getattr(self, name)} must be >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise UsageError(f"model dropout={self.dropout} must be in [0, 1)")
-
-    @classmethod
-    def course(cls) -> ModelConfig:
-        """The course's architecture: LSTM(4 -> 100) + Linear(100 -> 4), windows of 10."""
-        return cls(arch="course", hidden_size=100, n_layers=1, window=10)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
-        """Rebuild a config saved with ``dataclasses.asdict`` (unknown keys are an error)."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise UsageError(f"model config has unknown fields {sorted(unknown)}")
-        return cls(**values)
-
+from coursehub.pendulum.config import ModelConfig
 
 @dataclass(frozen=True)
 class Scaler:

@@ -1,9 +1,15 @@
-"""Train the double-pendulum forecaster with an explicit thread count.
+"""Train the double-pendulum forecaster with an explicit thread count: the command.
 
 The course's interface, unchanged::
 
     python -m coursehub.pendulum.train MODEL_FILE N_EPOCHS N_THREADS
     coursehub pendulum train MODEL_FILE N_EPOCHS N_THREADS
+
+This module is the command only: it parses the command line (only
+:func:`main` and :func:`run` see argparse), turns it into typed settings
+(:mod:`coursehub.pendulum.config`: every option left out takes the value of
+the ``--arch`` preset) and hands them to the loop,
+:func:`coursehub.pendulum.fitting.fit`.
 
 The thread variables (:func:`coursehub.resources.thread_env`) are put into
 this process's environment before torch is imported, and
@@ -39,39 +45,26 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, PendulumDataset, load_dataset
+from coursehub.pendulum.config import (
+    ARCHS,
+    DEFAULT_ARCH,
+    MODEL_PRESETS,
+    TRAIN_PRESETS,
+    ModelConfig,
+    TrainConfig,
+)
+from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, load_dataset
 from coursehub.resources import effective_cpus, thread_env
 
-# arch -> default of each model and optimisation setting (overridden by the options)
-ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
-    "lstm": {
-        "hidden_size": 128,
-        "n_layers": 2,
-        "batch_size": 256,
-        "lr": 2e-3,
-        "rollout_steps": 1,
-        "noise": 0.1,
-        "lr_decay": 0.7,
-    },
-    "course": {
-        "hidden_size": 100,
-        "n_layers": 1,
-        "batch_size": 1,
-        "lr": 5e-4,
-        "rollout_steps": 1,
-        "noise": 0.0,
-        "lr_decay": 1.0,
-    },
-}
-
-#: Options fixed by the checkpoint on ``--resume``: option -> (checkpoint section, key).
-#: Giving one with another value than the checkpoint's is refused.
+#: Each model or optimisation option -> (checkpoint section, config field) it sets.
+#: These are fixed by the checkpoint on ``--resume``: giving one with another
+#: value than the checkpoint's is refused.
 RESUME_FIXED: dict[str, tuple[str, str]] = {
     "arch": ("model_config", "arch"),
     "hidden_size": ("model_config", "hidden_size"),
@@ -92,10 +85,25 @@ RESUME_HELP = (
     "values; giving one with another value is refused, except N_EPOCHS, N_THREADS, "
     "--data (same dataset), --device and --no-progress"
 )
+_PRESET_SECTIONS = {"model_config": MODEL_PRESETS, "train_config": TRAIN_PRESETS}
+
+
+def render_preset_help(option: str) -> str:
+    """``default: lstm 128, course 100``: the value of each preset for ``option``."""
+    section, key = RESUME_FIXED[option]
+    presets = _PRESET_SECTIONS[section]
+    values = {arch: getattr(presets[arch], key) for arch in ARCHS}
+    if len(set(values.values())) == 1:
+        return f"default: {values[DEFAULT_ARCH]}"
+    return "default: " + ", ".join(f"{arch} {value}" for arch, value in values.items())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of ``coursehub pendulum train``."""
+    """Declare the arguments of ``coursehub pendulum train``; settings default to None.
+
+    An option left out is filled from the ``--arch`` preset (fresh run) or
+    from the checkpoint (``--resume``), never by argparse.
+    """
     parser.add_argument("model_file", type=Path, metavar="MODEL_FILE", help="checkpoint to write")
     parser.add_argument("n_epochs", type=int, metavar="N_EPOCHS", help="epochs in the whole run")
     parser.add_argument("n_threads", type=int, metavar="N_THREADS", help="torch/BLAS threads")
@@ -108,23 +116,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--arch",
-        choices=tuple(ARCH_DEFAULTS),
+        choices=ARCHS,
         default=None,
-        help="lstm (sin/cos features, increments; default) or course "
+        help=f"lstm (sin/cos features, increments; default: {DEFAULT_ARCH}) or course "
         "(the course's LSTM(4->100) on MinMax-scaled raw states, batch 1)",
     )
-    for name, kind in (
-        ("hidden-size", int),
+    for option, kind in (
+        ("hidden_size", int),
         ("layers", int),
-        ("batch-size", int),
+        ("batch_size", int),
         ("lr", float),
-        ("rollout-steps", int),
+        ("rollout_steps", int),
         ("noise", float),
-        ("lr-decay", float),
+        ("lr_decay", float),
     ):
-        parser.add_argument(f"--{name}", type=kind, default=None, help="default: per --arch")
+        flag = "--" + option.replace("_", "-")
+        parser.add_argument(flag, type=kind, default=None, help=render_preset_help(option))
     parser.add_argument(
-        "--seed", type=int, default=None, help="weights, batches, noise (default: 0)"
+        "--seed",
+        type=int,
+        default=None,
+        help=f"weights, batches, noise ({render_preset_help('seed')})",
     )
     parser.add_argument(
         "--max-windows",
@@ -138,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="use only the first N training trajectories",
+        help="use only the first N training trajectories (default: all)",
     )
     parser.add_argument(
         "--device",
@@ -151,61 +163,94 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def plan_configs(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The (ModelConfig, TrainConfig) asked for by the arguments (fresh run).
+@dataclass(frozen=True)
+class TrainRequest:
+    """What a command line asks for, typed.
+
+    Attributes
+    ----------
+    model_file : Path
+    n_epochs, n_threads : int
+        N_EPOCHS (the run's total) and N_THREADS.
+    data : Path
+    device : {"auto", "cpu", "cuda"}
+    resume, force, progress : bool
+    given : dict
+        The options of :data:`RESUME_FIXED` given on the command line
+        (argparse dest -> value); those left out are absent.
+    """
+
+    model_file: Path
+    n_epochs: int
+    n_threads: int
+    data: Path = DEFAULT_DATA_PATH
+    device: str = "auto"
+    resume: bool = False
+    force: bool = False
+    progress: bool = True
+    given: Mapping[str, Any] | None = None
+
+
+def plan_request(args: argparse.Namespace) -> TrainRequest:
+    """The typed request of parsed arguments (options left out are None there)."""
+    given = {k: getattr(args, k) for k in RESUME_FIXED if getattr(args, k, None) is not None}
+    return TrainRequest(
+        model_file=args.model_file,
+        n_epochs=args.n_epochs,
+        n_threads=args.n_threads,
+        data=args.data,
+        device=args.device,
+        resume=args.resume,
+        force=args.force,
+        progress=not args.no_progress,
+        given=given,
+    )
+
+
+def plan_configs(
+    n_epochs: int, given: Mapping[str, Any]
+) -> tuple[ModelConfig, TrainConfig, int | None]:
+    """The settings of a fresh run: the ``--arch`` preset with the options given.
+
+    Parameters
+    ----------
+    n_epochs : int
+    given : mapping
+        Options given (argparse dest -> value, :data:`RESUME_FIXED` keys).
+
+    Returns
+    -------
+    ModelConfig, TrainConfig, int or None
+        The last is the ``--trajectories`` limit (None = all).
 
     Raises
     ------
     UsageError
-        If a setting is out of range.
+        If a setting is out of range (the message names it).
     """
-    from coursehub.pendulum.model import ModelConfig
-    from coursehub.pendulum.trainer import TrainConfig
-
-    arch = args.arch or "lstm"
-    d = {
-        k: v if getattr(args, k, None) is None else getattr(args, k)
-        for k, v in ARCH_DEFAULTS[arch].items()
-    }
-    if args.layers is not None:
-        d["n_layers"] = args.layers
-    base = ModelConfig.course() if arch == "course" else ModelConfig()
-    model_config = replace(base, hidden_size=d["hidden_size"], n_layers=d["n_layers"])
-    for name in ("batch_size", "rollout_steps"):
-        if d[name] < 1:
-            raise UsageError(f"--{name.replace('_', '-')}={d[name]} must be >= 1")
-    if not (d["lr"] > 0 and d["noise"] >= 0 and 0 < d["lr_decay"] <= 1):
-        raise UsageError("--lr must be > 0, --noise >= 0 and --lr-decay in (0, 1]")
-    seed = 0 if args.seed is None else args.seed
-    if seed < 0:
-        raise UsageError(f"--seed={seed} must be >= 0")
-    if args.trajectories is not None and args.trajectories < 1:
-        raise UsageError(f"--trajectories={args.trajectories} must be >= 1")
-    if args.max_windows is not None and args.max_windows < 1:
-        raise UsageError(f"--max-windows={args.max_windows} must be >= 1")
-    train_config = TrainConfig(
-        n_epochs=args.n_epochs,
-        batch_size=d["batch_size"],
-        lr=d["lr"],
-        seed=seed,
-        max_windows=args.max_windows,
-        rollout_steps=d["rollout_steps"],
-        noise=d["noise"],
-        lr_decay=d["lr_decay"],
-    )
-    return model_config, train_config
+    sections: dict[str, dict[str, Any]] = {"model_config": {}, "train_config": {}, "data": {}}
+    for option, value in given.items():
+        section, key = RESUME_FIXED[option]
+        sections[section][key] = value
+    arch = given.get("arch") or DEFAULT_ARCH
+    model_config = replace(ModelConfig.preset(arch), **sections["model_config"])
+    train_config = replace(TrainConfig.preset(arch), n_epochs=n_epochs, **sections["train_config"])
+    trajectories = sections["data"].get("trajectories")
+    if trajectories is not None and trajectories < 1:
+        raise UsageError(f"--trajectories={trajectories} must be >= 1")
+    return model_config, train_config, trajectories
 
 
-def plan_resume_conflicts(args: argparse.Namespace, ckpt: dict[str, Any]) -> list[str]:
+def plan_resume_conflicts(given: Mapping[str, Any], ckpt: dict[str, Any]) -> list[str]:
     """The options given explicitly with another value than the checkpoint's, one line each.
 
     Parameters
     ----------
-    args : argparse.Namespace
-        Parsed arguments; an option left out is None there.
+    given : mapping
+        Options given on the command line (:attr:`TrainRequest.given`).
     ckpt : dict
-        A checkpoint (:func:`coursehub.pendulum.trainer.load_checkpoint`), with
-        its ``model_config``, ``train_config`` and ``data`` sections.
+        A checkpoint (:func:`coursehub.pendulum.checkpoint.load_checkpoint`),
+        with its ``model_config``, ``train_config`` and ``data`` sections.
 
     Returns
     -------
@@ -216,14 +261,13 @@ def plan_resume_conflicts(args: argparse.Namespace, ckpt: dict[str, Any]) -> lis
     """
     conflicts = []
     for option, (section, key) in RESUME_FIXED.items():
-        given = getattr(args, option, None)
-        if given is None:
+        if given.get(option) is None:
             continue
         held = (ckpt.get(section) or {}).get(key)
-        if not _same_setting(held, given):
+        if not _same_setting(held, given[option]):
             flag = "--" + option.replace("_", "-")
             shown = "all" if held is None else held  # max_windows, trajectories
-            conflicts.append(f"checkpoint has {key}={shown}, {flag} {given} given")
+            conflicts.append(f"checkpoint has {key}={shown}, {flag} {given[option]} given")
     return conflicts
 
 
@@ -277,14 +321,6 @@ def pick_device(name: str) -> Any:
     return torch.device(name)
 
 
-def split_states(ds: PendulumDataset, name: str, limit: int | None = None) -> Any:
-    """States (n, n_samples, 4) of a split, optionally only its first ``limit`` trajectories."""
-    idx = ds.indices(name)[:limit]
-    if len(idx) == 0:
-        raise UsageError(f"the dataset has no {name} trajectories; generate more trajectories")
-    return ds.states[idx]
-
-
 def check_model_file(path: Path, resume: bool, force: bool) -> None:
     """Apply the MODEL_FILE policy (module docstring) before anything is written."""
     if resume and not path.is_file():
@@ -314,133 +350,92 @@ class StopFlag:
         return {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
 
 
-def prepare(args: argparse.Namespace, ds: PendulumDataset, device: Any) -> tuple[Any, Any]:
-    """(TrainState, TrainConfig): restored from MODEL_FILE with --resume, else fresh."""
-    from coursehub.pendulum.model import fit_scaler
-    from coursehub.pendulum.trainer import (
-        TrainConfig,
-        build_state,
-        load_checkpoint,
-        restore_state,
-    )
+def prepare_resume(
+    request: TrainRequest, dataset_seed: int, device: Any
+) -> tuple[ModelConfig, TrainConfig, int | None, Any]:
+    """(ModelConfig, TrainConfig, trajectory limit, TrainState) restored from MODEL_FILE.
 
-    if args.resume:
-        ckpt = load_checkpoint(args.model_file, expect_arch=args.arch)
-        conflicts = plan_resume_conflicts(args, ckpt)
-        if conflicts:
-            raise UsageError(
-                f"--resume {args.model_file}: " + "; ".join(conflicts) + "; leave those "
-                "options out to continue with the checkpoint's settings, or start a new "
-                "MODEL_FILE (--force replaces it)"
-            )
-        if ckpt["data"].get("seed") != ds.seed:
-            raise UsageError(
-                f"checkpoint {args.model_file} was trained on another dataset "
-                f"(seed {ckpt['data'].get('seed')}, not {ds.seed})"
-            )
-        cfg = replace(TrainConfig.from_dict(ckpt["train_config"]), n_epochs=args.n_epochs)
-        args.trajectories = ckpt["data"].get("trajectories")
-        return restore_state(ckpt, device), cfg
-    model_config, cfg = plan_configs(args)
-    scaler = fit_scaler(model_config, split_states(ds, "train", args.trajectories))
-    return build_state(model_config, scaler, cfg, device), cfg
+    Raises
+    ------
+    UsageError
+        If the checkpoint is unreadable, an option given differs from it,
+        or ``--data`` is another dataset (another seed).
+    """
+    from coursehub.pendulum.checkpoint import load_checkpoint, parse_configs, restore_state
+
+    given = request.given or {}
+    ckpt = load_checkpoint(request.model_file, expect_arch=given.get("arch"))
+    conflicts = plan_resume_conflicts(given, ckpt)
+    if conflicts:
+        raise UsageError(
+            f"--resume {request.model_file}: " + "; ".join(conflicts) + "; leave those "
+            "options out to continue with the checkpoint's settings, or start a new "
+            "MODEL_FILE (--force replaces it)"
+        )
+    if ckpt["data"].get("seed") != dataset_seed:
+        raise UsageError(
+            f"checkpoint {request.model_file} was trained on another dataset "
+            f"(seed {ckpt['data'].get('seed')}, not {dataset_seed})"
+        )
+    model_config, train_config = parse_configs(ckpt)
+    train_config = replace(train_config, n_epochs=request.n_epochs)
+    state = restore_state(ckpt, device)
+    return model_config, train_config, ckpt["data"].get("trajectories"), state
 
 
-def run(args: argparse.Namespace) -> int:
+def train(request: TrainRequest) -> int:
     """Check the input, set threads, train epoch by epoch, checkpoint; return the exit status."""
     t0, cpu0 = time.perf_counter(), time.process_time()
-    warning = check_counts(args.n_epochs, args.n_threads)
+    warning = check_counts(request.n_epochs, request.n_threads)
     if warning:
         print(warning, file=sys.stderr)
-    ds = load_dataset(args.data)
-    check_model_file(args.model_file, args.resume, args.force)
-    apply_threads(args.n_threads)  # before anything imports torch
-    device = pick_device(args.device)
-    state, cfg = prepare(args, ds, device)
+    if not request.resume:  # settings checked before torch loads and anything is written
+        fresh = plan_configs(request.n_epochs, request.given or {})
+    ds = load_dataset(request.data)
+    check_model_file(request.model_file, request.resume, request.force)
+    apply_threads(request.n_threads)  # before anything imports torch
+    from coursehub.pendulum.checkpoint import render_checkpoint, save_checkpoint
+    from coursehub.pendulum.fitting import TrainData, fit
+
+    device = pick_device(request.device)
+    if request.resume:
+        model_config, train_config, trajectories, start = prepare_resume(request, ds.seed, device)
+    else:
+        (model_config, train_config, trajectories), start = fresh, None
+    data = TrainData.from_dataset(ds, request.data, trajectories)
+
+    def save(state: Any) -> None:
+        save_checkpoint(render_checkpoint(state, train_config, data.describe()), request.model_file)
+
+    print(f"checkpoint after each epoch -> {request.model_file}", flush=True)
     stop = StopFlag()
     previous = stop.install()
     try:
-        n_samples, train_s = fit(args, ds, state, cfg, stop)
+        state = fit(
+            model_config,
+            train_config,
+            data,
+            device=device,
+            start=start,
+            stop=stop,
+            progress=request.progress,
+            on_epoch=save,
+            log=lambda line: print(line, flush=True),
+        )
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    elapsed_s = time.perf_counter() - t0
-    return report(args, state, stop, (n_samples, train_s), elapsed_s, cpu0, str(device))
-
-
-def fit(
-    args: argparse.Namespace, ds: PendulumDataset, state: Any, cfg: Any, stop: StopFlag
-) -> tuple[int, float]:
-    """Train until ``cfg.n_epochs`` or a stop signal; return (windows trained on, seconds)."""
-    from tqdm.auto import tqdm
-
-    from coursehub.pendulum import trainer
-    from coursehub.pendulum.model import count_parameters
-
-    span = state.model.config.window + cfg.rollout_steps
-    train_src = trainer.WindowSource(
-        split_states(ds, "train", args.trajectories), span, state.model.step_scale.device
-    )
-    val_src = trainer.WindowSource(split_states(ds, "val"), span, state.model.step_scale.device)
-    data = trainer.describe_data(
-        args.data, ds.seed, [len(ds.indices("train")), len(ds.indices("val"))], args.trajectories
-    )
-    n_samples, train_s = 0, 0.0
-    per_epoch = min(train_src.n_windows, cfg.max_windows or train_src.n_windows)
-    mc = state.model.config
-    print(
-        f"{mc.arch} model, {mc.n_layers} x {mc.hidden_size} hidden, "
-        f"{count_parameters(state.model):,} parameters; {per_epoch:,} of "
-        f"{train_src.n_windows:,} training windows per epoch, batch {cfg.batch_size}",
-        flush=True,
-    )
-    while state.epoch < cfg.n_epochs and not stop():
-        desc = f"epoch {state.epoch + 1}/{cfg.n_epochs}"
-        with tqdm(
-            total=per_epoch,
-            desc=desc,
-            unit="win",
-            unit_scale=True,
-            disable=args.no_progress,
-            mininterval=1.0,
-        ) as bar:
-
-            def progress(n: int, loss: float, bar: Any = bar) -> None:
-                bar.update(n)
-                bar.set_postfix(loss=f"{loss:.3g}", refresh=False)
-
-            loss, time_s = trainer.timed(
-                lambda: trainer.train_epoch(state, train_src, cfg, stop, progress)
-            )
-        if loss is None:
-            break
-        n_samples += per_epoch
-        train_s += time_s
-        val_loss = trainer.validate(state, val_src, cfg)
-        trainer.record_epoch(state, loss, val_loss, time_s)
-        trainer.save_checkpoint(trainer.render_checkpoint(state, cfg, data), args.model_file)
-        print(
-            f"epoch {state.epoch}/{cfg.n_epochs}: train loss {loss:.4g}, val loss "
-            f"{val_loss:.4g}, {time_s:.1f} s -> {args.model_file}",
-            flush=True,
-        )
-    return n_samples, train_s
+    return report(request, state, stop, time.perf_counter() - t0, cpu0, str(device))
 
 
 def report(
-    args: argparse.Namespace,
-    state: Any,
-    stop: StopFlag,
-    trained: tuple[int, float],
-    elapsed_s: float,
-    cpu0: float,
-    device: str,
+    request: TrainRequest, state: Any, stop: StopFlag, elapsed_s: float, cpu0: float, device: str
 ) -> int:
     """Print the run's figures (and why it stopped); return the exit status."""
     cpu_s = time.process_time() - cpu0
-    rate = trained[0] / trained[1] if trained[1] > 0 else 0.0
+    rate = state.n_windows / state.elapsed_s if state.elapsed_s > 0 else 0.0
     print(
-        f"elapsed {elapsed_s:.1f} s, cpu {cpu_s:.1f} s, threads {args.n_threads}, "
+        f"elapsed {elapsed_s:.1f} s, cpu {cpu_s:.1f} s, threads {request.n_threads}, "
         f"{rate:.0f} samples/s, device {device}",
         flush=True,
     )
@@ -448,12 +443,17 @@ def report(
         return 0
     name = signal.Signals(stop.signum).name
     held = (
-        f"{args.model_file} holds epoch {state.epoch}; continue with --resume"
+        f"{request.model_file} holds epoch {state.epoch}; continue with --resume"
         if state.epoch
         else "no epoch completed, no checkpoint written"
     )
     print(f"coursehub: training stopped by {name}; {held}", file=sys.stderr, flush=True)
     return 128 + stop.signum
+
+
+def run(args: argparse.Namespace) -> int:
+    """``coursehub pendulum train``: the parsed arguments, typed, then :func:`train`."""
+    return train(plan_request(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

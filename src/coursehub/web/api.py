@@ -16,22 +16,22 @@ from typing import Any
 from flask import Blueprint, Flask, Response, abort, current_app, g, jsonify, request, url_for
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.courses import course_detail, get_course, get_group
+from coursehub.catalog.courses import get_group
 from coursehub.catalog.enrolment import apply_roster, check_confirmed
-from coursehub.catalog.errors import IdentityError
+from coursehub.catalog.errors import IdentityError, NotFoundError
 from coursehub.catalog.models import Course
-from coursehub.catalog.people import add_member, get_membership, remove_member, visible_courses
-from coursehub.errors import CoursehubError
+from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
+from coursehub.catalog.readmodel import load_groups, load_member, load_members, load_students, load_team
 from coursehub.web import auth
 from coursehub.web.access import (
     Access,
-    course_access,
     course_actor,
     require,
     require_admin,
     require_creator,
 )
 from coursehub.web.actions import apply_course_changes, apply_new_course
+from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import HubSyncOutcome, apply_hub_sync
 from coursehub.web.identity import Identity
@@ -46,6 +46,7 @@ from coursehub.web.payloads import (
     render_profile,
 )
 from coursehub.web.rosterflow import plan_import, render_plan_json
+from coursehub.web.saving import committing
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -94,12 +95,12 @@ def payload_error(exc: PayloadError) -> tuple[Response, int]:
 
 
 def api_course(course_id: str, needed: Access) -> tuple[Session, Course, Access]:
-    """Return the session, the course and the caller's access; 404 or 403 as needed."""
+    """Return the session, the course and the caller's access; 404 or 403 as needed
+    (two queries: :func:`coursehub.web.coursepage.load_course_access`)."""
     session = get_session()
-    course = get_course(session, course_id)
-    access = course_access(session, g.identity, course)
-    require(access, needed)
-    return session, course, access
+    seen = load_course_access(session, course_id, g.identity)
+    require(seen.access, needed)
+    return session, seen.course, seen.access
 
 
 def synced(body: dict[str, Any] | None, outcome: HubSyncOutcome, status: int = 200) -> Response:
@@ -112,15 +113,6 @@ def synced(body: dict[str, Any] | None, outcome: HubSyncOutcome, status: int = 2
         response.status_code = status
     response.headers[SYNC_HEADER] = outcome.header()
     return response
-
-
-def commit(session: Session) -> None:
-    """Commit, or roll back and re-raise a catalog error (answered 400/404/409)."""
-    try:
-        session.commit()
-    except CoursehubError:
-        session.rollback()
-        raise
 
 
 @bp.get("/openapi.yaml")
@@ -146,12 +138,8 @@ def create_course() -> tuple[Response, dict[str, str]]:
     if (new.lead or new.profile) and not g.identity.admin:
         require_admin(g.identity)
     session = get_session()
-    try:
+    with committing(session):
         course = apply_new_course(session, new, g.identity.name)
-    except CoursehubError:
-        session.rollback()
-        raise
-    commit(session)
     location = url_for("api.get_course", course_id=course.course_id)
     outcome = apply_hub_sync(session, course.course_id)
     return synced(render_course(course), outcome, 201), {"Location": location}
@@ -161,8 +149,7 @@ def create_course() -> tuple[Response, dict[str, str]]:
 def get_course_view(course_id: str) -> Response:
     """One course with its team, groups, profile and material; students for its team."""
     session, course, access = api_course(course_id, Access.VIEW)
-    detail = course_detail(session, course)
-    names = {grp.id: grp.name for grp in course.groups}
+    groups = load_groups(session, course)
     body: dict[str, Any] = render_course(course) | {
         "description": course.description,
         "profile": render_profile(course.profile),
@@ -172,12 +159,13 @@ def get_course_view(course_id: str) -> Response:
         },
         "last_sync_at": course.last_sync_at.isoformat() if course.last_sync_at else None,
         "last_sync_status": course.last_sync_status,
-        "team": [render_member(m, names) for m in detail.team],
-        "groups": [{"name": c.name, "kind": c.kind, "n_students": c.n_students}
-                   for c in detail.groups],
+        "team": [render_member(m) for m in load_team(session, course, groups.names)],
+        "groups": [{"name": c.name, "kind": c.kind.value, "n_students": c.n_students}
+                   for c in groups.rows],
     }  # fmt: skip
     if access >= Access.READ_ROSTER:
-        body["students"] = [render_member(m, names) for m in detail.students]
+        students = load_students(session, course, groups.names)
+        body["students"] = [render_member(m) for m in students]
     return jsonify(body)
 
 
@@ -188,22 +176,17 @@ def update_course(course_id: str) -> Response:
     changes, material = parse_course_changes(request.get_json(silent=True))
     if "profile" in changes:
         require_admin(g.identity)
-    try:
+    with committing(session):
         apply_course_changes(session, course, changes, material)
-    except CoursehubError:
-        session.rollback()
-        raise
-    commit(session)
     return synced(render_course(course), apply_hub_sync(session, course_id))
 
 
 @bp.get("/courses/<course_id>/members")
 def list_members(course_id: str) -> Response:
     """Every member of the course (team and students): the course's team only."""
-    _, course, _ = api_course(course_id, Access.READ_ROSTER)
-    names = {grp.id: grp.name for grp in course.groups}
-    members = sorted(course.memberships, key=lambda m: m.person.username)
-    return jsonify(members=[render_member(m, names) for m in members])
+    session, course, _ = api_course(course_id, Access.READ_ROSTER)
+    names = load_groups(session, course, counts=False).names
+    return jsonify(members=[render_member(m) for m in load_members(session, course, names)])
 
 
 @bp.post("/courses/<course_id>/members", endpoint="add_member")
@@ -211,33 +194,29 @@ def add_member_view(course_id: str) -> Response:
     """Add a person (role ``student`` by default) or change their role and group."""
     session, course, _ = api_course(course_id, Access.MANAGE)
     data = parse_new_member(request.get_json(silent=True))
-    existed = get_membership(session, course, data["username"]) is not None
-    try:
+    username = check_username(data["username"])
+    names = load_groups(session, course, counts=False).names
+    existed = load_member(session, course, username, names) is not None
+    with committing(session):
         group = get_group(course, data["group"]) if data.get("group") else None
-        member = add_member(
-            session, course, data["username"], data.get("role") or "student", group,
+        add_member(
+            session, course, username, data.get("role") or "student", group,
             first_name=data.get("first_name") or "", last_name=data.get("last_name") or "",
             email=data.get("email") or None, actor=course_actor(session, g.identity, course),
         )  # fmt: skip
-    except CoursehubError:
-        session.rollback()
-        raise
-    commit(session)
-    names = {grp.id: grp.name for grp in course.groups}
+    member = load_member(session, course, username, names)
+    if member is None:  # removed meanwhile by another request
+        raise NotFoundError(f"{username} is not in course {course_id}")
     outcome = apply_hub_sync(session, course_id)
-    return synced(render_member(member, names), outcome, 200 if existed else 201)
+    return synced(render_member(member), outcome, 200 if existed else 201)
 
 
 @bp.delete("/courses/<course_id>/members/<username>")
 def delete_member(course_id: str, username: str) -> Response:
     """Take a person out of the course."""
     session, course, _ = api_course(course_id, Access.MANAGE)
-    try:
+    with committing(session):
         remove_member(session, course, username, actor=course_actor(session, g.identity, course))
-    except CoursehubError:
-        session.rollback()
-        raise
-    commit(session)
     return synced(None, apply_hub_sync(session, course_id))
 
 

@@ -8,11 +8,12 @@ the catalog is planned against the hub and applied by
 ``coursehub hub sync --prune``), and the outcome is written on every synced
 course (``last_sync_at``, ``last_sync_status``).
 
-Scope: the whole catalog. :mod:`coursehub.hub.sync` reads the whole hub
-(every user, every group) whatever the scope, and that read is most of the
-cost of a sync that changes little; a whole-catalog plan also carries a
-profile edit to every course using the profile and repairs drift left by an
-earlier failed sync of another course.
+Scope: the course the change is about. :func:`coursehub.hub.sync.sync_catalog`
+with ``course_ids=[course_id]`` reads only that course's two groups and
+``coursehub-users`` from the hub and plans only them; a change without one
+course (a profile edit, used by several courses) syncs the whole catalog.
+A hub that cannot be read is an outcome like any other: recorded on the
+courses in scope, nothing applied.
 
 In the request, not in a thread: the change is committed first, the sync
 runs with few attempts and a short timeout per request
@@ -40,24 +41,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from coursehub.errors import UsageError
-from coursehub.hub.hubclient import (
-    HubClient,
-    HubError,
-    HubUnreachableError,
-    RetryPolicy,
-    normalize_api_url,
-)
-from coursehub.hub.sync import (
-    CourseSpec,
-    SyncReport,
-    actual_state,
-    apply_sync,
-    course_specs,
-    desired_from_courses,
-    plan_sync,
-    record_sync_status,
-    render_course_errors,
-)
+from coursehub.hub.hubclient import HubClient, RetryPolicy, normalize_api_url
+from coursehub.hub.reconcile import SyncReport, render_course_errors
+from coursehub.hub.sync import SyncOutcome, sync_catalog
 
 SETTINGS_KEY = "coursehub.hubsync"
 #: Status of a change made while the sync is off.
@@ -158,22 +144,24 @@ def hub_sync_settings() -> HubSyncSettings:
     return cast(HubSyncSettings, current_app.extensions[SETTINGS_KEY])
 
 
-def run_sync(settings: HubSyncSettings, courses: list[CourseSpec]) -> SyncReport:
-    """Plan ``courses`` against the hub and apply the plan; a hub that fails to answer
-    while being read gives an aborted report (never raises for the hub's answers)."""
+def run_sync(
+    settings: HubSyncSettings,
+    session: Session,
+    course_ids: list[str] | None,
+    now: datetime | None = None,
+) -> SyncOutcome:
+    """Sync ``course_ids`` (None: the whole catalog) with the app's settings; never raises
+    for the hub's answers (:func:`coursehub.hub.sync.sync_catalog`, never pruning)."""
     assert settings.api_url is not None
     with HubClient(settings.api_url, settings.token, retry=settings.retry()) as client:
-        try:
-            actual = actual_state(client)
-        except (HubUnreachableError, HubError) as exc:
-            return SyncReport(aborted=str(exc))
-        return apply_sync(plan_sync(desired_from_courses(courses), actual), client)
+        return sync_catalog(session, client, course_ids=course_ids, now=now)
 
 
 def apply_hub_sync(session: Session, course_id: str | None) -> HubSyncOutcome:
-    """Sync the catalog into the hub after a committed change; record and return the outcome.
+    """Sync a committed change into the hub; record and return the outcome.
 
-    Every synced course gets ``last_sync_at``/``last_sync_status`` (committed
+    Syncs the course ``course_id`` only (None: the whole catalog); every
+    synced course gets ``last_sync_at``/``last_sync_status`` (committed
     here). Returns the outcome of ``course_id`` (None: of the whole run):
     ``"off"`` when the sync is off, :data:`NOT_SYNCED` for a course the sync
     leaves out. Hub failures are recorded, never raised.
@@ -181,19 +169,20 @@ def apply_hub_sync(session: Session, course_id: str | None) -> HubSyncOutcome:
     settings = hub_sync_settings()
     if not settings.enabled:
         return HubSyncOutcome(OFF)
-    courses = course_specs(session)
-    report = run_sync(settings, courses)
     when = datetime.now(UTC)
-    course_ids = [c.course_id for c in courses]
+    outcome: SyncOutcome | None = None
     try:
-        record_sync_status(session, course_ids, report, now=when)
+        outcome = run_sync(settings, session, None if course_id is None else [course_id], when)
         session.commit()
     except SQLAlchemyError:
         session.rollback()
-        current_app.logger.exception("hub sync: could not record its status")
-    if not report.ok:
-        current_app.logger.warning("hub sync incomplete: %s", report)
-    return HubSyncOutcome(render_outcome(course_ids, report, course_id), when)
+        current_app.logger.exception("hub sync: could not read the catalog or record its status")
+    if outcome is None:
+        return HubSyncOutcome("error: the catalog could not be read for the hub sync", when)
+    if not outcome.ok:
+        current_app.logger.warning("hub sync incomplete: %s", outcome.report)
+    status = render_outcome(list(outcome.course_ids), outcome.report, course_id)
+    return HubSyncOutcome(status, when)
 
 
 def render_outcome(course_ids: list[str], report: SyncReport, course_id: str | None) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coursehub.catalog.models import Course, Membership, ResourceProfile
+from coursehub.catalog.models import Course, ResourceProfile
+from coursehub.catalog.profiles import profile_json
+from coursehub.catalog.readmodel import MemberRow
 from coursehub.web.actions import Material, NewCourse
 from coursehub.web.rosterflow import RosterRequest
 
@@ -125,10 +127,7 @@ def parse_roster_request(body: Any) -> tuple[RosterRequest, bool, bool]:
 
 def render_profile(profile: ResourceProfile | None) -> dict[str, Any] | None:
     """Return a profile's limits (``mem_limit`` in bytes)."""
-    if profile is None:
-        return None
-    names = ("name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu")
-    return {name: getattr(profile, name) for name in names}
+    return None if profile is None else profile_json(profile)
 
 
 def render_course(course: Course) -> dict[str, Any]:
@@ -143,15 +142,15 @@ def render_course(course: Course) -> dict[str, Any]:
     }
 
 
-def render_member(membership: Membership, group_names: Mapping[int, str]) -> dict[str, Any]:
-    """Return a member of a course: username, names, e-mail, student number, role, group."""
-    person = membership.person
+def render_member(member: MemberRow) -> dict[str, Any]:
+    """Return a member of a course: username, names, e-mail, student number, role, group
+    (None: no group)."""
     return {
-        "username": person.username,
-        "first_name": person.first_name,
-        "last_name": person.last_name,
-        "email": person.email,
-        "student_number": person.student_number,
-        "role": membership.role,
-        "group": group_names.get(membership.group_pk) if membership.group_pk else None,
+        "username": member.username,
+        "first_name": member.first_name,
+        "last_name": member.last_name,
+        "email": member.email,
+        "student_number": member.student_number,
+        "role": member.role.value,
+        "group": member.group_name or None,
     }

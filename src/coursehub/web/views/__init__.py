@@ -14,13 +14,16 @@ from flask import Flask, current_app, flash, g, redirect, request, url_for
 from werkzeug.wrappers import Response
 from wtforms import Form
 
-from coursehub.catalog.courses import get_course
 from coursehub.catalog.models import Course
-from coursehub.errors import CoursehubError
-from coursehub.web.access import Access, course_access, may_create_courses, require
+from coursehub.web.access import Access, may_create_courses, require
 from coursehub.web.auth import auth_mode
+from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
+from coursehub.web.saving import commit_or_show, show_error
+
+__all__ = ["back_to_course", "commit_or_show", "form_status", "init_app", "load_course",
+           "show_error"]  # fmt: skip
 
 #: Seconds the header keeps "is on a teaching team" per user (a role change shows after it).
 TEAM_CACHE_S = 60.0
@@ -103,22 +106,16 @@ def may_find_people(identity: Identity | None) -> bool:
 
 
 def load_course(course_id: str, needed: Access) -> tuple[Course, Access]:
-    """Return the course and the user's access to it; 404 if unknown, 403 below ``needed``."""
-    session = get_session()
-    course = get_course(session, course_id)
-    access = course_access(session, g.get("identity"), course)
-    require(access, needed)
-    if access >= Access.READ_ROSTER:
+    """Return the course and the user's access to it; 404 if unknown, 403 below ``needed``.
+
+    Two queries (:func:`coursehub.web.coursepage.load_course_access`): the
+    course with its year, portal, profile and material, and the user's role.
+    """
+    seen = load_course_access(get_session(), course_id, g.get("identity"))
+    require(seen.access, needed)
+    if seen.access >= Access.READ_ROSTER:
         g.on_a_teaching_team = True  # spares navigation() its query
-    return course, access
-
-
-def show_error(exc: CoursehubError, form: Form | None = None, field: str | None = None) -> None:
-    """Show a service error next to ``form[field]``, else as a flash message."""
-    if form is not None and field is not None and field in form:
-        form[field].errors = [*form[field].errors, str(exc)]
-        return
-    flash(str(exc), "error")
+    return seen.course, seen.access
 
 
 def form_status(form: Form) -> int:

@@ -10,14 +10,13 @@ from wtforms import SelectChoice
 from coursehub.catalog.courses import list_portals, list_years
 from coursehub.catalog.models import Course
 from coursehub.catalog.profiles import list_profiles
-from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, require, require_creator
 from coursehub.web.actions import Material, NewCourse, apply_course_changes, apply_new_course
 from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
 from coursehub.web.forms import CourseForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome, hub_sync_settings
-from coursehub.web.views import back_to_course, form_status, load_course, show_error
+from coursehub.web.views import back_to_course, commit_or_show, form_status, load_course
 
 bp = Blueprint("courses", __name__)
 
@@ -85,14 +84,9 @@ def apply_create(session: Session, form: CourseForm) -> Course | None:
         profile=(form.profile.data or "") if "profile" in form else "",
         lead=(form.lead.data or "") if "lead" in form else "", material=form_material(form),
     )  # fmt: skip
-    try:
+    with commit_or_show(session, form, "code") as saved:
         course = apply_new_course(session, new, g.identity.name)
-        session.commit()
-    except CoursehubError as exc:
-        session.rollback()
-        show_error(exc, form, "code")
-        return None
-    return course
+    return course if saved else None
 
 
 @bp.route("/courses/<course_id>/edit", methods=["GET", "POST"])
@@ -134,11 +128,6 @@ def apply_edit(session: Session, form: CourseForm, course: Course) -> bool:
     }
     if "profile" in form:
         changes["profile"] = form.profile.data or ""
-    try:
+    with commit_or_show(session, form, "title") as saved:
         apply_course_changes(session, course, changes, form_material(form))
-        session.commit()
-    except CoursehubError as exc:
-        session.rollback()
-        show_error(exc, form, "title")
-        return False
-    return True
+    return bool(saved)

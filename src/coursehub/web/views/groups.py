@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
-from coursehub.catalog.courses import add_group, course_detail, remove_group
-from coursehub.errors import CoursehubError
+from coursehub.catalog.courses import add_group, remove_group
+from coursehub.catalog.readmodel import load_groups
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.forms import GroupForm
-from coursehub.web.views import form_status, load_course, show_error
+from coursehub.web.views import commit_or_show, form_status, load_course
 
 bp = Blueprint("groups", __name__)
 
@@ -22,18 +22,14 @@ def index(course_id: str) -> tuple[str, int] | Response:
     session = get_session()
     form = GroupForm()
     if form.validate_on_submit():
-        try:
+        with commit_or_show(session, form, "name") as saved:
             add_group(session, course, form.name.data or "", form.kind.data or "TD")
-            session.commit()
-        except CoursehubError as exc:
-            session.rollback()
-            show_error(exc, form, "name")
-        else:
+        if saved:
             flash(f"Group {form.name.data} added.", "success")
             return redirect(url_for("groups.index", course_id=course_id))
-    detail = course_detail(session, course)
+    groups = load_groups(session, course)
     return render_template(
-        "courses/groups.html", course=course, groups=detail.groups, form=form
+        "courses/groups.html", course=course, groups=groups.rows, form=form
     ), form_status(form)
 
 
@@ -42,12 +38,8 @@ def delete(course_id: str, name: str) -> Response:
     """Remove a group; its students stay in the course without a group."""
     course, _ = load_course(course_id, Access.MANAGE)
     session = get_session()
-    try:
+    with commit_or_show(session) as saved:
         remove_group(session, course, name)
-        session.commit()
-    except CoursehubError as exc:
-        session.rollback()
-        show_error(exc)
-    else:
+    if saved:
         flash(f"Group {name} removed; its students have no group now.", "success")
     return redirect(url_for("groups.index", course_id=course_id))

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.models import TEAM_ROLES, Membership, Person
-from coursehub.catalog.people import search_people
+from coursehub.catalog.people import PersonCourse, courses_of, search_people
 from coursehub.web.database import get_session
 from coursehub.web.forms import SearchForm
 from coursehub.web.identity import Identity
@@ -21,18 +21,20 @@ def team_course_pks(session: Session, identity: Identity) -> set[int]:
     query = (
         select(Membership.course_pk)
         .join(Membership.person)
-        .where(Person.username == identity.name, Membership.role.in_([r.value for r in TEAM_ROLES]))
+        .where(Person.username == identity.name, Membership.role.in_(list(TEAM_ROLES)))
     )
     return set(session.scalars(query))
 
 
 def plan_results(
-    people: list[Person], course_pks: set[int] | None
-) -> list[tuple[Person, list[Membership]]]:
-    """Keep each person's memberships in ``course_pks`` (None: all); drop those left with none."""
+    people: list[Person], courses: dict[int, list[PersonCourse]], course_pks: set[int] | None
+) -> list[tuple[Person, list[PersonCourse]]]:
+    """Keep each person's courses (``courses`` by person id) in ``course_pks`` (None: all);
+    drop the people left with none."""
     results = []
     for person in people:
-        kept = [m for m in person.memberships if course_pks is None or m.course_pk in course_pks]
+        mine = courses.get(person.id, [])
+        kept = [c for c in mine if course_pks is None or c.course_pk in course_pks]
         if kept:
             results.append((person, kept))
     return results
@@ -50,5 +52,5 @@ def search() -> tuple[str, int]:
     results = None
     if request.args.get("q") is not None and form.validate():
         people = search_people(session, form.q.data or "", limit=200 if scope is None else 1000)
-        results = plan_results(people, scope)[:50]
+        results = plan_results(people, courses_of(session, people), scope)[:50]
     return render_template("people/search.html", form=form, results=results), form_status(form)

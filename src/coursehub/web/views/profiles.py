@@ -7,12 +7,11 @@ from werkzeug.wrappers import Response
 
 from coursehub.catalog.models import ResourceProfile
 from coursehub.catalog.profiles import create_profile, get_profile, list_profiles, update_profile
-from coursehub.errors import CoursehubError
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.forms import ProfileForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.views import form_status, show_error
+from coursehub.web.views import commit_or_show, form_status
 
 bp = Blueprint("profiles", __name__)
 
@@ -46,13 +45,9 @@ def create() -> tuple[str, int] | Response:
     session = get_session()
     form = ProfileForm()
     if form.validate_on_submit():
-        try:
+        with commit_or_show(session, form, "name") as saved:
             create_profile(session, form.name.data or "", **profile_values(form))  # type: ignore[arg-type]
-            session.commit()
-        except CoursehubError as exc:
-            session.rollback()
-            show_error(exc, form, "name")
-        else:
+        if saved:
             flash(f"Profile {form.name.data} created.", "success")
             return redirect(url_for("profiles.index"))
     return render_template("profiles/form.html", form=form, profile=None), form_status(form)
@@ -70,13 +65,9 @@ def edit(name: str) -> tuple[str, int] | Response:
         form.mem_limit.data = f"{profile.mem_limit / 2**30:g}G"
     form.name.data = profile.name
     if form.validate_on_submit():
-        try:
+        with commit_or_show(session, form, "cpu_limit") as saved:
             update_profile(session, profile, **profile_values(form))
-            session.commit()
-        except CoursehubError as exc:
-            session.rollback()
-            show_error(exc, form, "cpu_limit")
-        else:
+        if saved:
             flash(f"Profile {profile.name} saved.", "success")
             flash_outcome(apply_hub_sync(session, None))
             return redirect(url_for("profiles.index"))

@@ -2,10 +2,10 @@
 
 :class:`CourseProfiles` plugs into the base ``Spawner`` configuration, so the
 same four lines serve SystemdSpawner, the local cgroup spawner of
-:mod:`coursehub.hub.cgroupspawner`, batchspawner's SlurmSpawner and
+:mod:`coursehub.spawn.cgroupspawner`, batchspawner's SlurmSpawner and
 KubeSpawner (JupyterHub >= 5.3 for ``apply_user_options``)::
 
-    from coursehub.hub.spawner import CourseProfiles
+    from coursehub.spawn.spawner import CourseProfiles
     profiles = CourseProfiles(kind="systemd", state_path="/srv/jupyterhub/coursehub-gpus.json")
     c.Spawner.options_form = profiles.options_form
     c.Spawner.options_from_form = profiles.options_from_form
@@ -31,7 +31,7 @@ their own): each server gets the least-loaded GPUs that still have room
 next to the hub's database) updated under an exclusive ``flock`` and replaced
 atomically, so they survive a hub restart; ``release`` (the
 ``post_stop_hook``) frees them when the server stops. Entries are keyed
-``{hub_id}:{user}/{server}`` (:mod:`coursehub.hub.identity`), so hubs of one
+``{hub_id}:{user}/{server}`` (:mod:`coursehub.spawn.identity`), so hubs of one
 host may share one file without taking each other's GPUs back.
 """
 
@@ -49,9 +49,11 @@ from typing import Any
 
 from tornado import web
 
+from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
-from coursehub.hub.identity import check_hub_id, hub_id_from_config
-from coursehub.hub.profiles import (
+from coursehub.resources.gpus import gpu_inventory
+from coursehub.spawn.identity import check_hub_id, hub_id_from_config
+from coursehub.spawn.profiles import (
     DEFAULT_PROFILE,
     NO_COURSE_REFUSED,
     SPAWNER_KINDS,
@@ -65,9 +67,6 @@ from coursehub.hub.profiles import (
     render_options_form,
     spawner_override,
 )
-
-#: What a user in no course gets: the default profile, or a refusal (both with a notice).
-NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
 
 #: Default GPU state file, relative to the hub's working directory (where jupyterhub.sqlite is).
 DEFAULT_STATE_PATH = "coursehub-gpus.json"
@@ -201,7 +200,7 @@ class CourseProfiles:
     Parameters
     ----------
     kind
-        Spawner kind (:data:`coursehub.hub.profiles.SPAWNER_KINDS`).
+        Spawner kind (:data:`coursehub.spawn.profiles.SPAWNER_KINDS`).
     default_profile
         Profile of a user in no course with a profile.
     gpu_ids
@@ -246,8 +245,6 @@ class CourseProfiles:
     def gpu_ids(self) -> list[int]:
         """Return this machine's GPU indices (NVML, asked once, when none were given)."""
         if self._gpu_ids is None:
-            from coursehub.resources import gpu_inventory
-
             self._gpu_ids = [gpu.index for gpu in gpu_inventory()]
         return self._gpu_ids
 

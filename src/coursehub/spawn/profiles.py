@@ -1,9 +1,10 @@
 """Course resource profiles and what they mean for each kind of spawner (pure functions).
 
-A course's profile travels from the catalog to the hub in the properties of
-its hub groups (written by ``coursehub hub sync``, see
-:mod:`coursehub.hub.sync`), so the spawner reads it from
-``spawner.user.groups`` and never needs the catalog database.
+Loaded by the hub process. A course's profile travels from the catalog to
+the hub in the properties of its hub groups (written by ``coursehub hub
+sync``, :mod:`coursehub.hub.sync`, as :func:`coursehub.contract.profile_to_json`),
+so the spawner reads it from ``spawner.user.groups`` with
+:func:`coursehub.contract.profile_from_json` and never needs the catalog database.
 
 :func:`spawner_override` turns one profile into the spawner traits of one
 spawner kind (REFERENCE.md sections 4 and 5):
@@ -12,9 +13,9 @@ spawner kind (REFERENCE.md sections 4 and 5):
 kind          traits set
 ============  =============================================================
 ``local``     ``cpu_limit``, ``mem_limit`` (enforced by
-              :mod:`coursehub.hub.cgroupspawner`), ``visible_gpus`` (the
+              :mod:`coursehub.spawn.cgroupspawner`), ``visible_gpus`` (the
               cgroup v1 devices controller hides every other NVIDIA device,
-              :mod:`coursehub.hub.devices`), ``environment``
+              :mod:`coursehub.spawn.devices`), ``environment``
 ``systemd``   ``cpu_limit`` (-> ``CPUQuota``), ``mem_limit`` (->
               ``MemoryMax``), ``unit_extra_properties`` (``MemorySwapMax=0``,
               ``DevicePolicy``/``DeviceAllow`` for GPUs), ``isolate_devices``
@@ -44,20 +45,33 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coursehub.errors import UsageError
-from coursehub.resources import (
-    ResourceSpec,
-    check_count,
-    format_mem,
-    parse_mem,
-    thread_env,
+from coursehub.contract import (
+    DEFAULT_PROFILE,
+    SPAWNER_KINDS,
+    CourseProfile,
+    course_id_of_group,
+    profile_from_json,
 )
+from coursehub.errors import UsageError
+from coursehub.resources.threads import thread_env
+from coursehub.resources.units import format_mem
 
-#: Spawner kinds understood by :func:`spawner_override`.
-SPAWNER_KINDS: tuple[str, ...] = ("local", "systemd", "slurm", "kubernetes")
-
-#: Hub group prefixes of a course's students and teaching team (nbgrader's names).
-COURSE_GROUP_PREFIXES: tuple[str, ...] = ("nbgrader-", "formgrade-")
+__all__ = [
+    "DEFAULT_PROFILE",
+    "NVIDIA_CONTROL_DEVICES",
+    "SPAWNER_KINDS",
+    "CourseChoice",
+    "CourseProfile",
+    "UnitPropertyValues",
+    "choose_profile",
+    "generosity",
+    "parse_options_form",
+    "plan_choices",
+    "plan_gpu_assignment",
+    "render_no_course_form",
+    "render_options_form",
+    "spawner_override",
+]
 
 #: NVIDIA device nodes every CUDA process needs besides its own ``/dev/nvidiaN``.
 NVIDIA_CONTROL_DEVICES: tuple[str, ...] = (
@@ -83,39 +97,6 @@ class UnitPropertyValues(list[str]):
 
 
 @dataclass(frozen=True)
-class CourseProfile:
-    """The per-user limits of a course's servers.
-
-    Attributes
-    ----------
-    name
-        Profile name shown to users (``"m2-2cpu-4g"``).
-    cpu_limit
-        CPUs (a CFS quota; may be fractional).
-    mem_limit
-        Memory limit in bytes.
-    n_threads
-        Threads per numerical library, >= 1 (``floor(cpu_limit)`` by default).
-    gpus
-        GPUs per server, >= 0.
-    jobs_per_gpu
-        Servers (or runner jobs) that may share one GPU, >= 1.
-    """
-
-    name: str
-    cpu_limit: float
-    mem_limit: int
-    n_threads: int
-    gpus: int = 0
-    jobs_per_gpu: int = 1
-
-    def describe(self) -> str:
-        """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU"``)."""
-        text = f"{self.cpu_limit:g} CPU, {format_mem(self.mem_limit)}, {self.n_threads} threads"
-        return text + (f", {self.gpus} GPU" if self.gpus else "")
-
-
-@dataclass(frozen=True)
 class CourseChoice:
     """A profile a user may start a server with: the course it comes from and its profile."""
 
@@ -127,91 +108,6 @@ class CourseChoice:
     def key(self) -> str:
         """The form value that selects this choice: the ``course_id``."""
         return self.course_id
-
-
-#: Profile of a user who is in no course (or whose courses have no profile).
-DEFAULT_PROFILE = CourseProfile(name="default", cpu_limit=1.0, mem_limit=2 * 1024**3, n_threads=1)
-
-
-def make_profile(
-    name: str,
-    cpu_limit: float,
-    mem_limit: int | str,
-    n_threads: int | None = None,
-    gpus: int = 0,
-    jobs_per_gpu: int = 1,
-) -> CourseProfile:
-    """Return a checked :class:`CourseProfile`; ``mem_limit`` may be text such as ``"4G"``.
-
-    Raises
-    ------
-    UsageError
-        If a value is out of range (non-positive CPUs, memory or threads,
-        negative GPUs, fewer than one job per GPU).
-    """
-    mem_bytes = parse_mem(mem_limit)
-    try:
-        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
-        check_count("jobs_per_gpu", jobs_per_gpu, 1)
-    except UsageError as exc:
-        raise UsageError(f"profile {name!r}: {exc}") from None
-    return CourseProfile(str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu)
-
-
-def parse_profile(data: Mapping[str, Any], where: str = "profile") -> CourseProfile:
-    """Return the profile described by a JSON object (a hub group's ``profile`` property).
-
-    Parameters
-    ----------
-    data
-        ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"}``;
-        ``mem_limit`` in bytes or as text (``"4G"``); ``n_threads``, ``gpus``
-        and ``jobs_per_gpu`` are optional.
-    where
-        Where the object comes from, for error messages (e.g. the group name).
-
-    Raises
-    ------
-    UsageError
-        If a key is missing or a value is out of range; the message names ``where``.
-    """
-    if not isinstance(data, Mapping):
-        raise UsageError(f"{where}: a profile must be a JSON object, got {data!r}")
-    try:
-        return make_profile(
-            name=str(data.get("name") or "course"),
-            cpu_limit=float(data["cpu_limit"]),
-            mem_limit=data["mem_limit"],
-            n_threads=data.get("n_threads"),
-            gpus=int(data.get("gpus") or 0),
-            jobs_per_gpu=int(data.get("jobs_per_gpu") or 1),
-        )
-    except KeyError as exc:
-        raise UsageError(f"{where}: profile has no {exc.args[0]!r}") from exc
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: invalid profile {dict(data)!r}: {exc}") from exc
-    except UsageError as exc:
-        raise UsageError(f"{where}: {exc}") from exc
-
-
-def render_profile(profile: CourseProfile) -> dict[str, Any]:
-    """Return the JSON object :func:`parse_profile` reads back as ``profile``."""
-    return {
-        "name": profile.name,
-        "cpu_limit": profile.cpu_limit,
-        "mem_limit": profile.mem_limit,
-        "n_threads": profile.n_threads,
-        "gpus": profile.gpus,
-        "jobs_per_gpu": profile.jobs_per_gpu,
-    }
-
-
-def course_id_of_group(group_name: str) -> str | None:
-    """Return the ``course_id`` of a course group (``nbgrader-X`` / ``formgrade-X``), else None."""
-    for prefix in COURSE_GROUP_PREFIXES:
-        if group_name.startswith(prefix) and len(group_name) > len(prefix):
-            return group_name[len(prefix) :]
-    return None
 
 
 def generosity(profile: CourseProfile) -> tuple[int, float, int, int]:
@@ -246,7 +142,7 @@ def plan_choices(groups: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Course
         course_id = course_id_of_group(name)
         if course_id is None or course_id in found or not properties.get("profile"):
             continue
-        profile = parse_profile(properties["profile"], where=f"hub group {name}")
+        profile = profile_from_json(properties["profile"], where=f"hub group {name}")
         title = str(properties.get("title") or course_id)
         found[course_id] = CourseChoice(course_id, title, profile)
     return sorted(found.values(), key=lambda c: (_negated(generosity(c.profile)), c.course_id))

@@ -9,6 +9,10 @@ torch loads, admitted only when N CPU slots are free on this machine, which
 gives back all of its memory (GPU included) when it exits (REFERENCE.md
 sections 1 and 3). Its output, then the runner's one-line summary, stream
 to standard output.
+
+It lives in :mod:`coursehub.pipelines`, above both ``pendulum`` and
+``runner``, so that the pendulum package never imports the runner; the
+``coursehub`` command wires it in as ``coursehub pendulum pipeline``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ for longer than ``max_busy_s`` without a pause (a stuck loop) stops counting.
 
 Enable it on the single-user servers (``coursehub hub config`` does)::
 
-    c.Spawner.args = ["--ServerApp.jpserver_extensions=coursehub.hub.busyactivity=True"]
+    c.Spawner.args = ["--ServerApp.jpserver_extensions=coursehub.spawn.busyactivity=True"]
 
 A server where coursehub is not installed logs a warning and runs without it.
 """
@@ -35,12 +35,12 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
+from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, SERVER_ARG
+
+__all__ = ["ACTIVITY_KEY", "MAX_BUSY_S", "SERVER_ARG", "BusyKernelActivity", "plan_busy_since"]
+
 #: Key of ``settings["last_activity_times"]`` written by this extension.
 ACTIVITY_KEY = "coursehub_busy_kernels"
-#: Default of ``BusyKernelActivity.max_busy_s``: 24 hours.
-MAX_BUSY_S = 24 * 3600.0
-#: The spawner argument that enables this extension on a single-user server.
-SERVER_ARG = "--ServerApp.jpserver_extensions=coursehub.hub.busyactivity=True"
 
 
 def plan_busy_since(
@@ -128,7 +128,7 @@ class BusyKernelActivity(LoggingConfigurable):
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """Declare this module as a jupyter_server extension."""
-    return [{"module": "coursehub.hub.busyactivity"}]
+    return [{"module": BUSY_EXTENSION}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:

@@ -6,12 +6,12 @@ where SystemdSpawner cannot run. Each server gets the cgroup
 ``cpu_limit`` CPUs and a memory limit of ``mem_limit`` bytes (RAM + swap),
 made by :class:`coursehub.resources.JobCgroup` (REFERENCE.md section 2), and
 on cgroup v1 a devices cgroup that lets it open only its own GPUs
-(:mod:`coursehub.hub.devices`). The server process joins its cgroups between
+(:mod:`coursehub.spawn.devices`). The server process joins its cgroups between
 ``fork`` and ``exec``, so it and every kernel it starts are inside from their
 first instruction. When the server stops, what is left inside is killed and
 the cgroups removed.
 
-Several hubs on one host: the ``hub_id`` (:mod:`coursehub.hub.identity`, a
+Several hubs on one host: the ``hub_id`` (:mod:`coursehub.spawn.identity`, a
 hash of the hub's database) is part of the cgroup path, and a host-wide lock
 per hub id stops two live hubs from sharing one. The cgroup's directories
 (and their inode numbers) are kept in the spawner's state; a directory found
@@ -50,14 +50,6 @@ from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
 from tornado import web
 from traitlets import Enum, HasTraits, Int, List, Unicode, default, validate
 
-from coursehub.hub.devices import parse_proc_devices, plan_device_rules
-from coursehub.hub.identity import (
-    HubIdentityError,
-    HubLock,
-    check_hub_id,
-    default_runtime_dir,
-    hub_id_from_config,
-)
 from coursehub.resources.cgroupfs import CGROUP_ROOT, PROC_CGROUP, locate_controller
 from coursehub.resources.cgroups import (
     CgroupUnavailableError,
@@ -65,6 +57,14 @@ from coursehub.resources.cgroups import (
     JobCgroupPlan,
     job_cgroup_bases,
     plan_job_cgroup,
+)
+from coursehub.spawn.devices import parse_proc_devices, plan_device_rules
+from coursehub.spawn.identity import (
+    HubIdentityError,
+    HubLock,
+    check_hub_id,
+    default_runtime_dir,
+    hub_id_from_config,
 )
 
 #: Default cgroup directory holding every server's cgroup (the hub id is appended).
@@ -132,7 +132,7 @@ class CgroupSpawnerMixin(HasTraits):
     ).tag(config=True)
     hub_id = Unicode(
         help="This hub's id in host-wide names (default: a hash of JupyterHub.db_url, "
-        "see coursehub.hub.identity); 1-40 letters, digits, '.', '_', '-'."
+        "see coursehub.spawn.identity); 1-40 letters, digits, '.', '_', '-'."
     ).tag(config=True)
     runtime_dir = Unicode(
         help="Directory of the host-wide hub lock files (default: /run/coursehub as root)."

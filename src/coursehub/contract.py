@@ -1,0 +1,224 @@
+"""What the catalog, the sync and the hub process agree on: course profiles and hub group names.
+
+This module sits at the bottom of the import graph (it imports only
+:mod:`coursehub.errors` and :mod:`coursehub.resources`), so the catalog, the
+admin side (:mod:`coursehub.hub`) and the hub process (:mod:`coursehub.spawn`)
+share one definition of each fact:
+
+* a course profile: :class:`CourseProfile`, validated by :func:`make_profile`
+  (the only validator), written as JSON by :func:`profile_to_json` and read
+  back by :func:`profile_from_json`, so that what the catalog stores is what
+  the spawner applies;
+* hub group names, nbgrader's convention (nbgrader docs, "Using nbgrader with
+  JupyterHub"): :func:`student_group` (``nbgrader-{course_id}``),
+  :func:`team_group` (``formgrade-{course_id}``) and :func:`parse_course_group`
+  / :func:`course_id_of_group` (None for another group, or an empty id);
+* the group :data:`MANAGED_USERS_GROUP` that lists the users coursehub created;
+* the names the rendered hub configuration uses: :data:`SPAWNER_KINDS`,
+  :data:`NO_COURSE_CHOICES`, :data:`BUSY_EXTENSION` and :data:`SERVER_ARG`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coursehub.errors import UsageError
+from coursehub.resources.spec import ResourceSpec, check_count
+from coursehub.resources.units import format_mem, parse_mem
+
+#: Hub group of a course's students (nbgrader's name).
+STUDENT_GROUP_PREFIX = "nbgrader-"
+#: Hub group of a course's teaching team: lead, teacher, grader (nbgrader's name).
+TEAM_GROUP_PREFIX = "formgrade-"
+#: Role of each course group prefix, as written in the group's ``role`` property.
+COURSE_GROUP_ROLES: Mapping[str, str] = {
+    STUDENT_GROUP_PREFIX: "students",
+    TEAM_GROUP_PREFIX: "team",
+}
+COURSE_GROUP_PREFIXES: tuple[str, ...] = tuple(COURSE_GROUP_ROLES)
+#: Hub group listing every user coursehub put on the hub (only those may be pruned).
+MANAGED_USERS_GROUP = "coursehub-users"
+
+#: Spawner kinds a profile can be applied to (:func:`coursehub.spawn.profiles.spawner_override`).
+SPAWNER_KINDS: tuple[str, ...] = ("local", "systemd", "slurm", "kubernetes")
+#: What a user in no course gets: the default profile, or a refusal (both with a notice).
+NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
+#: Dotted path of the busy-kernel jupyter_server extension (:mod:`coursehub.spawn.busyactivity`).
+BUSY_EXTENSION = "coursehub.spawn.busyactivity"
+#: The single-user server argument that enables :data:`BUSY_EXTENSION`.
+SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"
+#: Default of ``BusyKernelActivity.max_busy_s``: 24 hours.
+MAX_BUSY_S = 24 * 3600.0
+
+
+class ProfileError(UsageError):
+    """A course profile is malformed or out of range; the message names the profile and field."""
+
+
+def student_group(course_id: str) -> str:
+    """Return the hub group of a course's students: ``nbgrader-{course_id}``."""
+    return _group(STUDENT_GROUP_PREFIX, course_id)
+
+
+def team_group(course_id: str) -> str:
+    """Return the hub group of a course's teaching team: ``formgrade-{course_id}``."""
+    return _group(TEAM_GROUP_PREFIX, course_id)
+
+
+def _group(prefix: str, course_id: str) -> str:
+    if not course_id:
+        raise UsageError(f"a course group needs a course id, got {course_id!r}")
+    return prefix + course_id
+
+
+def parse_course_group(name: str) -> tuple[str, str] | None:
+    """Return ``(role, course_id)`` of a course group (role ``"students"`` or ``"team"``).
+
+    None for any other group, including a bare prefix (``"nbgrader-"``: no course id).
+    """
+    for prefix, role in COURSE_GROUP_ROLES.items():
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return role, name[len(prefix) :]
+    return None
+
+
+def course_id_of_group(name: str) -> str | None:
+    """Return the ``course_id`` of a course group name, else None (:func:`parse_course_group`)."""
+    parsed = parse_course_group(name)
+    return parsed[1] if parsed else None
+
+
+@dataclass(frozen=True)
+class CourseProfile:
+    """The per-user limits of a course's servers (build it with :func:`make_profile`).
+
+    Attributes
+    ----------
+    name
+        Profile name shown to users (``"m2-2cpu-4g"``).
+    cpu_limit
+        CPUs (a CFS quota; may be fractional).
+    mem_limit
+        Memory limit in bytes.
+    n_threads
+        Threads per numerical library, >= 1 (``floor(cpu_limit)`` by default).
+    gpus
+        GPUs per server, >= 0.
+    jobs_per_gpu
+        Servers (or runner jobs) that may share one GPU, >= 1.
+    """
+
+    name: str
+    cpu_limit: float
+    mem_limit: int
+    n_threads: int
+    gpus: int = 0
+    jobs_per_gpu: int = 1
+
+    def describe(self) -> str:
+        """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU"``)."""
+        text = f"{self.cpu_limit:g} CPU, {format_mem(self.mem_limit)}, {self.n_threads} threads"
+        return text + (f", {self.gpus} GPU" if self.gpus else "")
+
+
+#: Profile of a user who is in no course (or whose courses have no profile).
+DEFAULT_PROFILE = CourseProfile(name="default", cpu_limit=1.0, mem_limit=2 * 1024**3, n_threads=1)
+
+
+def make_profile(
+    name: str,
+    cpu_limit: float | str,
+    mem_limit: int | str,
+    n_threads: int | None = None,
+    gpus: int = 0,
+    jobs_per_gpu: int = 1,
+) -> CourseProfile:
+    """Return a checked :class:`CourseProfile`: the one validator of a profile's limits.
+
+    Parameters
+    ----------
+    name
+        The profile's name, for messages.
+    cpu_limit
+        CPUs per user, > 0 and finite (fractions allowed, e.g. 0.5).
+    mem_limit
+        Bytes, or a specification such as ``"4G"`` (JupyterHub's
+        ``ByteSpecification``: ``"4G"`` = 4 GiB, :func:`coursehub.resources.parse_mem`).
+    n_threads
+        Threads per process, >= 1; None means ``floor(cpu_limit)`` (at least
+        1), :func:`coursehub.resources.threads_for_cpu_limit`.
+    gpus, jobs_per_gpu
+        GPUs per user (>= 0) and servers or jobs sharing one GPU (>= 1).
+
+    Raises
+    ------
+    ProfileError
+        Naming the profile and the value at fault.
+    """
+    try:
+        mem_bytes = parse_mem(mem_limit)
+        if isinstance(cpu_limit, bool):
+            raise UsageError(f"cpu_limit must be a number of CPUs, got {cpu_limit!r}")
+        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
+        check_count("jobs_per_gpu", jobs_per_gpu, 1)
+    except (UsageError, TypeError, ValueError) as exc:
+        raise ProfileError(f"profile {name!r}: {exc}") from None
+    return CourseProfile(str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu)
+
+
+def profile_to_json(profile: CourseProfile) -> dict[str, Any]:
+    """Return the JSON object of a profile (memory in bytes), as :func:`profile_from_json` reads it.
+
+    This is the ``profile`` property of a course's hub groups and the
+    ``profile`` of the course app's API answers.
+    """
+    return {
+        "name": profile.name,
+        "cpu_limit": float(profile.cpu_limit),
+        "mem_limit": int(profile.mem_limit),
+        "n_threads": int(profile.n_threads),
+        "gpus": int(profile.gpus),
+        "jobs_per_gpu": int(profile.jobs_per_gpu),
+    }
+
+
+def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
+    """Return the profile a JSON object describes (:func:`profile_to_json`'s output).
+
+    Parameters
+    ----------
+    data
+        ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"}``;
+        ``mem_limit`` in bytes or as text (``"4G"``); ``name``, ``n_threads``,
+        ``gpus`` and ``jobs_per_gpu`` are optional.
+    where
+        Where the object comes from, for messages (e.g. the hub group's name).
+
+    Raises
+    ------
+    ProfileError
+        If ``data`` is not an object, a key is missing or a value is out of
+        range; the message names ``where``.
+    """
+    if not isinstance(data, Mapping):
+        raise ProfileError(f"{where}: a profile must be a JSON object, got {data!r}")
+    missing = [key for key in ("cpu_limit", "mem_limit") if data.get(key) is None]
+    if missing:
+        raise ProfileError(f"{where}: profile has no {missing[0]!r}")
+    try:
+        return make_profile(
+            name=str(data.get("name") or "course"),
+            cpu_limit=data["cpu_limit"],
+            mem_limit=data["mem_limit"],
+            n_threads=data.get("n_threads"),
+            gpus=_or_default(data.get("gpus"), 0),
+            jobs_per_gpu=_or_default(data.get("jobs_per_gpu"), 1),
+        )
+    except ProfileError as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+
+
+def _or_default(value: Any, default: int) -> Any:
+    return default if value is None else value

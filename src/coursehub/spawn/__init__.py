@@ -1,0 +1,16 @@
+"""What the JupyterHub process loads: course profiles at spawn, spawners, GPUs, devices.
+
+Loaded by ``jupyterhub`` (through the rendered ``jupyterhub_config.py``) and,
+for :mod:`coursehub.spawn.busyactivity`, by each single-user server; never by
+the course app or the command line. Imports only :mod:`coursehub.resources`,
+:mod:`coursehub.contract` and :mod:`coursehub.errors` (checked by
+``tests/test_import_arrows.py``).
+
+* :mod:`.spawner` - :class:`~coursehub.spawn.spawner.CourseProfiles`, the
+  spawner hooks (profile choice, GPU assignment);
+* :mod:`.profiles` - pure rules: choices, spawn form, traits per spawner kind;
+* :mod:`.cgroupspawner` - local process spawners with per-server cgroups;
+* :mod:`.devices` - which NVIDIA devices a server may open;
+* :mod:`.identity` - this hub's id on the host;
+* :mod:`.busyactivity` - the busy-kernel jupyter_server extension.
+"""
