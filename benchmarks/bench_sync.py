@@ -147,8 +147,9 @@ def main() -> int:
                     if _round == 0:
                         report(client, kind, figures)
             for kind, seconds in runs.items():
-                print(f"{kind:30s} median {statistics.median(seconds):.3f} s, range "
-                      f"{min(seconds):.3f}-{max(seconds):.3f} s over {len(seconds)} runs")  # fmt: skip
+                median, low, high = statistics.median(seconds), min(seconds), max(seconds)
+                print(f"{kind:30s} median {median:.3f} s, range {low:.3f}-{high:.3f} s "
+                      f"over {len(seconds)} runs")  # fmt: skip
             move_one_student(engine)
             client.seconds.clear()
             report(client, "one student moved", timed_sync(engine, client, args.chunk_size))
@@ -177,7 +178,7 @@ def start_hub(workdir: Path):
     return hub
 
 
-def report(client: "TimingClient", label: str, figures: dict[str, float]) -> None:
+def report(client: TimingClient, label: str, figures: dict[str, float]) -> None:
     """Print one sync's figures and the seconds per kind of request."""
     print(f"{label:30s} " + "  ".join(_fmt(k, v) for k, v in figures.items()))
     print(" " * 31 + "  ".join(f"{k}: {v:.3f} s" for k, v in client.seconds.items()))

@@ -515,6 +515,39 @@ def test_rows_use_paired_slowdowns_over_interleaved_repeats():
     assert text.splitlines()[-1].startswith("WARNING: the machine was too noisy to conclude")
 
 
+def test_runs_where_a_student_crashed_are_left_out_of_the_slowdown():
+    crash = student(None, wall_s=2.0, rc=1)  # e.g. an import error: 2 s, not a training time
+    results = [
+        scenario_result("managed", [student(8.0)], 10.0),
+        scenario_result("managed", [student(8.2), student(8.4)], 10.0),
+        scenario_result("managed", [student(8.0)], 10.0),
+        scenario_result("managed", [crash, crash], 2.0),
+        scenario_result("managed", [crash], 2.0),
+        scenario_result("managed", [student(8.0), student(8.0)], 10.0),
+    ]
+    base, pair = plan_rows(results, cpu_budget=2)
+    assert pair.summary is not None
+    assert pair.summary.ratios == pytest.approx([1.0375])
+    assert "2 of 3 runs of managed x2 left out of the slowdown" in pair.summary.warnings[-1]
+    assert pair.failed == 2 and base.failed == 1
+    assert len(base.summary.ratios) == 2  # the crashed alone run is left out too
+
+
+def test_a_scenario_where_every_run_crashed_has_no_slowdown():
+    crash = student(None, wall_s=2.0, rc=1)
+    results = [
+        scenario_result("managed", [student(8.0)], 10.0),
+        scenario_result("managed", [crash, crash], 2.0),
+    ]
+    rows = plan_rows(results, cpu_budget=2)
+    assert rows[1].summary is None and math.isnan(rows[1].slowdown)
+    assert "       -" in render_table(rows, 8.0, 2).splitlines()[2]
+    [target] = check_targets(rows, n_threads=1, cpu_budget=2)
+    assert render_targets([target]).splitlines()[0] == (
+        "target inconclusive (NOT met by the median): managed x2: slowdown <= 1.05 (measured -)"
+    )
+
+
 def test_bench_cli_repeats_five_times_by_default_and_checks_the_seed():
     import argparse
 

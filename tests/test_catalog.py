@@ -232,7 +232,10 @@ def test_search_people_across_courses(session, year_portal):
     found = people.search_people(session, "lefè")
     assert [p.username for p in found] == ["p123"]
     where = people.courses_of(session, found)[found[0].id]
-    assert [(c.course_id, c.role) for c in where] == [("a1-2025", "student"), ("b1-2025", "student")]
+    assert [(c.course_id, c.role) for c in where] == [
+        ("a1-2025", "student"),
+        ("b1-2025", "student"),
+    ]
     assert [p.username for p in people.search_people(session, "P99")] == ["p999"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from coursehub.contract import make_profile
 from coursehub.spawn.devices import (
     DeviceRule,
     nvidia_access,
@@ -11,7 +12,6 @@ from coursehub.spawn.devices import (
     parse_proc_devices,
     plan_device_rules,
 )
-from coursehub.contract import make_profile
 from coursehub.spawn.profiles import spawner_override
 
 PROC_DEVICES = """Character devices:

@@ -2,10 +2,10 @@
 
 import pytest
 
+from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.errors import UsageError
 from coursehub.hub.cli import render_plan, render_report
 from coursehub.hub.hubclient import client_from_env, normalize_api_url
-from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.hub.reconcile import (
     MANAGED_USERS_PROPERTIES,
     CourseSpec,

@@ -11,10 +11,10 @@ from coursehub.catalog.models import Course
 from coursehub.catalog.people import add_member
 from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
+from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.errors import CoursehubError
 from coursehub.hub import cli as hub_cli
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError, RetryPolicy
-from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.hub.reconcile import desired_from_courses
 from coursehub.hub.sync import READ_FAILED, course_specs, sync_catalog
 

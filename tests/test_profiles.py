@@ -11,6 +11,7 @@ from coursehub.contract import (
 from coursehub.contract import profile_from_json as parse_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.errors import UsageError
+from coursehub.resources import N_THREAD_VARS
 from coursehub.spawn.profiles import (
     choose_profile,
     parse_options_form,
@@ -19,7 +20,6 @@ from coursehub.spawn.profiles import (
     render_options_form,
     spawner_override,
 )
-from coursehub.resources import N_THREAD_VARS
 
 GIB = 1024**3
 M2 = make_profile("m2-2cpu-4g", cpu_limit=2, mem_limit="4G", n_threads=2)
@@ -186,3 +186,31 @@ def test_gpu_assignment_fails_when_no_gpu_has_room():
         plan_gpu_assignment({0: 1, 1: 1}, [0, 1], 1, jobs_per_gpu=1)
     with pytest.raises(UsageError, match="no GPU free"):
         plan_gpu_assignment({}, [], 1, jobs_per_gpu=1)
+
+
+@pytest.mark.parametrize(
+    ("name", "parsed"),
+    [
+        ("nbgrader-ml-2025", ("students", "ml-2025")),
+        ("formgrade-ml-2025", ("team", "ml-2025")),
+        ("nbgrader-", None),
+        ("formgrade-", None),
+        ("coursehub-users", None),
+        ("staff", None),
+        ("xnbgrader-ml", None),
+    ],
+)
+def test_a_group_name_is_a_course_group_only_with_a_prefix_and_a_course_id(name, parsed):
+    from coursehub.contract import course_id_of_group, parse_course_group
+
+    assert parse_course_group(name) == parsed
+    assert course_id_of_group(name) == (parsed[1] if parsed else None)
+
+
+def test_course_group_names_round_trip_and_need_a_course_id():
+    from coursehub.contract import parse_course_group, student_group, team_group
+
+    assert parse_course_group(student_group("ml-2025")) == ("students", "ml-2025")
+    assert parse_course_group(team_group("ml-2025")) == ("team", "ml-2025")
+    with pytest.raises(UsageError, match="needs a course id"):
+        team_group("")

@@ -9,9 +9,9 @@ import pytest
 from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 
-from coursehub.errors import UsageError
 from coursehub.contract import DEFAULT_PROFILE, make_profile
 from coursehub.contract import profile_to_json as render_profile
+from coursehub.errors import UsageError
 from coursehub.spawn.spawner import CourseProfiles, GpuAssignments, chain_hooks
 
 GIB = 1024**3

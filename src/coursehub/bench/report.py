@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -52,7 +53,7 @@ def render_row(row: Row) -> str:
             _num(row.elapsed_max_s, ".1f", 11),
             _num(row.cpu_median_s, ".1f", 7),
             _num(row.cpu_ratio, ".2f", 5),
-            f"{row.slowdown:.2f}x".rjust(8),
+            ("-" if math.isnan(row.slowdown) else f"{row.slowdown:.2f}x").rjust(8),
             render_interval(row.summary.low, row.summary.high) if row.summary else "-".rjust(12),
             _num(row.throttled_median, "d", 9),
             _num(row.makespan_s, ".1f", 8),
@@ -146,7 +147,8 @@ def render_target(target: Target) -> str:
     interval = ""
     if target.low is not None and target.high is not None:
         interval = f", 95% interval {target.low:.2f}-{target.high:.2f}"
-    return f"target {verdict}: {target.text} (measured {target.value:.2f}{interval})"
+    value = "-" if math.isnan(target.value) else f"{target.value:.2f}"
+    return f"target {verdict}: {target.text} (measured {value}{interval})"
 
 
 def render_targets(targets: Sequence[Target], notes: Sequence[str] = ()) -> str:

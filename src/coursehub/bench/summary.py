@@ -24,6 +24,7 @@ Definitions (printed under the table by :mod:`coursehub.bench.report`):
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field, replace
 
@@ -62,7 +63,8 @@ class Row:
     cpu_median_s
         CPU time per student over the training steps (all threads), seconds.
     slowdown
-        Median over the repeats of the paired slowdown (module docstring).
+        Median over the repeats of the paired slowdown (module docstring);
+        NaN when no run of the scenario finished (see :func:`crashed`).
     throttled_median
         CFS periods throttled per student (median), None without a quota.
     makespan_s, ideal_makespan_s
@@ -168,6 +170,16 @@ def pair_with_baseline(
     return pairs
 
 
+def crashed(result: ScenarioResult) -> bool:
+    """True when a student of the run exited with an error status (not killed by a signal).
+
+    Such a run has no training time to compare and is left out of the
+    slowdowns; a student killed at its time limit (negative status) keeps its
+    wall time, a lower bound of how slow it was.
+    """
+    return any(s.returncode > 0 for s in result.students)
+
+
 def _median_cpu(result: ScenarioResult) -> float | None:
     cpu = [s.cpu_s for s in result.students if s.cpu_s is not None and s.cpu_s > 0]
     return statistics.median(cpu) if cpu else None
@@ -193,20 +205,26 @@ def plan_row(
     cpu = [s.cpu_s for s in students if s.cpu_s is not None]
     throttled = [s.nr_throttled for s in students if s.nr_throttled is not None]
     slots = baseline.scenario.n_threads or 1
-    alone_s = [statistics.median(student_elapsed(s) for s in a.students) for a, _ in runs]
-    run_s = [statistics.median(student_elapsed(s) for s in r.students) for _, r in runs]
-    if scenario.is_baseline:
-        alone_s = [statistics.median(run_s)] * len(run_s)
     goal = plan_target(scenario.mode, scenario.n_students, slots, cpu_budget)
-    summary = summarise_slowdowns(
-        alone_s, run_s, goal[1] if goal else None, goal[2] if goal else True, confidence, seed
-    )
-    if scenario.is_baseline:  # its spread is that of its own runs
-        spread = describe_spread(run_s)
-        noisy = check_spread(spread)
-        summary = replace(summary, baseline=spread, warnings=(*summary.warnings, noisy)
-                          if noisy else summary.warnings)  # fmt: skip
-    cpu_pairs = [(_median_cpu(a), _median_cpu(r)) for a, r in runs]
+    usable = [(a, r) for a, r in runs if not crashed(a) and not crashed(r)]
+    summary = None
+    if usable:
+        alone_s = [statistics.median(student_elapsed(s) for s in a.students) for a, _ in usable]
+        run_s = [statistics.median(student_elapsed(s) for s in r.students) for _, r in usable]
+        if scenario.is_baseline:
+            alone_s = [statistics.median(run_s)] * len(run_s)
+        summary = summarise_slowdowns(
+            alone_s, run_s, goal[1] if goal else None, goal[2] if goal else True, confidence, seed
+        )
+        notes = list(summary.warnings)
+        if scenario.is_baseline:  # its spread is that of its own runs
+            summary = replace(summary, baseline=describe_spread(run_s))
+            notes += [w for w in [check_spread(summary.baseline)] if w]
+        if len(usable) < len(runs):
+            notes.append(f"{len(runs) - len(usable)} of {len(runs)} runs of {scenario.label} "
+                         "left out of the slowdown: a student failed")  # fmt: skip
+        summary = replace(summary, warnings=tuple(notes))
+    cpu_pairs = [(_median_cpu(a), _median_cpu(r)) for a, r in usable]
     cpu_alone = [a for a, r in cpu_pairs if a is not None and r is not None]
     cpu_run = [r for a, r in cpu_pairs if a is not None and r is not None]
     if scenario.is_baseline and cpu_run:
@@ -221,7 +239,7 @@ def plan_row(
         elapsed_median_s=statistics.median(elapsed),
         elapsed_max_s=max(elapsed),
         cpu_median_s=statistics.median(cpu) if cpu else None,
-        slowdown=summary.median,
+        slowdown=summary.median if summary else math.nan,
         throttled_median=round(statistics.median(throttled)) if throttled else None,
         makespan_s=merged.makespan_s,
         ideal_makespan_s=ideal_makespan(
@@ -296,7 +314,7 @@ def check_targets(rows: list[Row], n_threads: int, cpu_budget: int) -> list[Targ
             met = row.slowdown <= bound if at_most else row.slowdown >= bound
             summary = row.summary
             low, high = (summary.low, summary.high) if summary else (None, None)
-            warnings = summary.warnings if summary else ()
+            warnings = summary.warnings if summary else ("no run finished: no slowdown",)
             # the alone runs' spread is the whole run's warning (plan_rows' baseline row)
             warnings = tuple(w for w in warnings if not w.startswith(SPREAD_WARNING))
             targets.append(Target(text, row.slowdown, met, low, high, warnings))
@@ -322,7 +340,7 @@ def check_baseline(rows: list[Row]) -> str | None:
     if ratio <= BASELINE_MAX_WAIT_RATIO:
         return None
     return (
-        f"warning: the baseline waited for CPU (elapsed {base.elapsed_median_s:.1f} s, CPU "
+        f"the baseline waited for CPU (elapsed {base.elapsed_median_s:.1f} s, CPU "
         f"{base.cpu_median_s:.1f} s): other work was running, slowdowns are unreliable; "
         "rerun on a quiet machine, or as root with --cpu-shares 262144 --repeat 5"
     )

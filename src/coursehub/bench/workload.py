@@ -169,8 +169,8 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     """
     import torch
 
-    from coursehub.pendulum.dataset import load_dataset
     from coursehub.pendulum.config import ModelConfig, TrainConfig
+    from coursehub.pendulum.dataset import load_dataset
     from coursehub.pendulum.fitting import WindowSource, build_state, train_epoch
     from coursehub.pendulum.model import fit_scaler
 

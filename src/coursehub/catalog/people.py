@@ -258,8 +258,8 @@ def courses_of(session: Session, people: list[Person]) -> dict[int, list[PersonC
             .where(Membership.person_pk.in_(pks[start : start + _CHUNK]))
             .order_by(Course.course_id)
         )
-        for person_pk, *course in session.execute(query):
-            found.setdefault(person_pk, []).append(PersonCourse(*course))
+        for person_pk, course_pk, course_id, role in session.execute(query):
+            found.setdefault(person_pk, []).append(PersonCourse(course_pk, course_id, role))
     return found
 
 

@@ -17,7 +17,7 @@ cache then finds its SQL at once); the values are bound at execution.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
@@ -85,9 +85,7 @@ def render_display_name(first_name: str, last_name: str, username: str) -> str:
 def plan_team_order(rows: list[MemberRow]) -> list[MemberRow]:
     """Return the team lead first, then teachers, graders; each by last name
     (case-insensitive), then username."""
-    return sorted(
-        rows, key=lambda r: (ROLE_ORDER.index(r.role), r.last_name.lower(), r.username)
-    )
+    return sorted(rows, key=lambda r: (ROLE_ORDER.index(r.role), r.last_name.lower(), r.username))
 
 
 COURSE_QUERY = (
@@ -134,7 +132,11 @@ MEMBERS_QUERY = (
     .order_by(Person.username)
 )
 MEMBER_QUERY = MEMBERS_QUERY.where(Person.username == bindparam("username"))
-N_MEMBERS_QUERY = select(func.count()).select_from(Membership).where(Membership.course_pk == bindparam("course_pk"))
+N_MEMBERS_QUERY = (
+    select(func.count())
+    .select_from(Membership)
+    .where(Membership.course_pk == bindparam("course_pk"))
+)
 
 
 def load_course(session: Session, course_id: str) -> Course:
@@ -170,9 +172,10 @@ def load_groups(session: Session, course: Course, counts: bool = True) -> Course
     return CourseGroups(rows, {pk: name for pk, name, _ in groups}, sum(sizes.values()))
 
 
-def _member(row: tuple[object, ...], group_names: dict[int, str]) -> MemberRow:
-    group_pk = row[6]
-    return MemberRow(*row[:6], group_names.get(group_pk, "") if group_pk is not None else "")  # type: ignore[arg-type]
+def _member(row: Any, group_names: dict[int, str]) -> MemberRow:
+    username, first_name, last_name, email, student_number, role, group_pk = row
+    group = group_names.get(group_pk, "") if group_pk is not None else ""
+    return MemberRow(username, first_name, last_name, email, student_number, role, group)
 
 
 def load_team(session: Session, course: Course, group_names: dict[int, str]) -> list[MemberRow]:
@@ -194,9 +197,7 @@ def load_students(
     return [_member(r, group_names) for r in rows]
 
 
-def load_members(
-    session: Session, course: Course, group_names: dict[int, str]
-) -> list[MemberRow]:
+def load_members(session: Session, course: Course, group_names: dict[int, str]) -> list[MemberRow]:
     """Return every member of the course (team and students), by username."""
     rows = session.execute(MEMBERS_QUERY, {"course_pk": course.id})
     return [_member(r, group_names) for r in rows]

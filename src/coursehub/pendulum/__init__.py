@@ -1,10 +1,13 @@
 """The reference teaching workload: a chaotic double pendulum forecast by an LSTM.
 
 Modules: ``physics`` (equations, energy, batched RK4, DOP853 reference),
-``dataset`` (generation, file format, splits, windows), ``model`` (LSTM
-forecasters), ``train`` (training CLI and checkpoints), ``evaluate``
-(DP-Buffat-v1 metrics, baselines, plots) and ``pipeline`` (all of it, small).
-The entry modules (``dataset``, ``train``, ``evaluate``, ``pipeline``) import
-torch, scipy and matplotlib only inside functions, so that thread variables
-can be set before those libraries load.
+``dataset`` (generation, file format, splits, windows), ``config`` (model and
+training settings, one preset per architecture), ``model`` (LSTM
+forecasters), ``fitting`` (the training loop), ``checkpoint`` (the checkpoint
+format), ``train`` (the training command) and ``evaluate`` (DP-Buffat-v1
+metrics, baselines, plots). The entry modules (``dataset``, ``train``,
+``evaluate``) import torch, scipy and matplotlib only inside functions, so
+that thread variables can be set before those libraries load. The package
+never imports the runner: the pipeline that trains through it is
+:mod:`coursehub.pipelines.pendulum`.
 """

@@ -35,6 +35,7 @@ from torch import nn
 from coursehub.errors import UsageError
 from coursehub.pendulum.config import ModelConfig
 
+
 @dataclass(frozen=True)
 class Scaler:
     """Input and output scales fitted on the training split.

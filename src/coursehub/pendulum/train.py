@@ -85,7 +85,10 @@ RESUME_HELP = (
     "values; giving one with another value is refused, except N_EPOCHS, N_THREADS, "
     "--data (same dataset), --device and --no-progress"
 )
-_PRESET_SECTIONS = {"model_config": MODEL_PRESETS, "train_config": TRAIN_PRESETS}
+_PRESET_SECTIONS: dict[str, Mapping[str, Any]] = {
+    "model_config": MODEL_PRESETS,
+    "train_config": TRAIN_PRESETS,
+}
 
 
 def render_preset_help(option: str) -> str:

@@ -21,7 +21,13 @@ from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
 from coursehub.catalog.models import Course
 from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
-from coursehub.catalog.readmodel import load_groups, load_member, load_members, load_students, load_team
+from coursehub.catalog.readmodel import (
+    load_groups,
+    load_member,
+    load_members,
+    load_students,
+    load_team,
+)
 from coursehub.web import auth
 from coursehub.web.access import (
     Access,

@@ -30,11 +30,16 @@ bp = Blueprint("team", __name__)
 def member_form(groups: CourseGroups) -> MemberForm:
     """Return the member form with the course's groups as choices."""
     form = MemberForm()
-    form.group.choices = [("", "no group"), *((g.name, f"{g.name} ({g.kind})") for g in groups.rows)]
+    form.group.choices = [
+        ("", "no group"),
+        *((g.name, f"{g.name} ({g.kind})") for g in groups.rows),
+    ]
     return form
 
 
-def render_team_page(session: Session, course: Course, groups: CourseGroups, form: MemberForm) -> str:
+def render_team_page(
+    session: Session, course: Course, groups: CourseGroups, form: MemberForm
+) -> str:
     """Render the team page: the team (one query), and the member form."""
     team = load_team(session, course, groups.names)
     return render_template("courses/team.html", course=course, team=team, form=form)
