@@ -236,8 +236,9 @@ def test_restart_in_the_background_keeps_data_and_stops_on_sigterm(demo_dir):
 def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, monkeypatch):
     from traitlets.config import Config
 
+    from coursehub.atomicfile import write_atomically
     from coursehub.demo.hub import grading_layouts, render_demo_config
-    from coursehub.grading.layout import make_layout, render_course_config, write_atomically
+    from coursehub.grading.layout import make_layout, render_course_config
 
     layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")
     write_atomically(layout.config_path, render_course_config(layout))

@@ -8,16 +8,14 @@ imported inside :func:`save_plot` with the Agg backend.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from coursehub.atomicfile import atomic_path, write_atomically
 from coursehub.bench.contention import BenchRun, BenchSettings
 from coursehub.bench.scenarios import ScenarioResult
 from coursehub.bench.stats import Spread
@@ -213,23 +211,6 @@ def render_document(
     }
 
 
-@contextlib.contextmanager
-def _atomic_path(path: Path) -> Any:
-    """Yield a temporary path beside ``path``; move it onto ``path`` if the block succeeds."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def write_json(document: dict[str, Any], path: Path) -> None:
     """Write ``document`` to ``path`` as indented JSON, atomically.
 
@@ -238,8 +219,10 @@ def write_json(document: dict[str, Any], path: Path) -> None:
     UsageError
         If the folder cannot be written.
     """
-    with _atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(document, indent=1) + "\n")
+    try:
+        write_atomically(path, json.dumps(document, indent=1) + "\n", mode=None)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
@@ -306,5 +289,8 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
     sx.set_ylabel("slowdown (dots: repeats; bar: 95% interval)")
     sx.set_title("slowdown per repeat, median and bootstrap interval", fontsize=10)
     sx.legend()
-    with _atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+    try:
+        with atomic_path(path, mode=None) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc

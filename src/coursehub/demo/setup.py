@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coursehub.atomicfile import write_atomically
 from coursehub.demo.ports import DemoPorts, pick_ports
 from coursehub.errors import UsageError
 
@@ -36,11 +37,8 @@ def load_secrets(data_dir: Path) -> DemoSecrets:
         data = json.loads(path.read_text())
         return DemoSecrets(data["password"], data["service_token"])
     made = DemoSecrets(secrets.token_urlsafe(9), secrets.token_hex(32))
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"password": made.password, "service_token": made.service_token}, handle)
-    os.replace(tmp, path)
+    document = {"password": made.password, "service_token": made.service_token}
+    write_atomically(path, json.dumps(document), mode=0o600)
     return made
 
 

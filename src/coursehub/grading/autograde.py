@@ -31,8 +31,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError
-from coursehub.grading.layout import CourseLayout, write_atomically
+from coursehub.grading.layout import CourseLayout
 
 #: Default wall-clock limit of one submission's autograde job, in seconds.
 DEFAULT_JOB_TIMEOUT_S = 600.0

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coursehub.atomicfile import write_atomically
 from coursehub.grading.assignments import (
     add_assignment,
     generate_assignment,
@@ -19,12 +20,7 @@ from coursehub.grading.assignments import (
     release_assignment,
 )
 from coursehub.grading.course import setup_course
-from coursehub.grading.layout import (
-    CourseLayout,
-    make_layout,
-    render_student_config,
-    write_atomically,
-)
+from coursehub.grading.layout import CourseLayout, make_layout, render_student_config
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -14,12 +14,11 @@ the teaching team only: callers check the role (e.g.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coursehub.atomicfile import write_atomically
 from coursehub.csvsafe import Cell, render_csv
 from coursehub.grading.layout import CourseLayout
 
@@ -92,18 +91,7 @@ def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, 
     The file holds every student's grades: it is created owner-only, like
     the gradebook it comes from.
     """
-    text = render_grades_csv(layout, assignments)
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return dest
+    return write_atomically(dest, render_grades_csv(layout, assignments), mode=0o600)
 
 
 @dataclass(frozen=True)

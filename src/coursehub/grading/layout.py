@@ -38,11 +38,11 @@ that each submission belongs to the student it names
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.grading.perms import (
     CourseModes,
@@ -295,20 +295,6 @@ def secure_course(layout: CourseLayout) -> None:
             os.chmod(inbound, EXCHANGE_MODES["{course_id}/inbound"])
         except PermissionError as exc:
             raise UsageError(f"cannot give {inbound} the group {layout.grading_group}") from exc
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write ``text`` to ``path`` (mode ``mode``) through a temporary file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def layout_from_env(course_id: str, environ: Mapping[str, str] | None = None) -> CourseLayout:

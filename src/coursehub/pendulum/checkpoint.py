@@ -17,15 +17,13 @@ resumes (``tests/fixtures/pendulum-checkpoint-v1-*.pt``).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from coursehub.atomicfile import atomic_path
 from coursehub.errors import UsageError
 from coursehub.pendulum.config import ModelConfig, TrainConfig
 from coursehub.pendulum.fitting import TrainState
@@ -58,18 +56,9 @@ def render_checkpoint(
 
 
 def save_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
-    """Write ``checkpoint`` atomically: temp file in the same folder, fsync, ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(checkpoint, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    """Write ``checkpoint`` atomically (:func:`coursehub.atomicfile.atomic_path`), mode from the umask."""
+    with atomic_path(path, mode=None) as tmp:
+        torch.save(checkpoint, tmp)
 
 
 def load_checkpoint(path: Path, expect_arch: str | None = None) -> dict[str, Any]:

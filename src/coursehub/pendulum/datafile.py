@@ -12,10 +12,8 @@ and validated on reading; every problem a user can meet is a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import asdict, dataclass
@@ -26,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from coursehub import __version__
+from coursehub.atomicfile import atomic_path
 from coursehub.errors import UsageError
 from coursehub.pendulum.physics import PendulumParams
 
@@ -152,47 +151,16 @@ def save_dataset(
     """
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write dataset {path}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_path(path, mode=None, replace=overwrite) as tmp, open(tmp, "wb") as f:
             np.savez(f, metadata=np.array(render_metadata(ds)), **_arrays(ds))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        _publish(Path(tmp), path, overwrite)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; pass --force to overwrite it") from None
     except OSError as exc:
         raise UsageError(f"cannot write dataset {path}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def _arrays(ds: PendulumDataset) -> dict[str, Any]:
     return {name: np.asarray(getattr(ds, name)) for name in ARRAY_FIELDS}
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _publish(tmp: Path, path: Path, overwrite: bool) -> None:
-    """Move the finished temp file into place; never clobber unless ``overwrite``."""
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)  # atomic, fails if path exists
-    except FileExistsError:
-        raise UsageError(f"{path} already exists; pass --force to overwrite it") from None
-    except OSError:  # file system without hard links
-        if path.exists():
-            raise UsageError(f"{path} already exists; pass --force to overwrite it") from None
-        os.replace(tmp, path)
 
 
 def load_dataset(path: str | os.PathLike[str]) -> PendulumDataset:

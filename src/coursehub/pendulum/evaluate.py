@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.pendulum import metrics
 from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, PendulumDataset, load_dataset
@@ -186,16 +185,8 @@ def render_table(summary: dict[str, Any]) -> str:
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
-    """Write ``document`` as JSON atomically (temp file, then ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``document`` as JSON atomically (:func:`coursehub.atomicfile.write_atomically`)."""
+    write_atomically(path, json.dumps(document, indent=1), mode=None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,14 +6,13 @@ it works without a display and never loads at ``coursehub --help`` time.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from coursehub.atomicfile import atomic_path
 from coursehub.pendulum.metrics import CHAOTIC_MIN, REGULAR_MAX, VPT_THRESHOLD
 from coursehub.pendulum.physics import PendulumParams
 
@@ -81,17 +80,8 @@ def save_figure(result: dict[str, Any], dt: float, params: PendulumParams, path:
     ax.axhline(VPT_THRESHOLD, color="grey", linestyle=":", label="VPT threshold")
     ax.set(xlabel="horizon (s)", ylabel="median NRMSE", yscale="log")
     ax.legend()
-    _save_atomic(fig, path)
-    plt.close(fig)
-
-
-def _save_atomic(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=90)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with atomic_path(path, mode=None) as tmp:
+            fig.savefig(tmp, format="png", dpi=90)
+    finally:
+        plt.close(fig)

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.resources import (
     CgroupStats,
@@ -412,14 +413,10 @@ class LocalJob(Job):
 
 
 def write_result(result: RunResult, path: Path) -> None:
-    """Write ``result`` as JSON to ``path`` atomically (temp file, then ``os.replace``)."""
+    """Write ``result`` as JSON to ``path`` atomically, owner-only (0o600) like the run's log."""
     data = dataclasses.asdict(result)
     data["log_path"] = str(result.log_path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-        handle.write(json.dumps(data, indent=1) + "\n")
-    os.chmod(tmp, 0o600)  # an older run's leftover keeps its mode otherwise
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=1) + "\n", mode=0o600)
 
 
 def _sleep_unless_exit(pid: int, timeout_s: float) -> None:
