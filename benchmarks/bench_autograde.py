@@ -43,8 +43,9 @@ def submit_all(layout, root: Path, students: list[str]) -> None:
     """Fetch, answer and submit as each student, each from a folder of their own."""
     for student in students:
         home = root / "home" / student
-        folder = fetch_assignment(layout.exchange_root, layout.course_id, DEMO_ASSIGNMENT,
-                                  student, home)  # fmt: skip
+        folder = fetch_assignment(
+            layout.exchange_root, layout.course_id, DEMO_ASSIGNMENT, student, home
+        )
         path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
         notebook = nbformat.read(path, as_version=4)
         for cell in notebook.cells:
@@ -73,8 +74,9 @@ def main() -> None:
         submit_all(layout, root, students)
         collect(layout, DEMO_ASSIGNMENT)
         collected = time.perf_counter()
-        backend = LocalBackend(root / "runs", SlotPool(root / "slots", args.threads),
-                               use_cgroups=False)  # fmt: skip
+        backend = LocalBackend(
+            root / "runs", SlotPool(root / "slots", args.threads), use_cgroups=False
+        )
         limits = AutogradeLimits(n_threads=args.threads, mem_limit=2 * 2**30, timeout_s=600)
         outcomes = autograde_assignment(layout, DEMO_ASSIGNMENT, students, limits, backend)
         graded = time.perf_counter()

@@ -56,9 +56,13 @@ def main() -> None:
     plan = plan_scenarios(USERS, ("naive", "managed"), CPU_LIMIT, n_threads)
     plan += plan_scenarios((OVERCOMMIT_USERS,), ("overcommit",), CPU_LIMIT, n_threads)[1:]
     settings = BenchSettings(
-        tuple(plan), steps, cpu_budget=cpu_budget, timeout_s=TIMEOUT_S,
-        cpu_shares=CPU_SHARES, repeat=repeat,
-    )  # fmt: skip
+        tuple(plan),
+        steps,
+        cpu_budget=cpu_budget,
+        timeout_s=TIMEOUT_S,
+        cpu_shares=CPU_SHARES,
+        repeat=repeat,
+    )
     run = run_benchmark(settings)
     text, _, _ = render_report(run, settings, CPU_LIMIT, n_threads)
     print(text)

@@ -2,10 +2,11 @@
 
 RK4 runs in both implementations of ``integrate_rk4``: the compiled numba
 kernel (the default when numba is installed) and the batched numpy one (the
-fallback, and the only one before). All integrate 25 s of the double pendulum released at rest from
-``theta1, theta2 ~ U(-pi, pi)`` (seed 0), sampled at ``dt = 1/30 s``
-(REFERENCE.md section 8). Printed for each method: trajectories per second
-(best of ``REPEATS`` runs, one process, numpy's single-threaded ufuncs) and
+fallback, and the only one before). All integrate 25 s of the double
+pendulum released at rest from ``theta1, theta2 ~ U(-pi, pi)`` (seed 0),
+sampled at ``dt = 1/30 s`` (the data of DP-Buffat-v1,
+:mod:`coursehub.pendulum.metrics`). Printed for each method: trajectories
+per second (best of ``REPEATS`` runs, one process, numpy's single-threaded ufuncs) and
 the energy error ``max_t |E(t) - E(0)| / (e_top - e_min)`` (median and max
 over the trajectories), then the speed ratio and the wall time of generating
 the full 1,000-trajectory dataset.
@@ -77,7 +78,7 @@ def best_time(run: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def scalar_rhs(p: PendulumParams) -> Callable[[np.ndarray, float], tuple[float, ...]]:
-    """The equations of motion for one state with ``math`` (REFERENCE.md section 8 form)."""
+    """The equations of motion of :mod:`coursehub.pendulum.physics`, one state, with ``math``."""
     a, b, c, k1, k2 = p.a, p.b, p.c, p.k1, p.k2
 
     def rhs(y: np.ndarray, _t: float) -> tuple[float, ...]:

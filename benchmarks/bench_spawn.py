@@ -188,8 +188,10 @@ def print_report(storm: Storm, n_requested: int, spawn_limit: int, loads: list[f
     print(f"failures:               {n_failed}")
     for name, why in sorted({**storm.failed, **storm.refused}.items()):
         print(f"  {name}: {why}")
-    print(f"load average (1 min):   before {loads[0]:.1f}, max during {storm.max_load:.1f}, "
-          f"after {loads[1]:.1f}")  # fmt: skip
+    print(
+        f"load average (1 min):   before {loads[0]:.1f}, max during {storm.max_load:.1f}, "
+        f"after {loads[1]:.1f}"
+    )
 
 
 def main() -> int:

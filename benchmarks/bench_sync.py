@@ -92,9 +92,13 @@ def timed_sync(engine, client: HubClient, chunk_size: int, **kwargs) -> dict[str
     if not outcome.ok or outcome.plan is None:
         raise SystemExit(f"sync failed: {outcome.report}")
     counts = outcome.plan.counts()
-    return {"total_s": total, "requests": outcome.report.requests,
-            "users_created": counts["create_users"], "members_added": counts["add_members"],
-            "members_removed": counts["remove_members"]}  # fmt: skip
+    return {
+        "total_s": total,
+        "requests": outcome.report.requests,
+        "users_created": counts["create_users"],
+        "members_added": counts["add_members"],
+        "members_removed": counts["remove_members"],
+    }
 
 
 def move_one_student(engine) -> None:
@@ -129,8 +133,11 @@ def main() -> int:
         print(f"catalog seeded in {time.perf_counter() - t0:.1f} s")
         hub = None if args.hub_url else start_hub(Path(tmp))
         try:
-            client = (TimingClient(args.hub_url, os.environ[args.token_env]) if hub is None
-                      else TimingClient(hub.api_url, hub.token))  # fmt: skip
+            client = (
+                TimingClient(args.hub_url, os.environ[args.token_env])
+                if hub is None
+                else TimingClient(hub.api_url, hub.token)
+            )
             report(client, "first sync", timed_sync(engine, client, args.chunk_size))
             kinds = {
                 "no-op catalog": {},
@@ -148,8 +155,10 @@ def main() -> int:
                         report(client, kind, figures)
             for kind, seconds in runs.items():
                 median, low, high = statistics.median(seconds), min(seconds), max(seconds)
-                print(f"{kind:30s} median {median:.3f} s, range {low:.3f}-{high:.3f} s "
-                      f"over {len(seconds)} runs")  # fmt: skip
+                print(
+                    f"{kind:30s} median {median:.3f} s, range {low:.3f}-{high:.3f} s "
+                    f"over {len(seconds)} runs"
+                )
             move_one_student(engine)
             client.seconds.clear()
             report(client, "one student moved", timed_sync(engine, client, args.chunk_size))
@@ -163,7 +172,8 @@ def main() -> int:
 def start_hub(workdir: Path):
     """Start a hub with the test fixture's :class:`RunningHub` (tests/hubfixture.py)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from hubfixture import RunningHub, find_proxy, free_port
+    from helpers import free_port
+    from hubfixture import RunningHub, find_proxy
 
     proxy = find_proxy()
     if proxy is None:

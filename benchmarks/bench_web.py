@@ -24,7 +24,6 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ import requests
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.schema import upgrade_database
+from coursehub.demo.ports import free_port
 from coursehub.web.testing import add_students, seed_web_catalog
 
 
@@ -57,13 +57,6 @@ def build_catalog(url: str, n_students: int) -> str:
     return course_id
 
 
-def free_port() -> int:
-    """Return a free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serve(url: str, workers: str, threads: int) -> Iterator[tuple[str, psutil.Process]]:
     """Run ``coursehub web serve`` as the course's lead in a subprocess; yield (URL, process).
@@ -71,9 +64,21 @@ def serve(url: str, workers: str, threads: int) -> Iterator[tuple[str, psutil.Pr
     A separate process, so that the clients do not share the server's GIL.
     """
     port = free_port()
-    command = [sys.executable, "-m", "coursehub", "web", "serve", "--port", str(port),
-               "--workers", workers, "--threads", str(threads),
-               "--dev-user", "mbuffat"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "coursehub",
+        "web",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        workers,
+        "--threads",
+        str(threads),
+        "--dev-user",
+        "mbuffat",
+    ]
     env = {**os.environ, "COURSEHUB_DATABASE_URL": url}
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -5,21 +5,28 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from pathlib import Path
 
+from helpers import wait_until
 
-def rmdir_retrying(path: Path, tries: int = 250) -> None:
-    """Remove the empty cgroup ``path``, retrying while its killed processes exit (20 ms apart)."""
-    for _ in range(tries):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
-    path.rmdir()
+
+def rmdir_retrying(path: Path, timeout_s: float = 5.0) -> None:
+    """Remove the empty cgroup ``path``, retrying while its killed processes exit (20 ms apart).
+
+    Raises :class:`helpers.WaitTimeoutError` if it is still busy after ``timeout_s``.
+    """
+    wait_until(lambda: _try_rmdir(path), timeout_s, 0.02, what=f"removing cgroup {path}")
+
+
+def _try_rmdir(path: Path) -> bool:
+    """Remove ``path``; return whether it is gone (``False``: still busy)."""
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
 
 
 def remove_cgroup_tree(parent: Path) -> None:

@@ -37,7 +37,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -52,6 +51,7 @@ from sqlalchemy.orm import Session
 pytest_plugins = ["hubfixture"]
 
 from cgrouptree import remove_cgroup_tree  # noqa: E402
+from helpers import free_port  # noqa: E402
 
 PG_TEMPLATE = "coursehub_template"
 
@@ -67,19 +67,13 @@ def _pg_bindir() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class PostgresServer:
     """A throwaway PostgreSQL cluster: ``initdb`` + ``pg_ctl`` in a temporary directory."""
 
     def __init__(self, bindir: Path) -> None:
         self.bindir = bindir
         self.root = Path(tempfile.mkdtemp(prefix="coursehub-pg-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.as_user: list[str] = []
         self.version = 0
         if os.geteuid() == 0:

@@ -44,13 +44,17 @@ def test_another_assignment_is_not_blocked(layout):
 def test_the_lock_of_a_killed_autograde_is_not_stale(layout):
     root, exchange = str(layout.course_dir.parent), str(layout.exchange_root)
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom coursehub.grading.layout import make_layout\n"
-         "from coursehub.grading.autograde_lock import acquire_autograde_lock\n"
-         f"lock = acquire_autograde_lock(make_layout('phys-2025', {root!r}, {exchange!r}),"
-         " 'ps1', 'x')\nprint('held', flush=True)\ntime.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom coursehub.grading.layout import make_layout\n"
+            "from coursehub.grading.autograde_lock import acquire_autograde_lock\n"
+            f"lock = acquire_autograde_lock(make_layout('phys-2025', {root!r}, {exchange!r}),"
+            " 'ps1', 'x')\nprint('held', flush=True)\ntime.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     with pytest.raises(AutogradeRunningError, match=f"pid {holder.pid}"):
         acquire_autograde_lock(layout, "ps1", "y")

@@ -78,8 +78,12 @@ def test_the_course_apps_autograde_process_gets_the_catalog_but_no_token():
 
 
 def test_as_root_the_kernel_runs_as_the_grader_without_network_or_capabilities():
-    cmd = plan_kernel_command(["python", "-m", "ipykernel_launcher"], "root", ["/srv/courses"],
-                              GraderAccount("g", 999, 998))  # fmt: skip
+    cmd = plan_kernel_command(
+        ["python", "-m", "ipykernel_launcher"],
+        "root",
+        ["/srv/courses"],
+        GraderAccount("g", 999, 998),
+    )
     assert cmd[cmd.index("unshare") + 1 :][:3] == ["--net", "--mount", "--pid"]
     assert {"--reuid=999", "--regid=998", "--clear-groups", "--no-new-privs"} <= set(cmd)
     assert cmd[-4:] == ["--", "python", "-m", "ipykernel_launcher"]
@@ -169,8 +173,12 @@ def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
         answer(layout, open_course_root, "mallory", textwrap.indent(code, "    ") + CORRECT)
         collect(layout, PS)
         limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
-        outcomes = {o.student_id: o for o in autograde_assignment(
-            layout, PS, ["alice", "mallory"], limits, backend(open_course_root))}  # fmt: skip
+        outcomes = {
+            o.student_id: o
+            for o in autograde_assignment(
+                layout, PS, ["alice", "mallory"], limits, backend(open_course_root)
+            )
+        }
     finally:
         listener.close()
     assert (outcomes["alice"].status, outcomes["alice"].score) == ("graded", 4.0)
@@ -193,8 +201,10 @@ def test_a_submission_holding_a_symbolic_link_is_not_graded(tmp_path):
     folder = layout.course_dir / "submitted" / "mallory" / PS
     (folder / "data.csv").symlink_to(layout.course_dir / "gradebook.db")
     limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
-    outcomes = {o.student_id: o for o in autograde_assignment(
-        layout, PS, ["mallory"], limits, backend(tmp_path))}  # fmt: skip
+    outcomes = {
+        o.student_id: o
+        for o in autograde_assignment(layout, PS, ["mallory"], limits, backend(tmp_path))
+    }
     assert outcomes["mallory"].status == "corrupt"
     assert "data.csv is a symbolic link: not graded" in outcomes["mallory"].message
     assert not (layout.course_dir / "autograded" / "mallory" / PS / "data.csv").exists()

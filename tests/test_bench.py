@@ -56,9 +56,7 @@ from coursehub.bench.workload import (
 )
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.resources import GpuInfo
-
-GOLDEN = Path(__file__).parent / "golden"
-
+from helpers import assert_matches_golden
 
 # --- plan ------------------------------------------------------------------
 
@@ -145,8 +143,15 @@ def test_naive_env_strips_every_thread_setting_and_keeps_the_rest():
 def test_workload_args_follow_the_settings():
     settings = BenchSettings((), steps=7, batch_size=16, device="cuda")
     assert plan_workload_args(Path("/d/data.npz"), settings) == [
-        "--data", "/d/data.npz", "--steps", "7", "--batch-size", "16", "--device", "cuda",
-    ]  # fmt: skip
+        "--data",
+        "/d/data.npz",
+        "--steps",
+        "7",
+        "--batch-size",
+        "16",
+        "--device",
+        "cuda",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -177,8 +182,10 @@ def test_result_line_round_trips_and_the_last_one_wins():
 def test_result_line_carries_preemptions_and_migrations_when_known():
     report = WorkloadReport(3.0, 2.9, 1, 10, 0.1, "cpu", preempted=41, migrations=2)
     assert parse_workload_output(render_result_line(report)) == report
-    old = 'coursehub-bench-workload {"train_s": 1, "cpu_s": 1, "torch_threads": 1, "steps": 1, ' \
-        '"final_loss": 0.5}'  # fmt: skip
+    old = (
+        'coursehub-bench-workload {"train_s": 1, "cpu_s": 1, "torch_threads": 1, "steps": 1, '
+        '"final_loss": 0.5}'
+    )
     assert (parse_workload_output(old).preempted, parse_workload_output(old).migrations) == (
         None,
         None,
@@ -221,12 +228,18 @@ def test_malformed_result_line_is_an_error():
 
 def student(train_s, *, wall_s=None, end_s=None, throttled=0, threads=1, rc=0, enforcement=None):
     return StudentResult(
-        returncode=rc, wall_s=wall_s or (train_s or 0) + 2, queued_s=0.0,
-        end_s=end_s or (train_s or 0) + 2, train_s=train_s,
-        cpu_s=None if train_s is None else train_s * threads, torch_threads=threads,
-        process_cpu_s=1.0, nr_throttled=throttled, throttled_s=0.0,
+        returncode=rc,
+        wall_s=wall_s or (train_s or 0) + 2,
+        queued_s=0.0,
+        end_s=end_s or (train_s or 0) + 2,
+        train_s=train_s,
+        cpu_s=None if train_s is None else train_s * threads,
+        torch_threads=threads,
+        process_cpu_s=1.0,
+        nr_throttled=throttled,
+        throttled_s=0.0,
         enforcement=enforcement or "cgroup v1",
-    )  # fmt: skip
+    )
 
 
 def scenario_result(mode, students, makespan_s, n_threads=1):
@@ -269,8 +282,11 @@ def test_rows_measure_slowdown_against_one_managed_student():
     assert over.ideal_makespan_s == pytest.approx(20.0)
     assert over.makespan_ratio == pytest.approx(1.05)
     assert [(r.mode, r.n_students) for r in rows] == [
-        ("managed", 1), ("managed", 2), ("naive", 2), ("overcommit", 4),
-    ]  # fmt: skip
+        ("managed", 1),
+        ("managed", 2),
+        ("naive", 2),
+        ("overcommit", 4),
+    ]
 
 
 def test_repeats_are_merged_before_the_medians():
@@ -281,8 +297,11 @@ def test_repeats_are_merged_before_the_medians():
     ]
     merged = merge_repeats(results)
     assert [r.scenario.label for r in merged] == [
-        "managed x1", "naive x2", "managed x2", "overcommit x4",
-    ]  # fmt: skip
+        "managed x1",
+        "naive x2",
+        "managed x2",
+        "overcommit x4",
+    ]
     assert [s.train_s for s in merged[0].students] == [8.0, 12.0, 10.0]
     assert merged[0].makespan_s == 12.0
     rows = plan_rows(results, cpu_budget=2)
@@ -330,8 +349,10 @@ def test_targets_report_a_miss():
     assert [t.met for t in targets] == [False, True, True]
     text = render_targets(targets)
     # one run of each: the verdict is given by the median but flagged as inconclusive
-    assert "target inconclusive (NOT met by the median): managed x2: slowdown <= 1.05 " \
-        "(measured 1.20, 95% interval 1.20-1.20)" in text  # fmt: skip
+    assert (
+        "target inconclusive (NOT met by the median): managed x2: slowdown <= 1.05 "
+        "(measured 1.20, 95% interval 1.20-1.20)" in text
+    )
     assert "warning: one repeat only" in text
     assert "WARNING: the machine was too noisy to conclude" in text
 
@@ -366,7 +387,7 @@ def golden_rows() -> list[Row]:
 
 def test_table_matches_golden_text():
     text = render_table(golden_rows(), baseline_s=8.0, cpu_budget=2)
-    assert text + "\n" == (GOLDEN / "bench_contention_table.txt.golden").read_text()
+    assert_matches_golden(text + "\n", "bench_contention_table.txt.golden")
 
 
 def test_header_says_when_no_quota_applied():
@@ -386,8 +407,10 @@ def test_targets_text_when_none_applies():
 
 def test_the_baseline_spread_is_described_under_the_table():
     text = render_table(golden_rows(), baseline_s=8.0, cpu_budget=2)
-    assert "baseline: 3 alone runs of one managed student: min 7.60 s, median 8.00 s, " \
-        "max 8.40 s (IQR 7.80-8.20 s; max-min = 10% of the median)" in text  # fmt: skip
+    assert (
+        "baseline: 3 alone runs of one managed student: min 7.60 s, median 8.00 s, "
+        "max 8.40 s (IQR 7.80-8.20 s; max-min = 10% of the median)" in text
+    )
     assert render_spread(describe_spread([5.0])).startswith("baseline: 1 alone run of")
 
 
@@ -487,8 +510,10 @@ def test_each_run_is_paired_with_the_alone_run_just_before_it():
     pair = [scenario_result("managed", [student(t), student(t)], t + 2) for t in (5.5, 7.7)]
     late = scenario_result("naive", [student(20.0), student(20.0)], 22.0)
     pairs = pair_with_baseline([late, alone[0], pair[0], alone[1], pair[1]])
-    assert [(a.students[0].train_s, r.students[0].train_s) for a, r in pairs[pair[0].scenario]] \
-        == [(5.0, 5.5), (7.0, 7.7)]  # fmt: skip
+    assert [(a.students[0].train_s, r.students[0].train_s) for a, r in pairs[pair[0].scenario]] == [
+        (5.0, 5.5),
+        (7.0, 7.7),
+    ]
     assert [a.students[0].train_s for a, _ in pairs[late.scenario]] == [5.0]  # none before it
 
 

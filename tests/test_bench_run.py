@@ -64,11 +64,28 @@ def test_workload_rejects_bad_steps(tmp_path, capsys):
 
 def test_tiny_run_writes_table_json_and_plot(tmp_path, capsys):
     out_json, out_png = tmp_path / "out" / "bench.json", tmp_path / "out" / "bench.png"
-    status = main([
-        "bench", "contention", "--users", "1", "--steps", "2", "--modes", "managed",
-        "--repeat", "2", "--json", str(out_json), "--plot", str(out_png), "--no-progress",
-        "--no-gpu", "--work-dir", str(tmp_path / "work"),
-    ])  # fmt: skip
+    status = main(
+        [
+            "bench",
+            "contention",
+            "--users",
+            "1",
+            "--steps",
+            "2",
+            "--modes",
+            "managed",
+            "--repeat",
+            "2",
+            "--json",
+            str(out_json),
+            "--plot",
+            str(out_png),
+            "--no-progress",
+            "--no-gpu",
+            "--work-dir",
+            str(tmp_path / "work"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert status == 0, printed
     assert "students  mode" in printed

@@ -17,9 +17,15 @@ from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ROSTER = (
     "N° étudiant;Nom;Prénom;Courriel;Groupe\n"
     "p2600001;Noether;Emmy;emmy.noether@etu.example.org;TD1\n"
@@ -50,10 +56,14 @@ def serve(catalog_url):
 
     def start(user: str, groups: list[str]):
         app = create_app(
-            {"DATABASE_URL": catalog_url, "DEV_USER": user, "DEV_GROUPS": groups,
-             "SECRET_KEY": "browser-test"},
+            {
+                "DATABASE_URL": catalog_url,
+                "DEV_USER": user,
+                "DEV_GROUPS": groups,
+                "SECRET_KEY": "browser-test",
+            },
             environ={},
-        )  # fmt: skip
+        )
         apps.append(app)
         return live_server(app)
 

@@ -33,8 +33,9 @@ def test_plan_v2_enables_controllers_on_the_way():
     ]
     with_mem = plan_job_cgroup(2, Path("/cg"), Path("/cg"), "j2", None, 4096)
     assert [(w.path.name, w.value, w.optional) for w in with_mem.writes[2:]] == [
-        ("memory.max", "4096", False), ("memory.swap.max", "0", True),
-    ]  # fmt: skip
+        ("memory.max", "4096", False),
+        ("memory.swap.max", "0", True),
+    ]
 
 
 @pytest.mark.parametrize("bad", ["", "a/b", ".."])
@@ -46,13 +47,29 @@ def test_plan_rejects_bad_names(bad):
 def test_systemd_run_command():
     argv = [sys.executable, "-m", "coursehub.runner.bootstrap", "train.py"]
     assert systemd_run_command(argv, "coursehub-j.scope", 2.0, 2 * 1024**3) == [
-        "systemd-run", "--scope", "--quiet", "--unit=coursehub-j.scope",
-        "-p", "CPUQuota=200%", "-p", "MemoryMax=2147483648", "-p", "MemorySwapMax=0",
-        "--", *argv,
-    ]  # fmt: skip
+        "systemd-run",
+        "--scope",
+        "--quiet",
+        "--unit=coursehub-j.scope",
+        "-p",
+        "CPUQuota=200%",
+        "-p",
+        "MemoryMax=2147483648",
+        "-p",
+        "MemorySwapMax=0",
+        "--",
+        *argv,
+    ]
     assert systemd_run_command(["x"], "u.scope", 0.5, None) == [
-        "systemd-run", "--scope", "--quiet", "--unit=u.scope", "-p", "CPUQuota=50%", "--", "x",
-    ]  # fmt: skip
+        "systemd-run",
+        "--scope",
+        "--quiet",
+        "--unit=u.scope",
+        "-p",
+        "CPUQuota=50%",
+        "--",
+        "x",
+    ]
 
 
 def test_bases_on_a_fake_v1_tree_nest_under_own_cgroup(tmp_path):

@@ -8,16 +8,16 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 import requests
 
-from coursehub.demo.hub import find_proxy, free_port
+from coursehub.demo.hub import find_proxy
 from coursehub.demo.seed import roster_bytes
 from coursehub.errors import UsageError
+from helpers import free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -46,10 +46,20 @@ class Demo:
         ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         with self.output.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "coursehub", "demo", "--port", str(self.port),
-                 "--data-dir", str(data_dir)],
-                stdout=out, stderr=subprocess.STDOUT, preexec_fn=ignore,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "coursehub",
+                    "demo",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(data_dir),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=ignore,
+            )
         self._wait_for_banner()
 
     @property
@@ -60,12 +70,17 @@ class Demo:
         return self.output.read_text(errors="replace")
 
     def _wait_for_banner(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while "coursehub demo is running" not in self.text():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the demo did not start:\n{self.text()[-3000:]}")
-            time.sleep(0.3)
+        def banner() -> bool:
+            if "coursehub demo is running" in self.text():
+                return True
+            assert self.process.poll() is None, "the demo exited"
+            return False
+
+        try:
+            wait_until(banner, START_TIMEOUT_S, 0.3, what="the demo's banner")
+        except AssertionError as exc:
+            self.stop()
+            pytest.fail(f"the demo did not start ({exc}):\n{self.text()[-3000:]}")
 
     def token(self) -> str:
         return json.loads((self.data_dir / "demo-secrets.json").read_text())["service_token"]
@@ -108,25 +123,25 @@ class Demo:
 
 def get_formgrader(session: requests.Session, url: str) -> requests.Response:
     """GET the formgrader through the hub, waiting while its service is still starting."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        answer = session.get(url + FORMGRADER, timeout=30)
-        if answer.status_code not in (502, 503) or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.5)
+    answers: list[requests.Response] = []
+
+    def started() -> bool:  # not the response itself: a 403 response is false
+        answers.append(session.get(url + FORMGRADER, timeout=30))
+        return answers[-1].status_code not in (502, 503)
+
+    wait_until(started, START_TIMEOUT_S, 0.5, what="the formgrader's service")
+    return answers[-1]
 
 
 def wait_for_server(demo: Demo, username: str) -> psutil.Process:
     """Start ``username``'s server through the API; return its process once it is ready."""
     assert demo.api("POST", f"/users/{username}/server").status_code in (201, 202)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         model = demo.api("GET", f"/users/{username}").json()
-        if model["servers"].get("", {}).get("ready"):
-            break
-        time.sleep(0.5)
-    else:
-        pytest.fail(f"the server of {username} did not start")
+        return bool(model["servers"].get("", {}).get("ready"))
+
+    wait_until(ready, START_TIMEOUT_S, 0.5, what=f"the server of {username}")
     for process in demo.descendants():
         try:
             if process.environ().get("JUPYTERHUB_USER") == username:
@@ -244,14 +259,19 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
     write_atomically(layout.config_path, render_course_config(layout))
     (tmp_path / "nbgrader" / "courses" / "numflu-2025").mkdir()  # not set up: no service
     monkeypatch.setenv("COURSEHUB_CHP", "/bin/true")
-    for name, value in [("COURSEHUB_DEMO_PASSWORD", "pw"), ("COURSEHUB_DEMO_SERVICE_TOKEN", "t"),
-                        ("FORMGRADER_TOKEN_MLMECA_2025", "fg")]:  # fmt: skip
+    for name, value in [
+        ("COURSEHUB_DEMO_PASSWORD", "pw"),
+        ("COURSEHUB_DEMO_SERVICE_TOKEN", "t"),
+        ("FORMGRADER_TOKEN_MLMECA_2025", "fg"),
+    ]:
         monkeypatch.setenv(name, value)
     layouts = grading_layouts(tmp_path)
     assert [fg.course_id for fg in layouts] == ["mlmeca-2025"]
     config = Config()
-    exec(render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, layouts),
-         {"get_config": lambda: config})  # fmt: skip
+    exec(
+        render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, layouts),
+        {"get_config": lambda: config},
+    )
     services = {s["name"]: s for s in config.JupyterHub.services}
     assert services["mlmeca-2025"]["cwd"] == str(layout.course_dir)
     assert services["mlmeca-2025"]["command"][0] == sys.executable

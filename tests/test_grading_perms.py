@@ -105,8 +105,16 @@ def released_course(root: Path, **options: Any) -> CourseLayout:
 
 def autograde(layout: CourseLayout, student: str) -> None:
     """nbgrader's autograde of one submission, then the modes (as autograde_course_assignment)."""
-    command = [sys.executable, "-m", "nbgrader", "autograde", PS, f"--student={student}",
-               "--force", "--create"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "nbgrader",
+        "autograde",
+        PS,
+        f"--student={student}",
+        "--force",
+        "--create",
+    ]
     subprocess.run(command, cwd=layout.course_dir, check=True, capture_output=True)
     secure_course(layout)
 
@@ -296,12 +304,22 @@ def test_a_student_cannot_read_another_students_submission_at_any_stage(
     assert denied(as_user(bob, os.listdir, inbox))
 
     # bob cannot submit as alice: refused by the command line, skipped by collect
-    refused = as_user(bob, cli, "grading", "submit", layout.course_id, PS,
-                      "--student", alice.name, "--dir", str(bob.home))  # fmt: skip
+    refused = as_user(
+        bob,
+        cli,
+        "grading",
+        "submit",
+        layout.course_id,
+        PS,
+        "--student",
+        alice.name,
+        "--dir",
+        str(bob.home),
+    )
     assert refused == "ok: 2"
     assert as_user(
         bob, submit_assignment, layout.exchange_root, layout.course_id, PS, alice.name, bob.home
-    ).startswith("ok")  # fmt: skip  (nbgrader --student)
+    ).startswith("ok")  # nbgrader --student
     log = collect(layout, PS)
     assert any("belongs to " + bob.name in s for s in skipped_submissions(log))
     collected = course / "submitted" / alice.name / PS / NB
@@ -331,8 +349,9 @@ def test_a_student_cannot_read_another_students_submission_at_any_stage(
     assert denied(as_user(bob, owners[alice.uid].read_text))
 
     # bob swaps his own submission's notebook for a link to alice's collected one
-    again = as_user(bob, submit_assignment, layout.exchange_root, layout.course_id, PS,
-                    bob.name, bob.home)  # fmt: skip
+    again = as_user(
+        bob, submit_assignment, layout.exchange_root, layout.course_id, PS, bob.name, bob.home
+    )
     assert again.startswith("ok"), again
     newest = inbound_of(layout, bob.name + "+")[-1]
     as_user(bob, replace_by_link, newest / NB, collected)

@@ -46,8 +46,9 @@ def csrf_token(page: str) -> str:
     return match.group(1)
 
 
-@pytest.mark.parametrize("who, status", [("teacher", 200), ("grader", 200), ("student", 403),
-                                         ("other_teacher", 403)])  # fmt: skip
+@pytest.mark.parametrize(
+    "who, status", [("teacher", 200), ("grader", 200), ("student", 403), ("other_teacher", 403)]
+)
 def test_only_the_teaching_team_sees_assignments(client, who, status):
     assert client.get(PAGE, headers=identity_headers(IDENTITIES[who])).status_code == status
     answer = client.get(f"{PAGE}/grades.csv", headers=identity_headers(IDENTITIES[who]))
@@ -74,8 +75,9 @@ def test_no_formgrader_link_unless_the_hub_runs_its_service(client, monkeypatch,
 def test_buttons_generate_then_release(client, layout):
     page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
     data = {"csrf_token": csrf_token(page)}
-    early = client.post(f"{PAGE}/{DEMO_ASSIGNMENT}/release", headers=TEACHER, data=data,
-                        follow_redirects=True)  # fmt: skip
+    early = client.post(
+        f"{PAGE}/{DEMO_ASSIGNMENT}/release", headers=TEACHER, data=data, follow_redirects=True
+    )
     assert "is not generated yet" in early.get_data(as_text=True)
     for step in ("generate", "release"):
         answer = client.post(f"{PAGE}/{DEMO_ASSIGNMENT}/{step}", headers=TEACHER, data=data)

@@ -31,9 +31,17 @@ GiB = 1024**3
 
 @pytest.mark.parametrize(
     ("text", "mem_bytes"),
-    [("4G", 4 * GiB), ("512M", 512 * 1024**2), ("1.5G", 1536 * 1024**2), ("2K", 2048),
-     ("1T", 1024**4), ("100m", 100 * 1024**2), ("12345", 12345), (4096, 4096)],
-)  # fmt: skip
+    [
+        ("4G", 4 * GiB),
+        ("512M", 512 * 1024**2),
+        ("1.5G", 1536 * 1024**2),
+        ("2K", 2048),
+        ("1T", 1024**4),
+        ("100m", 100 * 1024**2),
+        ("12345", 12345),
+        (4096, 4096),
+    ],
+)
 def test_parse_mem(text, mem_bytes):
     assert parse_mem(text) == mem_bytes
 
@@ -95,9 +103,16 @@ def test_resource_spec_is_frozen():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"n_threads": 0}, {"cpu_limit": 0}, {"cpu_limit": float("nan")}, {"mem_limit": 0},
-     {"mem_limit": "4G"}, {"gpus": -1}, {"n_threads": 1.5}],
-)  # fmt: skip
+    [
+        {"n_threads": 0},
+        {"cpu_limit": 0},
+        {"cpu_limit": float("nan")},
+        {"mem_limit": 0},
+        {"mem_limit": "4G"},
+        {"gpus": -1},
+        {"n_threads": 1.5},
+    ],
+)
 def test_resource_spec_rejects(kwargs):
     with pytest.raises(UsageError):
         ResourceSpec(**kwargs)
@@ -112,8 +127,10 @@ def test_parsers_of_cgroup_files():
     assert parse_cpu_list("") == 0
     entries = parse_proc_cgroup("4:memory:/a/b\n1:cpu,cpuacct:/\n0::/user.slice\njunk\n")
     assert [(e.hierarchy_id, e.controllers, e.path) for e in entries] == [
-        (4, ("memory",), "/a/b"), (1, ("cpu", "cpuacct"), "/"), (0, (), "/user.slice"),
-    ]  # fmt: skip
+        (4, ("memory",), "/a/b"),
+        (1, ("cpu", "cpuacct"), "/"),
+        (0, (), "/user.slice"),
+    ]
 
 
 def _write(path: Path, text: str) -> None:
@@ -206,8 +223,13 @@ def test_effective_cpus_real_quota_in_a_child_cgroup(cgroup_parent):
             "for p in os.environ['PROCS'].split(os.pathsep): open(p, 'w').write(str(os.getpid()))\n"
             "from coursehub.resources import effective_cpus\nprint(effective_cpus())\n"
         )
-        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PROCS": procs},
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PROCS": procs},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert float(out.stdout) == 0.5
     finally:
         job.remove()
@@ -243,16 +265,24 @@ def fake_nvml(devices):
 
 
 def test_gpu_inventory_parses_nvml():
-    nvml = fake_nvml([
-        {"name": b"NVIDIA A40", "uuid": "GPU-1", "total": 48 * GiB, "used": 3 * GiB,
-         "procs": [(101, 1250 * 1024**2), (102, None)]},
-        None,
-        {"name": "NVIDIA A40", "uuid": b"GPU-3", "total": 48 * GiB, "used": 0, "procs": []},
-    ])  # fmt: skip
+    nvml = fake_nvml(
+        [
+            {
+                "name": b"NVIDIA A40",
+                "uuid": "GPU-1",
+                "total": 48 * GiB,
+                "used": 3 * GiB,
+                "procs": [(101, 1250 * 1024**2), (102, None)],
+            },
+            None,
+            {"name": "NVIDIA A40", "uuid": b"GPU-3", "total": 48 * GiB, "used": 0, "procs": []},
+        ]
+    )
     gpus = gpu_inventory(nvml)
     assert [(g.index, g.name, g.uuid) for g in gpus] == [
-        (0, "NVIDIA A40", "GPU-1"), (2, "NVIDIA A40", "GPU-3"),
-    ]  # fmt: skip
+        (0, "NVIDIA A40", "GPU-1"),
+        (2, "NVIDIA A40", "GPU-3"),
+    ]
     assert gpus[0].mem_total_bytes == 48 * GiB and gpus[0].mem_used_bytes == 3 * GiB
     assert [(p.pid, p.used_mem_bytes) for p in gpus[0].processes] == [
         (101, 1250 * 1024**2),

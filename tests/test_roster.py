@@ -230,10 +230,21 @@ def test_unterminated_quote_is_named_with_its_row_and_column(text, where):
 
 @pytest.mark.parametrize(
     ("char", "code"),
-    [("\x00", "U+0000"), ("\x01", "U+0001"), ("\x1b", "U+001B"), ("\x7f", "U+007F"),
-     ("\x85", "U+0085"), ("\x9b", "U+009B"), ("\u2028", "U+2028"), ("\u2029", "U+2029"),
-     ("\u202e", "U+202E"), ("\u2066", "U+2066"), ("\t", "U+0009"), ("\r", "U+000D")],
-)  # fmt: skip
+    [
+        ("\x00", "U+0000"),
+        ("\x01", "U+0001"),
+        ("\x1b", "U+001B"),
+        ("\x7f", "U+007F"),
+        ("\x85", "U+0085"),
+        ("\x9b", "U+009B"),
+        ("\u2028", "U+2028"),
+        ("\u2029", "U+2029"),
+        ("\u202e", "U+202E"),
+        ("\u2066", "U+2066"),
+        ("\t", "U+0009"),
+        ("\r", "U+000D"),
+    ],
+)
 @pytest.mark.parametrize(("column", "where"), [(1, "column B (Nom)"), (4, "column E (Groupe)")])
 def test_a_control_character_in_a_stored_value_is_named_by_row_and_column(
     char, code, column, where

@@ -13,10 +13,10 @@ from coursehub.catalog.enrolment import (
     import_roster,
     plan_changes,
     plan_roster,
-    render_plan,
 )
 from coursehub.catalog.errors import ConflictError, NotFoundError, RosterError, ValidationError
 from coursehub.catalog.models import Membership, Person, Role
+from coursehub.catalog.preview import render_plan
 from coursehub.catalog.roster import RosterRow, parse_roster
 from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo
 from coursehub.cli import main

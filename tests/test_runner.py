@@ -18,6 +18,7 @@ from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec
 from coursehub.runner import LocalBackend, SlotPool, make_spec, run, submit
 from coursehub.runner.core import JobSpec, RunResult, plan_command, plan_env, render_summary
+from helpers import wait_until
 
 MiB = 1024**2
 SLEEPER = "import time\nprint('up', flush=True)\ntime.sleep(60)\n"
@@ -41,8 +42,9 @@ def runner_env(tmp_path, monkeypatch):
 @pytest.fixture
 def backend(tmp_path):
     """A local backend without cgroups (the watchdog path), 2 CPU slots in tmp_path."""
-    return LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 2), use_cgroups=False,
-                        grace_s=1.0)  # fmt: skip
+    return LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 2), use_cgroups=False, grace_s=1.0
+    )
 
 
 def test_plan_command_for_script_and_module():
@@ -79,8 +81,17 @@ def test_render_summary():
     assert render_summary(result) == (
         "[coursehub] exit 0 | elapsed 12.3 s | CPU 20.1 s | 2 threads | peak RSS 512.0 MiB"
     )
-    killed = RunResult("j", -9, 1.0, 0.5, 1, 100 * MiB, 1288 * MiB, Path("j.log"),
-                       killed_reason="exceeded its memory limit of 2.0 GiB")  # fmt: skip
+    killed = RunResult(
+        "j",
+        -9,
+        1.0,
+        0.5,
+        1,
+        100 * MiB,
+        1288 * MiB,
+        Path("j.log"),
+        killed_reason="exceeded its memory limit of 2.0 GiB",
+    )
     assert render_summary(killed) == (
         "[coursehub] killed: exceeded its memory limit of 2.0 GiB | elapsed 1.0 s | CPU 0.5 s"
         " | 1 thread | peak RSS 100.0 MiB | GPU peak 1.3 GiB"
@@ -88,13 +99,17 @@ def test_render_summary():
 
 
 def test_run_streams_output_and_passes_arguments(tmp_path, backend):
-    hello = script(tmp_path, "hello.py", """
+    hello = script(
+        tmp_path,
+        "hello.py",
+        """
         import os, sys
         env = os.environ
         print("args", sys.argv[1:], env["OMP_NUM_THREADS"], repr(env["CUDA_VISIBLE_DEVICES"]))
         print("name", __name__, "path0", sys.path[0])
         sys.exit(3)
-    """)  # fmt: skip
+    """,
+    )
     seen: list[str] = []
     result = run(str(hello), ["a", "b c"], n_threads=2, backend=backend, on_output=seen.append)
     text = "".join(seen)
@@ -117,14 +132,18 @@ def test_module_target_runs_with_cwd_on_path(tmp_path, backend):
 
 def test_child_torch_and_blas_pools_use_exactly_n_threads(tmp_path, backend):
     pytest.importorskip("torch")
-    probe = script(tmp_path, "probe.py", """
+    probe = script(
+        tmp_path,
+        "probe.py",
+        """
         import json
         import numpy, torch
         from threadpoolctl import threadpool_info
         pools = [p["num_threads"] for p in threadpool_info()]
         counts = [torch.get_num_threads(), torch.get_num_interop_threads(), pools]
         print("PROBE", json.dumps(counts))
-    """)  # fmt: skip
+    """,
+    )
     seen: list[str] = []
     result = run(str(probe), n_threads=2, backend=backend, on_output=seen.append)
     assert result.ok, "".join(seen)
@@ -143,12 +162,16 @@ def test_timeout_is_reported(tmp_path, backend):
 
 
 def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path, backend):
-    stubborn = script(tmp_path, "stubborn.py", """
+    stubborn = script(
+        tmp_path,
+        "stubborn.py",
+        """
         import signal, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("ready", flush=True)
         time.sleep(60)
-    """)  # fmt: skip
+    """,
+    )
     result = run(str(stubborn), timeout_s=0.5, backend=backend, on_output=lambda _: None)
     assert result.returncode == -signal.SIGKILL
     assert result.killed_reason == "exceeded its time limit of 0.5 s"
@@ -173,22 +196,24 @@ def test_memory_watchdog_kill_is_reported(tmp_path, backend):
 
 @pytest.mark.root
 def test_cgroup_limits_applied_while_running(tmp_path, cgroup_parent):
-    backend = LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 2),
-                           cgroup_parent=cgroup_parent, grace_s=1.0)  # fmt: skip
+    backend = LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 2), cgroup_parent=cgroup_parent, grace_s=1.0
+    )
     if backend.use_cgroups and os.path.isdir("/run/systemd/system"):
         pytest.skip("systemd host: jobs go through systemd-run")
-    waiter = script(tmp_path, "waiter.py", """
+    waiter = script(
+        tmp_path,
+        "waiter.py",
+        """
         import os, sys, time
         print("cgroup", open("/proc/self/cgroup").read().replace("\\n", " "), flush=True)
         while not os.path.exists(sys.argv[1]):
             time.sleep(0.05)
-    """)  # fmt: skip
+    """,
+    )
     go = tmp_path / "go"
     job = submit(str(waiter), [str(go)], n_threads=2, mem_limit="100M", backend=backend)
-    deadline = time.monotonic() + 30
-    while job.cgroup is None or not job.cgroup.pids():
-        assert time.monotonic() < deadline and job.poll() is None
-        time.sleep(0.05)
+    wait_until(lambda: in_its_cgroup(job), what="the job in its cgroup")
     cgroup = job.cgroup
     if cgroup.plan.version == 1:
         assert cgroup.read("cpu.cfs_quota_us") == "200000"
@@ -205,8 +230,9 @@ def test_cgroup_limits_applied_while_running(tmp_path, cgroup_parent):
 
 @pytest.mark.root
 def test_cgroup_memory_kill_is_reported(tmp_path, cgroup_parent):
-    backend = LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 2),
-                           cgroup_parent=cgroup_parent)  # fmt: skip
+    backend = LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 2), cgroup_parent=cgroup_parent
+    )
     hog = script(tmp_path, "hog.py", HOG)
     result = run(str(hog), mem_limit="100M", backend=backend, on_output=lambda _: None)
     assert result.enforcement.startswith(("cgroup", "systemd"))
@@ -226,20 +252,26 @@ def test_cancel_while_running(tmp_path, backend):
 
 
 def test_run_leaves_no_process_behind(tmp_path, backend):
-    parent = script(tmp_path, "parent.py", """
+    parent = script(
+        tmp_path,
+        "parent.py",
+        """
         import subprocess, sys
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         print("grandchild", child.pid, flush=True)
-    """)  # fmt: skip
+    """,
+    )
     seen: list[str] = []
     result = run(str(parent), backend=backend, on_output=seen.append)
     assert result.ok
     pid = int(next(x for x in "".join(seen).splitlines() if x.startswith("grandchild")).split()[1])
-    for _ in range(100):
-        if not _alive(pid):
-            break
-        time.sleep(0.02)
-    assert not _alive(pid)
+    wait_until(lambda: not _alive(pid), 2.0, 0.02, what=f"grandchild {pid} to exit")
+
+
+def in_its_cgroup(job) -> bool:
+    """Whether ``job`` runs in its cgroup yet; fails at once if it has already exited."""
+    assert job.poll() is None, f"the job exited: {job.output()}"
+    return job.cgroup is not None and bool(job.cgroup.pids())
 
 
 def _alive(pid: int) -> bool:
@@ -306,16 +338,27 @@ def test_cli_no_wait_returns_then_job_completes(tmp_path, runner_env):
     log = tmp_path / "job.log"
     env = {**os.environ, "COURSEHUB_RUNS_DIR": str(runner_env)}
     out = subprocess.run(
-        [sys.executable, "-m", "coursehub", "run", "--no-wait", "--log", str(log), "--",
-         str(done), str(tmp_path / "flag")],
-        capture_output=True, text=True, env=env, timeout=60, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "coursehub",
+            "run",
+            "--no-wait",
+            "--log",
+            str(log),
+            "--",
+            str(done),
+            str(tmp_path / "flag"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
     assert f"output in {log}" in out.stdout
     result_file = log.with_suffix(".json")
-    deadline = time.monotonic() + 60
-    while not result_file.exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until(result_file.exists, 60, 0.1, what=f"the result file {result_file}")
     assert json.loads(result_file.read_text())["returncode"] == 0
     assert (tmp_path / "flag").read_text() == "ok"
 
@@ -352,12 +395,16 @@ def test_gpu_job_sees_one_gpu_and_reports_its_memory(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA")
-    probe = script(tmp_path, "gpu.py", """
+    probe = script(
+        tmp_path,
+        "gpu.py",
+        """
         import os, time, torch
         x = torch.ones(256, 1024, 1024, device="cuda")  # 1 GiB
         print("GPU", torch.cuda.device_count(), os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
         time.sleep(1.0)
-    """)  # fmt: skip
+    """,
+    )
     pool = SlotPool(tmp_path / "slots", 1, gpu_count=1, gpu_jobs=2)
     backend = LocalBackend(tmp_path / "runs", pool, use_cgroups=False)
     seen: list[str] = []

@@ -14,13 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from coursehub.runner.core import JobSpec
 from coursehub.runner.watchdog import plan_stop_at
+from helpers import WaitTimeoutError, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +33,12 @@ SLEEPER = (
 
 
 def env_for(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "COURSEHUB_SLOTS_DIR": str(tmp_path / "slots"),
-            "COURSEHUB_RUNS_DIR": str(tmp_path / "runs"), "COURSEHUB_CPU_BUDGET": "2"}  # fmt: skip
+    return {
+        **os.environ,
+        "COURSEHUB_SLOTS_DIR": str(tmp_path / "slots"),
+        "COURSEHUB_RUNS_DIR": str(tmp_path / "runs"),
+        "COURSEHUB_CPU_BUDGET": "2",
+    }
 
 
 def start(tmp_path: Path, *options: str) -> tuple[subprocess.Popen[bytes], int, int]:
@@ -42,39 +46,69 @@ def start(tmp_path: Path, *options: str) -> tuple[subprocess.Popen[bytes], int, 
     (tmp_path / "sleeper.py").write_text(SLEEPER)
     pids = tmp_path / "pids"
     runner = subprocess.Popen(
-        [sys.executable, "-m", "coursehub", "run", "--threads", "2", *options, "--",
-         str(tmp_path / "sleeper.py"), str(pids)],
-        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    for _ in range(300):
-        if pids.is_file() and pids.read_text():
-            job, parent = map(int, pids.read_text().split())
-            return runner, job, parent
-        time.sleep(0.1)
-    raise AssertionError("the job did not start")
+        [
+            sys.executable,
+            "-m",
+            "coursehub",
+            "run",
+            "--threads",
+            "2",
+            *options,
+            "--",
+            str(tmp_path / "sleeper.py"),
+            str(pids),
+        ],
+        env=env_for(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    job, parent = map(int, wait_for_pids(pids).split())
+    return runner, job, parent
+
+
+def wait_for_pids(pids: Path) -> str:
+    """Return the content of the job's pid file once it has one (30 s at most)."""
+    return wait_until(lambda: pids.is_file() and pids.read_text(), what=f"the pids in {pids}")
+
+
+def is_gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (no such process, or a zombie)."""
+    try:
+        os.kill(pid, 0)
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
+        return True
+    return stat == "Z"
 
 
 def gone(pid: int, within_s: float) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if stat == "Z":
-                return True
-        except (ProcessLookupError, FileNotFoundError):
-            return True
-        time.sleep(0.1)
-    return False
+    """Whether ``pid`` exits within ``within_s`` seconds."""
+    try:
+        return wait_until(lambda: is_gone(pid), within_s, 0.1, what=f"process {pid} to exit")
+    except WaitTimeoutError:
+        return False
 
 
 def next_job_output(tmp_path: Path) -> str:
     (tmp_path / "quick.py").write_text("print('quick job ran')\n")
     done = subprocess.run(
-        [sys.executable, "-m", "coursehub", "run", "--threads", "2", "--timeout", "60s", "--",
-         str(tmp_path / "quick.py")],
-        env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "coursehub",
+            "run",
+            "--threads",
+            "2",
+            "--timeout",
+            "60s",
+            "--",
+            str(tmp_path / "quick.py"),
+        ],
+        env=env_for(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done.stdout + done.stderr
 
 
@@ -92,15 +126,25 @@ def test_a_job_dies_with_its_runner_and_the_next_job_is_admitted_at_once(tmp_pat
 def test_a_detached_job_outlives_its_runner_but_not_its_time_limit(tmp_path):
     (tmp_path / "sleeper.py").write_text(SLEEPER)
     subprocess.run(
-        [sys.executable, "-m", "coursehub", "run", "--no-wait", "--threads", "2", "--timeout",
-         "4s", "--", str(tmp_path / "sleeper.py"), str(tmp_path / "pids")],
-        env=env_for(tmp_path), check=True, capture_output=True,
-    )  # fmt: skip
-    for _ in range(300):
-        if (tmp_path / "pids").is_file() and (tmp_path / "pids").read_text():
-            break
-        time.sleep(0.1)
-    job, detached_runner = map(int, (tmp_path / "pids").read_text().split())
+        [
+            sys.executable,
+            "-m",
+            "coursehub",
+            "run",
+            "--no-wait",
+            "--threads",
+            "2",
+            "--timeout",
+            "4s",
+            "--",
+            str(tmp_path / "sleeper.py"),
+            str(tmp_path / "pids"),
+        ],
+        env=env_for(tmp_path),
+        check=True,
+        capture_output=True,
+    )
+    job, detached_runner = map(int, wait_for_pids(tmp_path / "pids").split())
     os.kill(detached_runner, signal.SIGKILL)
     assert not gone(job, within_s=1), "a --no-wait job must not die with its runner"
     assert gone(job, within_s=30), "the detached job escaped its --timeout"
@@ -157,8 +201,12 @@ def test_a_daemon_forked_by_a_job_does_not_keep_the_slots_after_the_job_ends(tmp
     pids = tmp_path / "pids"
     pool = SlotPool(tmp_path / "slots", 2)
     backend = LocalBackend(tmp_path / "runs", pool, use_cgroups=False, grace_s=1.0)
-    spec = JobSpec(str(tmp_path / "daemon.py"), args=(str(pids), "0"), cwd=str(tmp_path),
-                   resources=ResourceSpec(n_threads=2))  # fmt: skip
+    spec = JobSpec(
+        str(tmp_path / "daemon.py"),
+        args=(str(pids), "0"),
+        cwd=str(tmp_path),
+        resources=ResourceSpec(n_threads=2),
+    )
     try:
         result = backend.submit(spec).wait(60)
         assert result.returncode == 0
@@ -175,14 +223,25 @@ def test_a_daemon_in_the_jobs_cgroup_dies_with_the_job_when_the_runner_is_killed
     (tmp_path / "daemon.py").write_text(DAEMON)
     pids = tmp_path / "pids"
     runner = subprocess.Popen(
-        [sys.executable, "-m", "coursehub", "run", "--threads", "2", "--timeout", "10m", "--",
-         str(tmp_path / "daemon.py"), str(pids), "300"],
-        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    for _ in range(300):
-        if pids.is_file() and pids.read_text():
-            break
-        time.sleep(0.1)
+        [
+            sys.executable,
+            "-m",
+            "coursehub",
+            "run",
+            "--threads",
+            "2",
+            "--timeout",
+            "10m",
+            "--",
+            str(tmp_path / "daemon.py"),
+            str(pids),
+            "300",
+        ],
+        env=env_for(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_pids(pids)
     daemon = int(Path(f"{pids}.daemon").read_text())
     try:
         runner.kill()

@@ -14,6 +14,7 @@ import pytest
 
 from coursehub.runner import LocalBackend, SlotPool, submit
 from coursehub.runner.slots import AdmissionCancelledError, describe_queue
+from helpers import wait_until
 
 STAMP = """
     import sys, time
@@ -42,11 +43,8 @@ def _max_overlap(intervals: list[tuple[float, float]]) -> int:
     return max(sum(1 for s, e in intervals if s <= start < e) for start, _ in intervals)
 
 
-def _wait_for(condition, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+def wait_for_output(job, text: str) -> None:
+    wait_until(lambda: text in job.output(), what=f"{text!r} in the job's output")
 
 
 def test_four_one_thread_jobs_on_two_cpus_never_overlap_more_than_two(tmp_path):
@@ -71,7 +69,7 @@ def test_waiting_job_says_so_and_starts_when_slots_free(tmp_path):
     backend, stamp = _backend(tmp_path), _stamp_script(tmp_path)
     holder = backend.slots.acquire(2)
     job = submit(stamp, [str(tmp_path / "out"), "0"], backend=backend)
-    _wait_for(lambda: "[coursehub] queued: next in line" in job.output())
+    wait_for_output(job, "[coursehub] queued: next in line")
     assert job.state == "queued" and job.poll() is None
     holder.release()
     assert job.wait(timeout_s=30).ok
@@ -82,9 +80,9 @@ def test_jobs_start_in_arrival_order(tmp_path):
     backend, stamp = _backend(tmp_path), _stamp_script(tmp_path)
     holder = backend.slots.acquire(2)
     big = submit(stamp, [str(tmp_path / "big"), "0.2"], n_threads=2, backend=backend)
-    _wait_for(lambda: "queued" in big.output())
+    wait_for_output(big, "queued")
     small = submit(stamp, [str(tmp_path / "small"), "0"], n_threads=1, backend=backend)
-    _wait_for(lambda: "queued: 1 job ahead" in small.output())
+    wait_for_output(small, "queued: 1 job ahead")
     os.close(holder.fds.pop())  # one CPU free: enough for small, but big came first
     time.sleep(0.3)
     assert small.state == "queued" and big.state == "queued"
@@ -99,9 +97,9 @@ def test_killed_job_frees_its_slot(tmp_path):
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
     first = submit(str(sleeper), backend=backend)
-    _wait_for(lambda: "up" in first.output())
+    wait_for_output(first, "up")
     second = submit(_stamp_script(tmp_path), [str(tmp_path / "out"), "0"], backend=backend)
-    _wait_for(lambda: "queued" in second.output())
+    wait_for_output(second, "queued")
     assert first.pid is not None
     os.kill(first.pid, signal.SIGKILL)
     assert first.wait(timeout_s=30).returncode == -signal.SIGKILL
@@ -116,8 +114,9 @@ def test_slot_held_by_a_killed_process_is_freed(tmp_path):
         "lease = SlotPool(Path(sys.argv[1]), 1).acquire(1)\nprint('held', flush=True)\n"
         "time.sleep(60)\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "slots")],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "slots")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(AdmissionCancelledError):
@@ -163,7 +162,7 @@ def test_cancel_while_queued_withdraws_the_job(tmp_path):
     holder = backend.slots.acquire(2)
     try:
         job = submit(stamp, [str(tmp_path / "out"), "0"], backend=backend)
-        _wait_for(lambda: "queued" in job.output())
+        wait_for_output(job, "queued")
         job.cancel()
         result = job.wait(timeout_s=30)
     finally:

@@ -33,8 +33,9 @@ def test_bad_spawn_limit_override_is_a_usage_error(text):
         demo_spawn_limit(text)
 
 
-@pytest.mark.parametrize(("kind", "start_timeout_s"), [("local", 120), ("systemd", 120),
-                                                      ("slurm", 300)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "start_timeout_s"), [("local", 120), ("systemd", 120), ("slurm", 300)]
+)
 def test_python_configs_set_both_spawner_timeouts_once(kind, start_timeout_s):
     text = render_hub_config(replace(HubSettings(), kind=kind))
     assert text.count("c.Spawner.start_timeout =") == 1

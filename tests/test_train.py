@@ -5,7 +5,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from coursehub.pendulum.dataset import generate_dataset, load_dataset, save_data
 from coursehub.pendulum.fitting import WARMUP_STEPS, TrainData, fit, plan_epoch, plan_lr
 from coursehub.pipelines.pendulum import plan_train_args
 from coursehub.resources import effective_cpus
+from helpers import wait_until
 
 SMALL = ["--max-windows", "512", "--batch-size", "64", "--hidden-size", "16", "--no-progress"]
 
@@ -153,9 +153,7 @@ def test_signal_leaves_a_valid_checkpoint(tmp_path, data, signum, status):
         *SMALL,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not model_file.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: model_file.exists() or proc.poll() is not None, 60, what="a checkpoint")
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == status, err
@@ -222,12 +220,25 @@ def parse_train(*argv):
 
 
 CHECKPOINT_SETTINGS = {
-    "model_config": {"arch": "lstm", "hidden_size": 128, "n_layers": 2, "window": 10,
-                     "dropout": 0.0},
-    "train_config": {"n_epochs": 1, "batch_size": 256, "lr": 0.002, "seed": 0,
-                     "max_windows": 512, "rollout_steps": 1, "noise": 0.1, "lr_decay": 0.7},
+    "model_config": {
+        "arch": "lstm",
+        "hidden_size": 128,
+        "n_layers": 2,
+        "window": 10,
+        "dropout": 0.0,
+    },
+    "train_config": {
+        "n_epochs": 1,
+        "batch_size": 256,
+        "lr": 0.002,
+        "seed": 0,
+        "max_windows": 512,
+        "rollout_steps": 1,
+        "noise": 0.1,
+        "lr_decay": 0.7,
+    },
     "data": {"file": "data.npz", "seed": 3, "trajectories": None},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(
@@ -276,18 +287,34 @@ def test_resuming_with_other_hyperparameters_exits_2_and_keeps_the_checkpoint(
     model_file = tmp_path / "model.pt"
     assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL)[0] == 0
     before = model_file.read_bytes()
-    argv = [str(model_file), "2", "1", "--data", str(data), "--no-progress", "--resume",
-            "--hidden-size", "64", "--lr", "0.5", "--batch-size", "7"]  # fmt: skip
+    argv = [
+        str(model_file),
+        "2",
+        "1",
+        "--data",
+        str(data),
+        "--no-progress",
+        "--resume",
+        "--hidden-size",
+        "64",
+        "--lr",
+        "0.5",
+        "--batch-size",
+        "7",
+    ]
     module = ["coursehub.pendulum.train"] if command == "module" else ["coursehub", "pendulum"]
     prefix = module + ([] if command == "module" else ["train"])
-    proc = subprocess.run([sys.executable, "-m", *prefix, *argv], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", *prefix, *argv], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    for part in ("checkpoint has hidden_size=16, --hidden-size 64 given",
-                 "checkpoint has lr=0.002, --lr 0.5 given",
-                 "checkpoint has batch_size=64, --batch-size 7 given"):  # fmt: skip
+    for part in (
+        "checkpoint has hidden_size=16, --hidden-size 64 given",
+        "checkpoint has lr=0.002, --lr 0.5 given",
+        "checkpoint has batch_size=64, --batch-size 7 given",
+    ):
         assert part in err
     assert model_file.read_bytes() == before
 
@@ -297,8 +324,9 @@ def test_resuming_with_options_left_out_continues_with_the_checkpoints_settings(
 ):
     model_file = tmp_path / "model.pt"
     assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL, "--lr", "0.01")[0] == 0
-    status, out, err = run_train(capsys, model_file, 2, 2, "--data", data, "--resume",
-                                 "--no-progress")  # fmt: skip
+    status, out, err = run_train(
+        capsys, model_file, 2, 2, "--data", data, "--resume", "--no-progress"
+    )
     assert status == 0, err
     ckpt = load_checkpoint(model_file)
     assert ckpt["epoch"] == 2 and ckpt["train_config"]["lr"] == 0.01
@@ -382,8 +410,9 @@ def test_a_checkpoint_written_before_the_settings_moved_resumes(tmp_path, data, 
     model_file = tmp_path / "model.pt"
     shutil.copy(FIXTURES / f"pendulum-checkpoint-v1-{arch}.pt", model_file)
     old = load_checkpoint(model_file, expect_arch=arch)
-    status, out, err = run_train(capsys, model_file, 2, 1, "--data", data, "--resume",
-                                 "--no-progress")  # fmt: skip
+    status, out, err = run_train(
+        capsys, model_file, 2, 1, "--data", data, "--resume", "--no-progress"
+    )
     assert status == 0, err
     new = load_checkpoint(model_file, expect_arch=arch)
     assert new["epoch"] == 2 and new["model_config"] == old["model_config"]
@@ -395,8 +424,9 @@ def test_a_checkpoint_written_before_the_settings_moved_resumes(tmp_path, data, 
 def test_an_old_checkpoint_still_refuses_another_setting(tmp_path, data, capsys):
     model_file = tmp_path / "model.pt"
     shutil.copy(FIXTURES / "pendulum-checkpoint-v1-lstm.pt", model_file)
-    status, _, err = run_train(capsys, model_file, 2, 1, "--data", data, "--resume",
-                               "--noise", "0", "--layers", "2")  # fmt: skip
+    status, _, err = run_train(
+        capsys, model_file, 2, 1, "--data", data, "--resume", "--noise", "0", "--layers", "2"
+    )
     assert status == 2
     assert "checkpoint has n_layers=1, --layers 2 given" in err
     assert "checkpoint has noise=0.1, --noise 0.0 given" in err

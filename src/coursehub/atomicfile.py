@@ -116,13 +116,18 @@ def atomic_path(
     Raises
     ------
     OSError
-        If the folder or file cannot be written; the temporary file is
+        If the folder or file cannot be written (``NotADirectoryError`` if
+        a file stands where a folder should be); the temporary file is
         removed, whatever the block raised.
     FileExistsError
-        If ``path`` exists and ``replace`` is false.
+        If ``path`` exists and ``replace`` is false, and only then.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder should be: not "destination exists"
+        message = os.strerror(errno.ENOTDIR)
+        raise NotADirectoryError(errno.ENOTDIR, message, str(path.parent)) from None
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
@@ -153,7 +158,7 @@ def _publish(tmp: Path, path: Path, replace: bool) -> None:
 
 
 def _sync_file(path: Path) -> None:
-    """Flush ``path``'s data to the disk (``fsync(2)``; a read-only descriptor is enough on Linux)."""
+    """Flush ``path``'s data to the disk (``fsync(2)``; a read-only descriptor does on Linux)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

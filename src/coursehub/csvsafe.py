@@ -45,8 +45,18 @@ from typing import IO
 #: First characters that make a spreadsheet evaluate a cell (OWASP's list, plus
 #: line feed and the full-width forms of = + - @).
 FORMULA_TRIGGERS: tuple[str, ...] = (
-    "=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20",
-)  # fmt: skip
+    "=",
+    "+",
+    "-",
+    "@",
+    "\t",
+    "\r",
+    "\n",
+    "\uff1d",
+    "\uff0b",
+    "\uff0d",
+    "\uff20",
+)
 
 #: A trigger after what ends a cell in some spreadsheet's reading (a separator, a
 #: line break, a double quote) and any spaces or double quotes, or after leading

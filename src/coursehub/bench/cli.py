@@ -137,17 +137,32 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     check_output(args.plot, "--plot")
     plan = scenarios.plan_scenarios(users, modes, cpu_limit, n_threads)
     settings = contention.BenchSettings(
-        tuple(plan), steps, batch, budget, timeout_s, cpu_shares=shares, repeat=repeat,
+        tuple(plan),
+        steps,
+        batch,
+        budget,
+        timeout_s,
+        cpu_shares=shares,
+        repeat=repeat,
         seed=seed,
-    )  # fmt: skip
+    )
     described = {
-        "workload": args.workload, "users": list(users), "modes": list(modes),
-        "cpu_limit": cpu_limit, "n_threads": n_threads, "cpu_budget": budget, "steps": steps,
-        "batch_size": batch, "timeout_s": timeout_s, "cpu_shares": shares, "repeat": repeat,
-        "order": "interleaved: alone, scenario, alone, scenario...", "seed": seed,
+        "workload": args.workload,
+        "users": list(users),
+        "modes": list(modes),
+        "cpu_limit": cpu_limit,
+        "n_threads": n_threads,
+        "cpu_budget": budget,
+        "steps": steps,
+        "batch_size": batch,
+        "timeout_s": timeout_s,
+        "cpu_shares": shares,
+        "repeat": repeat,
+        "order": "interleaved: alone, scenario, alone, scenario...",
+        "seed": seed,
         "root": os.geteuid() == 0,
         "host_cpus": os.cpu_count(),
-    }  # fmt: skip
+    }
     return settings, described
 
 
@@ -172,8 +187,10 @@ def run_contention(args: argparse.Namespace) -> int:
         document = report.render_document(described, run.results, rows, targets, gpu_doc)
         report.write_json(document, args.json)
     if args.plot:
-        title = (f"pendulum LSTM, {settings.steps} steps per student; cpu_limit "
-                 f"{cpu_limit:g} per student; {settings.cpu_budget} CPUs")  # fmt: skip
+        title = (
+            f"pendulum LSTM, {settings.steps} steps per student; cpu_limit "
+            f"{cpu_limit:g} per student; {settings.cpu_budget} CPUs"
+        )
         report.save_plot(rows, args.plot, title)
     return 1 if any(r.failed for r in rows) else 0
 

@@ -143,9 +143,15 @@ def default_cpu_budget() -> int:
 def plan_workload_args(data: Path, settings: BenchSettings) -> list[str]:
     """Return the workload's arguments for these settings."""
     return [
-        "--data", str(data), "--steps", str(settings.steps),
-        "--batch-size", str(settings.batch_size), "--device", settings.device,
-    ]  # fmt: skip
+        "--data",
+        str(data),
+        "--steps",
+        str(settings.steps),
+        "--batch-size",
+        str(settings.batch_size),
+        "--device",
+        settings.device,
+    ]
 
 
 def ensure_dataset(path: Path) -> Path:
@@ -225,9 +231,14 @@ def warm_up(data: Path, settings: BenchSettings) -> None:
     args = plan_workload_args(data, dataclasses.replace(settings, steps=1))
     env = {**os.environ, **thread_env(1)}
     done = subprocess.run(
-        [sys.executable, "-m", WORKLOAD_MODULE, *args], env=env, stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", WORKLOAD_MODULE, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if done.returncode != 0 or read_report(done.stdout) is None:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
         raise CoursehubError(f"the training workload fails before any scenario: {tail}")
@@ -274,9 +285,12 @@ def run_managed(
         runs_dir=work / "runs", slots=pool, sample_s=SAMPLE_S, cgroup_parent=settings.cgroup_parent
     )
     options: dict[str, Any] = {
-        "module": True, "n_threads": n_threads, "cpu_limit": scenario.cpu_limit, "gpus": gpus,
+        "module": True,
+        "n_threads": n_threads,
+        "cpu_limit": scenario.cpu_limit,
+        "gpus": gpus,
         "timeout_s": settings.timeout_s,
-    }  # fmt: skip
+    }
     t0 = time.monotonic()
     jobs: list[Job] = []
     ends: dict[int, float] = {}
@@ -314,17 +328,21 @@ def _student_of(job: Job, end_s: float) -> StudentResult:
     report = read_report(job.output())
     stats = result.cgroup
     return StudentResult(
-        returncode=result.returncode, wall_s=result.elapsed_s, queued_s=result.queued_s,
-        end_s=end_s, train_s=report.train_s if report else None,
+        returncode=result.returncode,
+        wall_s=result.elapsed_s,
+        queued_s=result.queued_s,
+        end_s=end_s,
+        train_s=report.train_s if report else None,
         cpu_s=report.cpu_s if report else None,
         torch_threads=report.torch_threads if report else None,
         preempted=report.preempted if report else None,
-        migrations=report.migrations if report else None, process_cpu_s=result.cpu_s,
+        migrations=report.migrations if report else None,
+        process_cpu_s=result.cpu_s,
         nr_throttled=stats.nr_throttled if stats else None,
         throttled_s=stats.throttled_s if stats else None,
         enforcement="none" if result.enforcement == "watchdog" else result.enforcement,
         gpu_peak_bytes=result.gpu_peak_bytes,
-    )  # fmt: skip
+    )
 
 
 def run_scenario(

@@ -2,10 +2,12 @@
 
 With a CUDA device, N students train at once on GPU 0 through the runner
 (one GPU slot each, all on that GPU). Reported: the GPU memory each student's
-process held at its peak (the runner's NVML samples, CUDA context included:
-300-700 MB, REFERENCE.md section 3), the GPU's used memory after each exit,
-and whether it came back to its level before the run once the last student
-had exited (only process exit frees a CUDA context: hence the fresh
+process held at its peak (the runner's NVML samples,
+``nvmlDeviceGetComputeRunningProcesses``, CUDA context included: it alone
+takes some hundreds of MB), the GPU's used memory after each exit, and
+whether it came back to its level before the run once the last student had
+exited (only process exit frees a CUDA context; ``torch.cuda.empty_cache``
+frees cached blocks only: PyTorch docs, "CUDA semantics"; hence the fresh
 interpreter). Without a GPU, or with a torch build that has no CUDA, the
 check is skipped with a message (:func:`plan_gpu_check`).
 """

@@ -60,9 +60,13 @@ class NaiveStudent:
         try:
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    argv, env=plan_naive_env(os.environ), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                )  # fmt: skip
+                    argv,
+                    env=plan_naive_env(os.environ),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         except OSError:
             if self.cgroup is not None:
                 self.cgroup.remove()
@@ -86,8 +90,11 @@ class NaiveStudent:
             self.cgroup.remove()
         report = read_report(self.log_path.read_text(errors="replace"))
         return StudentResult(
-            returncode=self.proc.returncode, wall_s=now - self.started, queued_s=0.0,
-            end_s=now - t0, train_s=report.train_s if report else None,
+            returncode=self.proc.returncode,
+            wall_s=now - self.started,
+            queued_s=0.0,
+            end_s=now - t0,
+            train_s=report.train_s if report else None,
             cpu_s=report.cpu_s if report else None,
             torch_threads=report.torch_threads if report else None,
             preempted=report.preempted if report else None,
@@ -96,7 +103,7 @@ class NaiveStudent:
             nr_throttled=stats.nr_throttled if stats else None,
             throttled_s=stats.throttled_s if stats else None,
             enforcement=f"cgroup v{self.cgroup.plan.version}" if self.cgroup else "none",
-        )  # fmt: skip
+        )
 
     def kill(self) -> None:
         """Stop the process group and remove the cgroup (used when the run is interrupted)."""

@@ -124,8 +124,10 @@ def render_header(
     elif applied:
         quota = f"CPU quota {cpu_limit:g} CPU applied to some students only ({', '.join(applied)})"
     else:
-        quota = f"no CPU quota applied (needs root and a writable cgroup filesystem); " \
-                f"cpu_limit {cpu_limit:g} sets the threads only"  # fmt: skip
+        quota = (
+            f"no CPU quota applied (needs root and a writable cgroup filesystem); "
+            f"cpu_limit {cpu_limit:g} sets the threads only"
+        )
     before, after = load
     return "\n".join(
         [
@@ -176,13 +178,23 @@ def render_report(
     targets = check_targets(rows, n_threads, settings.cpu_budget)
     baseline = next(r for r in rows if r.mode == "managed" and r.n_students == 1)
     enforcement = [s.enforcement for r in run.results for s in r.students]
-    header = render_header(settings.steps, settings.batch_size, cpu_limit, settings.cpu_budget,
-                           enforcement, (run.load_before, run.load_after))  # fmt: skip
-    header += (f"\neach scenario run {settings.repeat} time{'s' if settings.repeat > 1 else ''}, "
-               "each run right after one student alone (interleaved)")  # fmt: skip
+    header = render_header(
+        settings.steps,
+        settings.batch_size,
+        cpu_limit,
+        settings.cpu_budget,
+        enforcement,
+        (run.load_before, run.load_after),
+    )
+    header += (
+        f"\neach scenario run {settings.repeat} time{'s' if settings.repeat > 1 else ''}, "
+        "each run right after one student alone (interleaved)"
+    )
     if settings.cpu_shares is not None and not run.notes:
-        header += (f"\nstudents' parent cgroup {settings.cgroup_parent}: CPU weight "
-                   f"{settings.cpu_shares} (cpu.shares; 1024 for any other process)")  # fmt: skip
+        header += (
+            f"\nstudents' parent cgroup {settings.cgroup_parent}: CPU weight "
+            f"{settings.cpu_shares} (cpu.shares; 1024 for any other process)"
+        )
     header += "".join(f"\n{note}" for note in run.notes)
     table = render_table(rows, baseline.elapsed_median_s, settings.cpu_budget)
     waited = check_baseline(rows)
@@ -261,11 +273,25 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
                 continue
             ratios = r.summary.ratios
             jitter = [offset + 0.04 * ((j % 5) - 2) for j in range(len(ratios))]
-            sx.scatter([r.n_students + d for d in jitter], ratios, s=14, alpha=0.6,
-                       color=color, edgecolors="none", zorder=3)  # fmt: skip
+            sx.scatter(
+                [r.n_students + d for d in jitter],
+                ratios,
+                s=14,
+                alpha=0.6,
+                color=color,
+                edgecolors="none",
+                zorder=3,
+            )
             bar = [[r.slowdown - r.summary.low], [r.summary.high - r.slowdown]]
-            sx.errorbar([r.n_students + offset], [r.slowdown], yerr=bar, marker="D",
-                        capsize=4, color=color, label=mode if r is own[0] else None)  # fmt: skip
+            sx.errorbar(
+                [r.n_students + offset],
+                [r.slowdown],
+                yerr=bar,
+                marker="D",
+                capsize=4,
+                color=color,
+                label=mode if r is own[0] else None,
+            )
     baseline = next(r for r in rows if r.mode == "managed" and r.n_students == 1)
     ax.axhline(baseline.elapsed_median_s, linestyle=":", color="grey", label="1 student alone")
     ax.set_yscale("log")
@@ -280,11 +306,20 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
     ax.legend()
     sx.set_yscale("log")
     sx.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    for bound, text in ((MANAGED_MAX_SLOWDOWN, "managed target"),
-                        (NAIVE_MIN_SLOWDOWN, "naive target")):  # fmt: skip
+    for bound, text in (
+        (MANAGED_MAX_SLOWDOWN, "managed target"),
+        (NAIVE_MIN_SLOWDOWN, "naive target"),
+    ):
         sx.axhline(bound, linestyle="--", color="grey", linewidth=0.8)
-        sx.annotate(text, (0.01, bound), xycoords=("axes fraction", "data"), fontsize=7,
-                    xytext=(0, 2), textcoords="offset points", color="grey")  # fmt: skip
+        sx.annotate(
+            text,
+            (0.01, bound),
+            xycoords=("axes fraction", "data"),
+            fontsize=7,
+            xytext=(0, 2),
+            textcoords="offset points",
+            color="grey",
+        )
     sx.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     sx.set_ylabel("slowdown (dots: repeats; bar: 95% interval)")
     sx.set_title("slowdown per repeat, median and bootstrap interval", fontsize=10)

@@ -3,7 +3,10 @@
 Pure code only (no process is started here): parsing the command line's
 lists, planning the scenarios, and the records the runs fill in.
 
-Modes (REFERENCE.md section 1; the JCAD 2024 talk):
+Modes (after M. Buffat, "JupyterHub pour l'enseignement de l'IA", JCAD 2024,
+which measured 291 s -> 46,129 s; thread counts: OpenMP API specification
+``OMP_NUM_THREADS`` and ``OMP_WAIT_POLICY``, PyTorch docs "CPU threading and
+TorchScript inference"):
 
 ``naive``
     Each student is a plain interpreter with every thread variable removed

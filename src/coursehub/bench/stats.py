@@ -208,8 +208,9 @@ def summarise_slowdowns(
         If the sequences are empty, of different lengths, or hold a time <= 0.
     """
     if not alone_s or len(alone_s) != len(pair_s):
-        raise ValueError(f"need as many alone runs as paired runs, got {len(alone_s)} "
-                         f"and {len(pair_s)}")  # fmt: skip
+        raise ValueError(
+            f"need as many alone runs as paired runs, got {len(alone_s)} and {len(pair_s)}"
+        )
     if min(*alone_s, *pair_s) <= 0:
         raise ValueError("run times must be > 0")
     ratios = tuple(p / a for a, p in zip(alone_s, pair_s, strict=True))
@@ -226,5 +227,6 @@ def summarise_slowdowns(
         )
     noisy = check_spread(baseline, max_spread)
     warnings += [noisy] if noisy else []
-    return Summary(ratios, median, low, high, confidence, baseline, target, at_most,
-                   tuple(warnings))  # fmt: skip
+    return Summary(
+        ratios, median, low, high, confidence, baseline, target, at_most, tuple(warnings)
+    )

@@ -129,8 +129,9 @@ def ideal_makespan(t1_s: float, n_students: int, n_threads: int, cpu_budget: int
     return max(t1_s, n_students * n_threads * t1_s / cpu_budget)
 
 
-def plan_target(mode: str, n_students: int, n_threads: int, cpu_budget: int
-                ) -> tuple[str, float, bool] | None:  # fmt: skip
+def plan_target(
+    mode: str, n_students: int, n_threads: int, cpu_budget: int
+) -> tuple[str, float, bool] | None:
     """Return the slowdown target of a scenario ``(text, bound, at_most)``, or None.
 
     managed slowdown <= :data:`MANAGED_MAX_SLOWDOWN` wherever 2+ students x
@@ -138,8 +139,11 @@ def plan_target(mode: str, n_students: int, n_threads: int, cpu_budget: int
     :data:`NAIVE_TARGET_STUDENTS` students.
     """
     if mode == "managed" and n_students > 1 and n_students * n_threads <= cpu_budget:
-        return f"managed x{n_students}: slowdown <= {MANAGED_MAX_SLOWDOWN:.2f}", \
-            MANAGED_MAX_SLOWDOWN, True  # fmt: skip
+        return (
+            f"managed x{n_students}: slowdown <= {MANAGED_MAX_SLOWDOWN:.2f}",
+            MANAGED_MAX_SLOWDOWN,
+            True,
+        )
     if mode == "naive" and n_students == NAIVE_TARGET_STUDENTS:
         text = f"naive x{n_students}: slowdown >= {NAIVE_MIN_SLOWDOWN:.1f} (the collapse)"
         return text, NAIVE_MIN_SLOWDOWN, False
@@ -221,8 +225,10 @@ def plan_row(
             summary = replace(summary, baseline=describe_spread(run_s))
             notes += [w for w in [check_spread(summary.baseline)] if w]
         if len(usable) < len(runs):
-            notes.append(f"{len(runs) - len(usable)} of {len(runs)} runs of {scenario.label} "
-                         "left out of the slowdown: a student failed")  # fmt: skip
+            notes.append(
+                f"{len(runs) - len(usable)} of {len(runs)} runs of {scenario.label} "
+                "left out of the slowdown: a student failed"
+            )
         summary = replace(summary, warnings=tuple(notes))
     cpu_pairs = [(_median_cpu(a), _median_cpu(r)) for a, r in usable]
     cpu_alone = [a for a, r in cpu_pairs if a is not None and r is not None]

@@ -198,9 +198,15 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     if migrations_before is not None and migrations_after is not None:
         migrations = migrations_after - migrations_before
     return WorkloadReport(
-        train_s, cpu_s, torch.get_num_threads(), state.global_step, losses[-1], device.type,
-        _nivcsw() - preempted_before, migrations,
-    )  # fmt: skip
+        train_s,
+        cpu_s,
+        torch.get_num_threads(),
+        state.global_step,
+        losses[-1],
+        device.type,
+        _nivcsw() - preempted_before,
+        migrations,
+    )
 
 
 def _nivcsw() -> int:
@@ -227,8 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: Any = build_parser().parse_args(argv)
     try:
         if args.steps < 1 or args.batch_size < 1:
-            raise UsageError(f"--steps and --batch-size must be >= 1, got {args.steps}, "
-                             f"{args.batch_size}")  # fmt: skip
+            raise UsageError(
+                f"--steps and --batch-size must be >= 1, got {args.steps}, {args.batch_size}"
+            )
         report = train_steps(args.data, args.steps, args.batch_size, args.device)
     except CoursehubError as exc:
         print(f"coursehub-bench-workload: error: {exc}", file=sys.stderr)

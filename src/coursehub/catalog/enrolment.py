@@ -3,7 +3,7 @@
 The web app and ``coursehub roster import`` share these steps:
 :func:`coursehub.catalog.roster.parse_roster` reads the file,
 :func:`plan_roster` compares it with the course (additions, updates and, in
-``sync`` mode, removals), :func:`render_plan` shows the preview, and
+``sync`` mode, removals), :func:`coursehub.catalog.preview.render_plan` shows the preview, and
 :func:`apply_roster` writes it all or nothing. A web "confirm" step re-parses
 and re-plans the uploaded bytes, then applies; :func:`apply_roster` refuses a
 plan that the course has outgrown since (:class:`ConflictError`).
@@ -34,11 +34,10 @@ from coursehub.catalog.courses import check_group_name, get_course
 from coursehub.catalog.dberrors import describe_db_error
 from coursehub.catalog.errors import ConflictError, IdentityError, RosterError, ValidationError
 from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
-from coursehub.catalog.preview import render_identity_change, render_plan
 from coursehub.catalog.roster import RosterRow, parse_roster
 from coursehub.catalog.rules import identity_changes
 
-__all__ = ["describe_db_error", "render_identity_change", "render_plan"]
+__all__ = ["describe_db_error"]
 
 MODES = ("add", "sync")
 #: Person fields a roster sets, in the order the preview lists changes.

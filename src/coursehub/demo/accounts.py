@@ -20,12 +20,17 @@ def list_accounts(database_url: str) -> list[tuple[str, str, str, str]]:
     try:
         with session_scope(engine) as session:
             rows = session.execute(
-                select(Person.username, Person.first_name, Person.last_name, Membership.role,
-                       Course.course_id)
+                select(
+                    Person.username,
+                    Person.first_name,
+                    Person.last_name,
+                    Membership.role,
+                    Course.course_id,
+                )
                 .join(Membership, Membership.person_pk == Person.id)
                 .join(Course, Course.id == Membership.course_pk)
                 .order_by(Membership.role == "student", Course.course_id, Person.username)
-            ).all()  # fmt: skip
+            ).all()
     finally:
         engine.dispose()
     return [(u, f"{first} {last}".strip(), role, course) for u, first, last, role, course in rows]

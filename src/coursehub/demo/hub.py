@@ -165,9 +165,13 @@ class DemoHub:
         }
         with self.log_path.open("ab") as log:
             self.process = start_hub(
-                config, self.hub_dir, env, log, preexec_fn=_hub_preexec,
+                config,
+                self.hub_dir,
+                env,
+                log,
+                preexec_fn=_hub_preexec,
                 pass_fds=(self.lock.fileno(),) if self.lock else (),
-            )  # fmt: skip
+            )
         self._wait_up()
 
     def _wait_up(self) -> None:
@@ -230,8 +234,12 @@ class DemoHub:
             try:
                 process.wait(HUB_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                print(f"coursehub demo: the hub did not stop within {HUB_STOP_TIMEOUT_S:g} s "
-                      "of SIGTERM; killed", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"coursehub demo: the hub did not stop within {HUB_STOP_TIMEOUT_S:g} s "
+                    "of SIGTERM; killed",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 process.kill()
                 process.wait()
         _kill_group(process.pid, signal.SIGTERM)
@@ -318,12 +326,18 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
     try:
         hub.start(database_url)
         report = hub.sync(database_url).report
-        print(render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
-              flush=True)  # fmt: skip
+        print(
+            render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
+            flush=True,
+        )
         status = hub.wait()
-        print(f"coursehub demo: the hub exited unexpectedly ({describe_status(status)}); "
-              f"stopping the proxy, services and servers it left. The end of {hub.log_path}:\n"
-              f"{hub.tail()}", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"coursehub demo: the hub exited unexpectedly ({describe_status(status)}); "
+            f"stopping the proxy, services and servers it left. The end of {hub.log_path}:\n"
+            f"{hub.tail()}",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     except KeyboardInterrupt:
         print("coursehub demo: stopping the hub, its servers and services...", flush=True)

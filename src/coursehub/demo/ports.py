@@ -122,9 +122,12 @@ def holder_of(port: int) -> str:
 
 def render_port_problems(problems: Sequence[tuple[str, str, int, str, str]]) -> str:
     """Return the message for ``(what, ip, port, why, holder)`` rows (pure)."""
-    lines = [f"{what} {ip}:{port} is {why}{holder}" if why == "already in use"
-             else f"{what} {ip}:{port}: {why}{holder}"
-             for what, ip, port, why, holder in problems]  # fmt: skip
+    lines = [
+        f"{what} {ip}:{port} is {why}{holder}"
+        if why == "already in use"
+        else f"{what} {ip}:{port}: {why}{holder}"
+        for what, ip, port, why, holder in problems
+    ]
     public = any(what.startswith("public") for what, *_ in problems)
     hint = (
         "choose another --port or stop the program that holds it"

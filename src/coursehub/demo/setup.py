@@ -125,8 +125,9 @@ def grading_layouts(data_dir: Path) -> list[CourseLayout]:
 
     root = data_dir / "nbgrader" / "courses"
     found = sorted(p.parent.name for p in root.glob("*/nbgrader_config.py"))
-    return [make_layout(c, root, data_dir / "nbgrader" / "exchange", single_user=True)
-            for c in found]  # fmt: skip
+    return [
+        make_layout(c, root, data_dir / "nbgrader" / "exchange", single_user=True) for c in found
+    ]
 
 
 def render_demo_config(

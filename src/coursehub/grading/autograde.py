@@ -96,9 +96,12 @@ def plan_hidden_paths(
 
 
 def autograde_args(
-    layout: CourseLayout, assignment: str, student_id: str, hidden: Iterable[str] = (),
+    layout: CourseLayout,
+    assignment: str,
+    student_id: str,
+    hidden: Iterable[str] = (),
     grader_user: str = "",
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Return the arguments of ``python -m coursehub.grading.sandbox_kernel`` (nbgrader's) (pure).
 
     ``hidden`` and ``grader_user`` configure
@@ -217,9 +220,12 @@ def read_score(layout: CourseLayout, assignment: str, student_id: str) -> tuple[
 
 
 def grade_one(
-    layout: CourseLayout, assignment: str, student_id: str, limits: AutogradeLimits,
+    layout: CourseLayout,
+    assignment: str,
+    student_id: str,
+    limits: AutogradeLimits,
     backend: Any = None,
-) -> SubmissionOutcome:  # fmt: skip
+) -> SubmissionOutcome:
     """Autograde one collected submission in a runner job; return its outcome (never raises
     for a student's fault: timeouts, memory, corrupt notebooks and nbgrader errors are outcomes)."""
     from coursehub.grading.sandbox import grader_user_name, plan_sandbox_env
@@ -232,15 +238,24 @@ def grade_one(
     log_path = layout.reports_dir / "logs" / f"autograde-{assignment}-{student_id}.log"
     log_path.unlink(missing_ok=True)
     try:
-        args = autograde_args(layout, assignment, student_id, plan_hidden(layout, os.environ),
-                              grader_user_name())  # fmt: skip
+        args = autograde_args(
+            layout, assignment, student_id, plan_hidden(layout, os.environ), grader_user_name()
+        )
         result = run(
-            AUTOGRADE_MODULE, args, module=True, env=plan_sandbox_env(os.environ),
-            inherit_env=False, name=f"autograde-{student_id}",
-            backend=backend, on_output=lambda _text: None, n_threads=limits.n_threads,
-            mem_limit=limits.mem_limit, timeout_s=limits.timeout_s, cwd=layout.course_dir,
+            AUTOGRADE_MODULE,
+            args,
+            module=True,
+            env=plan_sandbox_env(os.environ),
+            inherit_env=False,
+            name=f"autograde-{student_id}",
+            backend=backend,
+            on_output=lambda _text: None,
+            n_threads=limits.n_threads,
+            mem_limit=limits.mem_limit,
+            timeout_s=limits.timeout_s,
+            cwd=layout.course_dir,
             log_path=log_path,
-        )  # fmt: skip
+        )
     except CoursehubError as exc:  # e.g. more threads than this machine's budget
         record_zero(layout, assignment, student_id)
         return _zero(layout, assignment, student_id, "failed", f"not run: {exc}")
@@ -263,9 +278,12 @@ def grade_one(
 
 
 def autograde_assignment(
-    layout: CourseLayout, assignment: str, roster: Iterable[str],
-    limits: AutogradeLimits = AutogradeLimits(), backend: Any = None,
-) -> list[SubmissionOutcome]:  # fmt: skip
+    layout: CourseLayout,
+    assignment: str,
+    roster: Iterable[str],
+    limits: AutogradeLimits = AutogradeLimits(),
+    backend: Any = None,
+) -> list[SubmissionOutcome]:
     """Autograde every collected submission of ``assignment``, one job each; save the outcomes.
 
     Parameters
@@ -292,9 +310,12 @@ def autograde_assignment(
 
 
 def _autograde_locked(
-    layout: CourseLayout, assignment: str, roster: Iterable[str], limits: AutogradeLimits,
+    layout: CourseLayout,
+    assignment: str,
+    roster: Iterable[str],
+    limits: AutogradeLimits,
     backend: Any,
-) -> list[SubmissionOutcome]:  # fmt: skip
+) -> list[SubmissionOutcome]:
     from coursehub.grading.assignments import open_api
     from coursehub.grading.sandbox import ensure_grader_user
 
@@ -302,10 +323,15 @@ def _autograde_locked(
         ensure_grader_user()
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     outcomes = [
-        SubmissionOutcome(s, "not-on-roster", None, 0.0,
-                          f"{s} is not on the roster of course {layout.course_id}: not graded")
+        SubmissionOutcome(
+            s,
+            "not-on-roster",
+            None,
+            0.0,
+            f"{s} is not on the roster of course {layout.course_id}: not graded",
+        )
         for s in plan.not_on_roster
-    ]  # fmt: skip
+    ]
     ensure_students(layout, plan.students)
     for student_id in plan.students:
         outcomes.append(grade_one(layout, assignment, student_id, limits, backend))
@@ -338,8 +364,9 @@ def render_outcomes(assignment: str, outcomes: list[SubmissionOutcome]) -> str:
     return "\n".join(lines)
 
 
-def _zero(layout: CourseLayout, assignment: str, student_id: str, status: str,
-          message: str) -> SubmissionOutcome:  # fmt: skip
+def _zero(
+    layout: CourseLayout, assignment: str, student_id: str, status: str, message: str
+) -> SubmissionOutcome:
     score, max_score = read_score(layout, assignment, student_id)
     message = f"assignment {assignment}, student {student_id}: {message}"
     return SubmissionOutcome(student_id, status, score, max_score, message)

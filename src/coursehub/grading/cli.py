@@ -26,9 +26,10 @@ STEPS = {
 def register(subparsers: Any) -> None:
     """Add ``coursehub grading`` and its sub-commands to ``subparsers``."""
     parser = subparsers.add_parser(
-        "grading", help="nbgrader assignments per course: release, collect, autograde, grades",
+        "grading",
+        help="nbgrader assignments per course: release, collect, autograde, grades",
         description="nbgrader per course: course directory, exchange, gradebook, assignments.",
-    )  # fmt: skip
+    )
     sub = parser.add_subparsers(dest="grading_command", metavar="STEP", required=True)
     setup = sub.add_parser("setup", help="create the course's nbgrader folders, sync gradebook")
     setup.add_argument("course_id")
@@ -44,9 +45,12 @@ def register(subparsers: Any) -> None:
     auto.add_argument("course_id")
     auto.add_argument("assignment")
     auto.add_argument(
-        "--timeout", type=float, default=600.0, metavar="S",
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
         help="wall-clock limit of one submission (default: %(default)s s)",
-    )  # fmt: skip
+    )
     export = sub.add_parser("export", help="write the grades as nbgrader's CSV")
     export.add_argument("course_id")
     export.add_argument("-o", "--output", type=Path, default=Path("grades.csv"))
@@ -60,8 +64,11 @@ def register(subparsers: Any) -> None:
         p = sub.add_parser(step, help=f"student: {step} an assignment")
         p.add_argument("course_id")
         p.add_argument("assignment")
-        p.add_argument("--student", help="student id: yourself (the hub user, else the Unix "
-                       "user); another student's only as root outside a hub server")  # fmt: skip
+        p.add_argument(
+            "--student",
+            help="student id: yourself (the hub user, else the Unix "
+            "user); another student's only as root outside a hub server",
+        )
         p.add_argument("--dir", type=Path, help="working folder (default: the current one)")
     parser.set_defaults(func=run)
 
@@ -138,8 +145,10 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
         with session_scope(engine) as session:
             if args.grading_command == "setup":
                 plan = setup_course(session, args.course_id, layout)
-                print(f"course {args.course_id} ready in {layout.course_dir}; gradebook: "
-                      f"{plan.summary()}")  # fmt: skip
+                print(
+                    f"course {args.course_id} ready in {layout.course_dir}; gradebook: "
+                    f"{plan.summary()}"
+                )
                 return 0
             outcomes = autograde_course_assignment(
                 session, args.course_id, layout, args.assignment, args.timeout
@@ -156,8 +165,9 @@ def _student(args: argparse.Namespace, layout: Any) -> int:
     student = current_student(args.student)
     args.dir = Path.cwd() if args.dir is None else args.dir
     if args.grading_command == "fetch":
-        path = fetch_assignment(layout.exchange_root, layout.course_id, args.assignment, student,
-                                args.dir)  # fmt: skip
+        path = fetch_assignment(
+            layout.exchange_root, layout.course_id, args.assignment, student, args.dir
+        )
         print(f"fetched into {path}")
     else:
         submit_assignment(

@@ -128,8 +128,12 @@ class VerifiedCollect(ExchangeCollect):
             if self.get_size(root) > 1000 * self.coursedir.max_dir_size:
                 raise RuntimeError(f"Directory size is too big: {src}")
             cdir = self.coursedir
-            ignore = ignore_patterns(exclude=cdir.ignore, include=cdir.include,
-                                     max_file_size=cdir.max_file_size, log=self.log)  # fmt: skip
+            ignore = ignore_patterns(
+                exclude=cdir.ignore,
+                include=cdir.include,
+                max_file_size=cdir.max_file_size,
+                log=self.log,
+            )
             shutil.copytree(root, dest, symlinks=True, ignore=ignore)
         finally:
             os.close(fd)

@@ -43,9 +43,13 @@ def setup_course(session: Session, course_id: str, layout: CourseLayout) -> Grad
 
 
 def autograde_course_assignment(
-    session: Session, course_id: str, layout: CourseLayout, assignment: str,
-    timeout_s: float = DEFAULT_JOB_TIMEOUT_S, backend: Any = None,
-) -> list[SubmissionOutcome]:  # fmt: skip
+    session: Session,
+    course_id: str,
+    layout: CourseLayout,
+    assignment: str,
+    timeout_s: float = DEFAULT_JOB_TIMEOUT_S,
+    backend: Any = None,
+) -> list[SubmissionOutcome]:
     """Autograde ``assignment`` with the course's roster and its profile's threads and memory.
 
     The course directory's modes are set again afterwards (nbgrader writes

@@ -43,8 +43,12 @@ class RecordingFetchAssignment(ExchangeFetchAssignment):
 
     def copy_files(self) -> None:
         super().copy_files()
-        record_fetch(Path(self.root), self.coursedir.course_id, self.coursedir.assignment_id,
-                     self.coursedir.student_id)  # fmt: skip
+        record_fetch(
+            Path(self.root),
+            self.coursedir.course_id,
+            self.coursedir.assignment_id,
+            self.coursedir.student_id,
+        )
 
 
 class PrivateSubmit(ExchangeSubmit):
@@ -81,9 +85,12 @@ def record_fetch(exchange_root: Path, course_id: str, assignment: str, student_i
 
 
 def plan_student_identity(
-    requested: str | None, hub_user: str | None, os_user: str, is_root: bool,
+    requested: str | None,
+    hub_user: str | None,
+    os_user: str,
+    is_root: bool,
     hub_user_has_account: bool = False,
-) -> str:  # fmt: skip
+) -> str:
     """Return who fetches or submits: the hub user, else the Unix user (pure).
 
     Parameters
@@ -164,8 +171,9 @@ def _exchange_config(
     return config
 
 
-def _run(kind: str, exchange_root: Path, course_id: str, assignment: str, student_id: str,
-         work_dir: Path) -> None:  # fmt: skip
+def _run(
+    kind: str, exchange_root: Path, course_id: str, assignment: str, student_id: str, work_dir: Path
+) -> None:
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeFactory

@@ -61,19 +61,21 @@ def plan_grade_rows(gradebook: Any, assignments: tuple[str, ...] = ()) -> list[l
                 timestamp = submission.timestamp
                 raw = float(submission.score)
                 penalty = float(submission.late_submission_penalty)
-            rows.append([
-                assignment.name,
-                None if assignment.duedate is None else str(assignment.duedate),
-                None if timestamp is None else str(timestamp),
-                student.id,
-                student.last_name,
-                student.first_name,
-                student.email,
-                raw,
-                penalty,
-                max(0.0, raw - penalty),
-                float(assignment.max_score),
-            ])  # fmt: skip
+            rows.append(
+                [
+                    assignment.name,
+                    None if assignment.duedate is None else str(assignment.duedate),
+                    None if timestamp is None else str(timestamp),
+                    student.id,
+                    student.last_name,
+                    student.first_name,
+                    student.email,
+                    raw,
+                    penalty,
+                    max(0.0, raw - penalty),
+                    float(assignment.max_score),
+                ]
+            )
     return rows
 
 
@@ -146,13 +148,18 @@ def read_grade_table(layout: CourseLayout) -> GradeTable:
 
 def render_grade_table(table: GradeTable) -> str:
     """Return the table as aligned text (CLI): student, name, one column per assignment, total."""
-    header = ["student", "name", *(f"{a} (/{m:g})" for a, m in zip(table.assignments,
-                                                               table.max_scores, strict=True)),
-              "total"]  # fmt: skip
+    header = [
+        "student",
+        "name",
+        *(f"{a} (/{m:g})" for a, m in zip(table.assignments, table.max_scores, strict=True)),
+        "total",
+    ]
     body = [
         [r.student_id, r.name, *("-" if s is None else f"{s:g}" for s in r.scores), f"{r.total:g}"]
         for r in table.rows
     ]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                     for row in [header, *body])  # fmt: skip
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *body]
+    )

@@ -110,8 +110,12 @@ def render_formgrader_config(
     ports = list(ports) if ports is not None else [base_port + i for i in range(len(layouts))]
     if len(ports) != len(layouts):
         raise ValueError(f"{len(layouts)} courses but {len(ports)} ports")
-    lines = ["# --- nbgrader: one formgrader service per course (written by coursehub) ---",
-             "import os", "", "c.JupyterHub.services += ["]  # fmt: skip
+    lines = [
+        "# --- nbgrader: one formgrader service per course (written by coursehub) ---",
+        "import os",
+        "",
+        "c.JupyterHub.services += [",
+    ]
     for layout, port in zip(layouts, ports, strict=True):
         lines += [
             "    {",

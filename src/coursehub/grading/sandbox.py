@@ -58,26 +58,69 @@ GRADER_USER_VAR = "COURSEHUB_GRADER_USER"
 GRADER_MAX_TASKS = 1024
 
 #: Variables passed on as they are (locale, paths, time zone, Python and Jupyter set-up).
-ALLOWED_NAMES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
-    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
-    "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
-    "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_DATA_DIR", "JUPYTER_PATH",
-    "JUPYTER_PLATFORM_DIRS", "MPLBACKEND",
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
-    "COURSEHUB_N_THREADS", "COURSEHUB_GPU_MEM_FRACTION",
-    "NBGRADER_EXECUTION", "JPY_SESSION_NAME",
-})  # fmt: skip
+ALLOWED_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "TMPDIR",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONUNBUFFERED",
+        "PYTHONIOENCODING",
+        "PYTHONDONTWRITEBYTECODE",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_CONFIG_PATH",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_PATH",
+        "JUPYTER_PLATFORM_DIRS",
+        "MPLBACKEND",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES",
+        "COURSEHUB_N_THREADS",
+        "COURSEHUB_GPU_MEM_FRACTION",
+        "NBGRADER_EXECUTION",
+        "JPY_SESSION_NAME",
+    }
+)
 #: Prefixes passed on: locale categories, thread counts of the numeric libraries
-#: (REFERENCE.md section 1), coursehub's grading paths.
+#: (OpenMP API specification ``OMP_*``; MKL, OpenBLAS, numexpr, Accelerate and BLIS
+#: documentation), coursehub's grading paths.
 ALLOWED_PREFIXES = (
-    "LC_", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "VECLIB_", "BLIS_", "COURSEHUB_GRADING_",
-)  # fmt: skip
+    "LC_",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "NUMEXPR_",
+    "VECLIB_",
+    "BLIS_",
+    "COURSEHUB_GRADING_",
+)
 #: Name patterns never passed on, even when allowed above (``fnmatch``, upper case).
 SECRET_PATTERNS = (
-    "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "*PRIVATE*",
-    "*API_KEY*", "*ACCESS_KEY*", "*AUTH*", "*COOKIE*", "*DATABASE_URL*", "*_DSN",
-)  # fmt: skip
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*PRIVATE*",
+    "*API_KEY*",
+    "*ACCESS_KEY*",
+    "*AUTH*",
+    "*COOKIE*",
+    "*DATABASE_URL*",
+    "*_DSN",
+)
 #: Variables the course app's ``coursehub grading autograde`` process needs to open the
 #: catalog (:func:`coursehub.catalog.db.database_url`); never passed further down.
 CATALOG_NAMES = ("COURSEHUB_DATABASE_URL", "COURSEHUB_DATA_DIR", "XDG_DATA_HOME")
@@ -146,8 +189,17 @@ def plan_useradd(name: str) -> list[str]:
     ``/etc/login.defs``) with its own group, no home directory and no login
     shell: it only ever runs kernels started by coursehub.
     """
-    return ["useradd", "--system", "--user-group", "--no-create-home",
-            "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name]  # fmt: skip
+    return [
+        "useradd",
+        "--system",
+        "--user-group",
+        "--no-create-home",
+        "--home-dir",
+        "/nonexistent",
+        "--shell",
+        "/usr/sbin/nologin",
+        name,
+    ]
 
 
 def find_grader(name: str) -> GraderAccount | None:
@@ -265,9 +317,21 @@ def plan_kernel_command(
         "shift; i=$((i+1)); done; "
         '"$@"'
     )
-    return [*unshare, "--", "/bin/sh", "-c", script, "coursehub-sandbox",
-            str(len(hidden_args)), *hidden_args, str(len(device_args)), *device_args,
-            *drop, "--", *kernel_cmd]  # fmt: skip
+    return [
+        *unshare,
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+        "coursehub-sandbox",
+        str(len(hidden_args)),
+        *hidden_args,
+        str(len(device_args)),
+        *device_args,
+        *drop,
+        "--",
+        *kernel_cmd,
+    ]
 
 
 @functools.lru_cache(maxsize=4)

@@ -100,10 +100,15 @@ class SandboxKernelManager(AsyncKernelManager):
         for folder in (home, home / "tmp"):
             folder.mkdir(exist_ok=True)
         env = plan_sandbox_env(kw.get("env") or os.environ)
-        env.update({
-            "HOME": str(home), "TMPDIR": str(home / "tmp"), "IPYTHONDIR": str(home / ".ipython"),
-            "MPLCONFIGDIR": str(home / ".matplotlib"), "JUPYTER_RUNTIME_DIR": str(home / "rt"),
-        })  # fmt: skip
+        env.update(
+            {
+                "HOME": str(home),
+                "TMPDIR": str(home / "tmp"),
+                "IPYTHONDIR": str(home / ".ipython"),
+                "MPLCONFIGDIR": str(home / ".matplotlib"),
+                "JUPYTER_RUNTIME_DIR": str(home / "rt"),
+            }
+        )
         if self._account is not None:
             env["USER"] = env["LOGNAME"] = self._account.name
             chown_tree(job, self._account.uid, self._account.gid)

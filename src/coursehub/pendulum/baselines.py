@@ -3,7 +3,8 @@
 Both work on numpy arrays of states ``[theta1, omega1, theta2, omega2]``
 (rad, rad/s) and return rollouts in the layout of
 :func:`coursehub.pendulum.model.rollout`. Expected figures on the benchmark
-(REFERENCE.md section 8): persistence VPT 0.20 / 0.17 / 0.33 s (all /
+(measured by this project on the seed-0 dataset; ``benchmarks/bench_quality.py``
+prints them): persistence VPT 0.20 / 0.17 / 0.33 s (all /
 chaotic / regular); ridge AR(10) NRMSE@1 0.009, NRMSE@10 0.33, VPT 0.60 /
 0.37 / 1.60 s, energy drift median 0.19.
 """

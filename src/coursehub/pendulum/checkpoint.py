@@ -1,8 +1,8 @@
 """The checkpoint of a forecaster: its one format, written atomically, read back checked.
 
 Format (``torch.save`` of a plain dict, loadable with
-``torch.load(weights_only=True)``, as torch >= 2.6 does by default,
-REFERENCE.md section 8): ``format``, ``format_version``, ``model_config``
+``torch.load(weights_only=True)``, the default since torch 2.6: PyTorch
+docs, ``torch.load``): ``format``, ``format_version``, ``model_config``
 and ``train_config`` (``dataclasses.asdict`` of
 :mod:`coursehub.pendulum.config`'s dataclasses), ``model_state`` (scalers
 included, as buffers), ``optimizer_state``, ``epoch`` (completed epochs),
@@ -56,7 +56,11 @@ def render_checkpoint(
 
 
 def save_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
-    """Write ``checkpoint`` atomically (:func:`coursehub.atomicfile.atomic_path`), mode from the umask."""
+    """Write ``checkpoint`` atomically (:func:`coursehub.atomicfile.atomic_path`).
+
+    The file gets the mode ``open()`` would give it (0o666 less the umask),
+    like any file the student makes in their own folders.
+    """
     with atomic_path(path, mode=None) as tmp:
         torch.save(checkpoint, tmp)
 

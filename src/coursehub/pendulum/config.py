@@ -37,8 +37,8 @@ class ModelConfig:
     n_layers : int
         Stacked LSTM layers.
     window : int
-        Past samples fed to the network (10 in DP-Buffat-v1, REFERENCE.md
-        section 8).
+        Past samples fed to the network (10 in DP-Buffat-v1,
+        :data:`coursehub.pendulum.metrics.CONTEXT`).
     dropout : float
         Dropout between LSTM layers (0 for one layer).
 
@@ -155,7 +155,7 @@ def _known_arch(arch: str) -> str:
 
 
 #: arch -> model preset. ``"course"``: the course's LSTM(4 -> 100) + Linear(100 -> 4)
-#: on windows of 10 (REFERENCE.md section 8).
+#: on windows of 10, as in the course's original notebook.
 MODEL_PRESETS: dict[str, ModelConfig] = {
     "lstm": ModelConfig(),
     "course": ModelConfig(arch="course", hidden_size=100, n_layers=1),
@@ -163,7 +163,7 @@ MODEL_PRESETS: dict[str, ModelConfig] = {
 
 #: arch -> training preset (``n_epochs`` is always given by the command line).
 #: ``"course"``: Adam lr 5e-4, batch size 1, no noise, constant rate
-#: (REFERENCE.md section 8). ``"lstm"``: minibatches of 256 with input noise
+#: (the course's original notebook). ``"lstm"``: minibatches of 256 with input noise
 #: and a per-epoch decay, the settings ``benchmarks/bench_quality.py`` checks
 #: against the ridge AR(10) baseline.
 TRAIN_PRESETS: dict[str, TrainConfig] = {

@@ -4,7 +4,8 @@
 releases each trajectory at rest from ``theta1, theta2 ~ U(-pi, pi)``,
 integrates it with the RK4 of :mod:`coursehub.pendulum.physics` (compiled with
 numba when the ``workload`` extra is installed, batched numpy otherwise; 25 s
-sampled at ``dt = 1/30 s``, 8 sub-steps: REFERENCE.md section 8), flags
+sampled at ``dt = 1/30 s``, 8 sub-steps: the data of DP-Buffat-v1, this
+project's benchmark, defined in :mod:`coursehub.pendulum.metrics`), flags
 trajectories whose energy drifts by more than ``ENERGY_TOLERANCE`` of
 ``e_top - e_min``, and splits the others by trajectory into train/val/test.
 

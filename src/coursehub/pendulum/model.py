@@ -13,7 +13,7 @@ Two architectures, chosen by :attr:`coursehub.pendulum.config.ModelConfig.arch`
     seen in training.
 
 ``"course"``
-    The course's original model (REFERENCE.md section 8): LSTM(4 -> 100) +
+    The model of the course's original notebook: LSTM(4 -> 100) +
     Linear(100 -> 4) on the raw state, MinMax-scaled to [0, 1], predicting
     the next (scaled) state. Kept for comparison.
 
@@ -92,8 +92,8 @@ def fit_scaler(config: ModelConfig, states: ArrayLike) -> Scaler:
     ----------
     config : ModelConfig
     states : array_like, shape (n_traj, n_samples, 4)
-        Training split only (fitting on test data was one of the course's
-        known weaknesses, REFERENCE.md section 8).
+        Training split only (the course's original notebook fitted its
+        scaler on test data too, which leaks the test split into training).
 
     Returns
     -------

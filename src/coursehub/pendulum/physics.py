@@ -4,9 +4,12 @@ State layout everywhere: ``[theta1, omega1, theta2, omega2]`` on the last
 axis, angles in radians from the downward vertical, angular velocities in
 rad/s. Time in seconds, energy in joules.
 
-Equations (Lagrangian mechanics of two point masses on massless rigid rods,
-in the form of REFERENCE.md section 8, benchmark "DP-Buffat-v1"), with
-``D = theta1 - theta2``::
+Equations: Lagrange's equations of two point masses on massless rigid rods,
+from the Lagrangian of L. D. Landau and E. M. Lifshitz, *Mechanics*, 3rd ed.,
+section 5, problem 1 (the double plane pendulum; chaos in it: T. Shinbrot et
+al., "Chaos in a double pendulum", Am. J. Phys. 60, 491, 1992), written with
+``D = theta1 - theta2`` as the workload of DP-Buffat-v1, this project's
+benchmark (:mod:`coursehub.pendulum.metrics`)::
 
     a th1'' + c cos(D) th2'' = -c sin(D) th2'^2 - k1 sin(th1)
     c cos(D) th1'' + b th2'' =  c sin(D) th1'^2 - k2 sin(th2)
@@ -41,9 +44,10 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class PendulumParams:
-    """Physical parameters of the double pendulum (REFERENCE.md section 8).
+    """Physical parameters of the double pendulum.
 
-    The defaults are the course's values: point masses ``m1 = 2 kg``,
+    The defaults are the values of the course's original notebook, those of
+    DP-Buffat-v1: point masses ``m1 = 2 kg``,
     ``m2 = 1 kg`` on rods ``l1 = 1.4 m``, ``l2 = 1.0 m``, ``g = 9.8 m/s^2``.
 
     Raises
@@ -193,8 +197,9 @@ def energy(state: ArrayLike, params: PendulumParams = PendulumParams()) -> Float
 def normalized_energy(state: ArrayLike, params: PendulumParams = PendulumParams()) -> FloatArray:
     """Energy scaled so that rest hanging down is 0 and rest upright is 1.
 
-    ``(E - e_min) / (e_top - e_min)``; REFERENCE.md section 8 calls starts
-    below 0.25 regular and above 0.45 chaotic.
+    ``(E - e_min) / (e_top - e_min)``; DP-Buffat-v1
+    (:mod:`coursehub.pendulum.metrics`) calls starts below 0.25 regular and
+    above 0.45 chaotic.
 
     Returns
     -------
@@ -248,7 +253,9 @@ def integrate_rk4(
     Each output interval ``dt`` is covered by ``substeps`` RK4 steps of
     ``dt / substeps``. With the course's ``dt = 1/30 s`` and 8 sub-steps the
     energy error over 25 s stays below about 1.6e-6 of ``e_top - e_min``
-    (REFERENCE.md section 8). Two implementations of the same method:
+    (measured: ``benchmarks/bench_generate.py`` prints it; classical RK4:
+    E. Hairer, S. P. Norsett, G. Wanner, *Solving Ordinary Differential
+    Equations I*, section II.1). Two implementations of the same method:
     ``"numba"``, a compiled loop over trajectories
     (:mod:`coursehub.pendulum.rk4kernel`, about 5x faster, single-threaded),
     and ``"numpy"``, all trajectories advanced together as vectorised numpy

@@ -15,7 +15,8 @@ The thread variables (:func:`coursehub.resources.thread_env`) are put into
 this process's environment before torch is imported, and
 ``torch.set_num_threads`` runs before any torch work: a CPU quota is
 invisible to torch, which would otherwise start one thread per host core
-(REFERENCE.md section 1). This module therefore imports torch only inside
+(PyTorch docs, "CPU threading and TorchScript inference"; OpenMP API
+specification, ``OMP_NUM_THREADS``). This module therefore imports torch only inside
 functions.
 
 Policy for MODEL_FILE: the checkpoint is rewritten atomically after each

@@ -6,9 +6,10 @@ Training goes through the runner (:func:`coursehub.runner.api.run`) as
 ``coursehub run --threads N -- -m coursehub.pendulum.train ...`` would: a
 fresh interpreter whose environment carries the thread variables before
 torch loads, admitted only when N CPU slots are free on this machine, which
-gives back all of its memory (GPU included) when it exits (REFERENCE.md
-sections 1 and 3). Its output, then the runner's one-line summary, stream
-to standard output.
+gives back all of its memory (GPU included) when it exits (a CUDA context is
+freed only with its process; ``torch.cuda.empty_cache`` releases cached
+blocks, not the context: PyTorch docs, "CUDA semantics", memory management).
+Its output, then the runner's one-line summary, stream to standard output.
 
 It lives in :mod:`coursehub.pipelines`, above both ``pendulum`` and
 ``runner``, so that the pendulum package never imports the runner; the

@@ -8,11 +8,13 @@ Where job cgroups go (decided by :func:`job_cgroup_bases`, written by
   limits of the session that started it, e.g. a nested memory cgroup such as
   ``/process_api/<id>``), else beneath the controller's root. Files:
   ``cpu.cfs_period_us``, ``cpu.cfs_quota_us``, ``memory.limit_in_bytes`` and
-  ``memory.memsw.limit_in_bytes`` (REFERENCE.md section 2).
+  ``memory.memsw.limit_in_bytes`` (Linux Documentation/admin-guide/cgroup-v1/
+  cgroups.rst and memory.rst; the quota: Documentation/scheduler/sched-bwc.rst).
 * cgroup v2: under ``ROOT/PARENT/``; the "no internal processes" rule forbids
   enabling controllers below a cgroup that holds processes, which the
   process's own cgroup does. ``+cpu +memory`` is written to each
-  ``cgroup.subtree_control`` on the way, then ``cpu.max`` and ``memory.max``.
+  ``cgroup.subtree_control`` on the way, then ``cpu.max`` and ``memory.max``
+  (Linux Documentation/admin-guide/cgroup-v2.rst).
 
 Swap: the limit covers RAM and swap together (v1 ``memory.memsw.limit_in_bytes``
 = the limit; v2 ``memory.swap.max`` = 0), as SystemdSpawner users set
@@ -373,8 +375,11 @@ def systemd_scope_result(unit: str) -> str | None:
     try:
         shown = subprocess.run(
             ["systemctl", "show", "--property=Result", "--value", unit],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         subprocess.run(["systemctl", "reset-failed", unit], capture_output=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -1,7 +1,9 @@
 """How many CPUs this process may really use: affinity, CFS quota and cpuset.
 
 A quota is invisible to ``os.cpu_count()`` and to the affinity mask
-(REFERENCE.md section 1), so it is read from the process's own cgroup and
+(``sched_getaffinity(2)``): CFS bandwidth control throttles a group's
+runtime without changing the CPUs it may run on (Linux
+Documentation/scheduler/sched-bwc.rst), so it is read from the process's own cgroup and
 from each ancestor, the smallest one winning (a parent's quota caps its
 children). loky/joblib read only the root paths (joblib/loky#634); a process
 in a nested cgroup (a JupyterHub user's scope) would see no limit there.

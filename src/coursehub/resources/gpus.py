@@ -1,7 +1,9 @@
 """GPU inventory through NVML (``nvidia-ml-py``, module ``pynvml``).
 
 NVML numbers devices in PCI bus order, the order CUDA uses when
-``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (REFERENCE.md section 3), so an index here is
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (CUDA C Programming Guide, "CUDA
+Environment Variables"; NVML API Reference, ``nvmlDeviceGetHandleByIndex``
+and ``nvmlDeviceGetPciInfo``), so an index here is
 a valid ``CUDA_VISIBLE_DEVICES`` entry for a child started that way.
 Process ids are those of the PID namespace the driver sees (the host's):
 inside a container they may not match ``os.getpid()``.

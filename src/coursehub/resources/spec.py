@@ -36,7 +36,9 @@ class ResourceSpec:
         from text with :func:`coursehub.resources.parse_mem` (``"4G"``).
     n_threads
         Threads per numerical library; defaults to ``floor(cpu_limit)``
-        (at least 1), the rule of REFERENCE.md section 1.
+        (at least 1): one thread per CPU of the quota (PyTorch docs, "CPU
+        threading and TorchScript inference": more threads than cores
+        oversubscribe).
     gpus
         Number of GPUs, >= 0.
 

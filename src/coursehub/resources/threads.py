@@ -2,9 +2,13 @@
 
 A CFS CPU quota is invisible to the CPU counts that OpenMP, OpenBLAS, MKL and
 PyTorch read, so each library starts one thread per host core and, inside a
-small quota, the threads throttle each other (REFERENCE.md section 1; the
-JCAD 2024 talk: 291 s -> 46,129 s). The fix is to tell every library the
-thread count explicitly, in the environment, before the library loads.
+small quota, the threads throttle each other (the quota: Linux
+Documentation/scheduler/sched-bwc.rst; thread counts: OpenMP API
+specification, ``OMP_NUM_THREADS``, and PyTorch docs "CPU threading and
+TorchScript inference", ``torch.set_num_threads``); measured in a course:
+291 s -> 46,129 s (M. Buffat, "JupyterHub pour l'enseignement de l'IA",
+JCAD 2024). The fix is to tell every library the thread count explicitly,
+in the environment, before the library loads.
 """
 
 from __future__ import annotations

@@ -23,7 +23,10 @@ Before the user's code runs it
    (``runpy.run_module``, as ``python -m`` does) with ``sys.argv`` set.
 
 The thread variables (OMP_NUM_THREADS, ...) are already in the environment,
-set by the runner before the interpreter started (REFERENCE.md section 1).
+set by the runner before the interpreter started: OpenMP reads
+``OMP_NUM_THREADS`` once, when the runtime initialises (OpenMP API
+specification, "Environment Variables"), and PyTorch sizes its intra-op pool
+from it (PyTorch docs, "CPU threading and TorchScript inference").
 """
 
 from __future__ import annotations
@@ -121,8 +124,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         from coursehub.runner.watchdog import start_watchdog
 
         cgroup = [path for path in procs_files.split(os.pathsep) if path]
-        start_watchdog(int(parent_fd), orphan, float(timeout) if timeout else None,
-                       float(grace), slot_fds, cgroup)  # fmt: skip
+        start_watchdog(
+            int(parent_fd),
+            orphan,
+            float(timeout) if timeout else None,
+            float(grace),
+            slot_fds,
+            cgroup,
+        )
     n_threads = int(os.environ.get("COURSEHUB_N_THREADS", "1"))
     fraction = os.environ.get("COURSEHUB_GPU_MEM_FRACTION")
     install_torch_hook(n_threads, float(fraction) if fraction else None)

@@ -33,22 +33,27 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="short name for the job id and log")
     parser.add_argument("--log", metavar="PATH", help="log file (default: in the runs directory)")
     parser.add_argument(
-        "-m", dest="module_name", metavar="MODULE",
+        "-m",
+        dest="module_name",
+        metavar="MODULE",
         help="run a module, as python -m does (its arguments follow)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- SCRIPT [ARGS...]",
         help="script and its arguments, or -m MODULE and its arguments",
-    )  # fmt: skip
+    )
 
 
 def register(subparsers: Any) -> None:
     """Add ``coursehub run`` to ``subparsers``."""
     parser = subparsers.add_parser(
-        "run", help="run a script in a fresh interpreter with explicit threads, memory, GPUs",
+        "run",
+        help="run a script in a fresh interpreter with explicit threads, memory, GPUs",
         description="Run a script (or -m MODULE) in a fresh interpreter with explicit threads, "
         "memory and time limits and GPUs, then print a one-line summary.",
-    )  # fmt: skip
+    )
     add_run_arguments(parser)
     parser.add_argument("--no-wait", action="store_true", help="start it and return; see the log")
     # set by --no-wait on the runner it starts: the job outlives that runner, with its time limit
@@ -163,8 +168,12 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
         argv += [flag, value] if value else []
     argv += ["--log", log, "--", *(["-m"] if options["module"] else []), script, *script_args]
     subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=dict(os.environ),
-    )  # fmt: skip
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=dict(os.environ),
+    )
     print(f"[coursehub] submitted: output in {log} (result in {log.removesuffix('.log')}.json)")
     return 0

@@ -36,8 +36,15 @@ TIMEOUT_VAR = "COURSEHUB_TIMEOUT_S"
 GRACE_VAR = "COURSEHUB_GRACE_S"
 SLOT_FDS_VAR = "COURSEHUB_SLOT_FDS"
 #: Every variable the runner sets for one job only: never inherited by a nested job.
-JOB_ONLY_VARS = (GPU_MEM_FRACTION_VAR, CGROUP_PROCS_VAR, PARENT_FD_VAR, ORPHAN_VAR,
-                 TIMEOUT_VAR, GRACE_VAR, SLOT_FDS_VAR)  # fmt: skip
+JOB_ONLY_VARS = (
+    GPU_MEM_FRACTION_VAR,
+    CGROUP_PROCS_VAR,
+    PARENT_FD_VAR,
+    ORPHAN_VAR,
+    TIMEOUT_VAR,
+    GRACE_VAR,
+    SLOT_FDS_VAR,
+)
 
 
 @dataclass(frozen=True)
@@ -241,9 +248,11 @@ def plan_env(
     ``{**base_env, **spec.env, **thread_env(n)}`` (``base_env`` left out when
     ``spec.inherit_env`` is False; :data:`JOB_ONLY_VARS` never inherited), then
     ``CUDA_VISIBLE_DEVICES`` (the given GPUs, or ``""`` so that CUDA sees
-    none), ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (NVML's order, REFERENCE.md
-    section 3), ``PYTHONUNBUFFERED=1`` (live output), and the bootstrap's
-    ``COURSEHUB_N_THREADS`` and ``COURSEHUB_GPU_MEM_FRACTION``.
+    none), ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (so that CUDA numbers devices in PCI
+    bus order, as NVML and ``nvidia-smi`` do: CUDA C Programming Guide, "CUDA
+    Environment Variables"; NVML API Reference), ``PYTHONUNBUFFERED=1``
+    (live output), and the bootstrap's ``COURSEHUB_N_THREADS`` and
+    ``COURSEHUB_GPU_MEM_FRACTION``.
     """
     n_threads = spec.resources.threads
     base = {k: v for k, v in base_env.items() if k not in JOB_ONLY_VARS}

@@ -269,10 +269,15 @@ class LocalJob(Job):
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                argv, env=env, cwd=spec.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                argv,
+                env=env,
+                cwd=spec.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 pass_fds=[*lease.fds, lifeline],
-            )  # fmt: skip
+            )
         except OSError:
             os.close(keep_alive)
             if self.cgroup is not None:
@@ -388,17 +393,32 @@ class LocalJob(Job):
             oom = bool(oom_kills) or (oom_kills is None and hits > 0 and returncode == -9)
         return f"exceeded its memory limit of {describe_mem(mem_limit)}" if oom else None
 
-    def _finish(self, returncode: int, elapsed_s: float, cpu_s: float, peak: int,
-                reason: str | None, gpu_peak: int | None = None,
-                gpu_indices: tuple[int, ...] = (), stats: CgroupStats | None = None,
-                ) -> RunResult:  # fmt: skip
+    def _finish(
+        self,
+        returncode: int,
+        elapsed_s: float,
+        cpu_s: float,
+        peak: int,
+        reason: str | None,
+        gpu_peak: int | None = None,
+        gpu_indices: tuple[int, ...] = (),
+        stats: CgroupStats | None = None,
+    ) -> RunResult:
         result = RunResult(
-            job_id=self.job_id, returncode=returncode, elapsed_s=elapsed_s, cpu_s=cpu_s,
-            n_threads=self.spec.resources.threads, peak_rss_bytes=peak,
-            gpu_peak_bytes=gpu_peak, log_path=self.log_path, killed_reason=reason,
-            enforcement=self.enforcement, queued_s=self.queued_s, gpu_indices=gpu_indices,
+            job_id=self.job_id,
+            returncode=returncode,
+            elapsed_s=elapsed_s,
+            cpu_s=cpu_s,
+            n_threads=self.spec.resources.threads,
+            peak_rss_bytes=peak,
+            gpu_peak_bytes=gpu_peak,
+            log_path=self.log_path,
+            killed_reason=reason,
+            enforcement=self.enforcement,
+            queued_s=self.queued_s,
+            gpu_indices=gpu_indices,
             cgroup=stats,
-        )  # fmt: skip
+        )
         self.note(render_summary(result).removeprefix("[coursehub] "))
         write_result(result, self.log_path.with_suffix(".json"))
         return result

@@ -3,7 +3,9 @@
 Used for the peak figures of every run and, where no cgroup can be made, as
 the memory watchdog: the job's process group is killed once the sampled
 resident memory of its tree passes the limit. Sampling every ``interval``
-seconds can miss a short spike; a cgroup cannot (REFERENCE.md section 2).
+seconds can miss a short spike; a cgroup cannot (the kernel charges every
+page as it is allocated: Linux Documentation/admin-guide/cgroup-v1/memory.rst,
+cgroup-v2.rst "memory.max").
 RLIMIT_AS is not used: it limits virtual memory, which CUDA and PyTorch
 reserve far beyond what they use.
 """

@@ -53,9 +53,13 @@ def plan_stop_at(
 
 
 def start_watchdog(
-    parent_fd: int, orphan: str, timeout_s: float | None, grace_s: float, slot_fds: list[int],
+    parent_fd: int,
+    orphan: str,
+    timeout_s: float | None,
+    grace_s: float,
+    slot_fds: list[int],
     procs_files: Sequence[str] = (),
-) -> None:  # fmt: skip
+) -> None:
     """Fork the watchdog of this process (the job's main process); return in the job at once.
 
     The watchdog keeps the slot descriptors; the job closes its own copies
@@ -78,8 +82,15 @@ def start_watchdog(
             os.close(fd)
 
 
-def _watch(job: int, parent_fd: int, orphan: str, timeout_s: float | None, grace_s: float,
-           started: float, procs_files: list[str]) -> None:  # fmt: skip  # pragma: no cover
+def _watch(
+    job: int,
+    parent_fd: int,
+    orphan: str,
+    timeout_s: float | None,
+    grace_s: float,
+    started: float,
+    procs_files: list[str],
+) -> None:  # pragma: no cover
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
@@ -109,8 +120,9 @@ def _watch(job: int, parent_fd: int, orphan: str, timeout_s: float | None, grace
             stop_at = plan_stop_at(time.monotonic(), started, orphan, timeout_s)
 
 
-def _stop_group(pgid: int, job: int, pidfd: int | None, grace_s: float,
-                procs_files: list[str]) -> None:  # fmt: skip  # pragma: no cover
+def _stop_group(
+    pgid: int, job: int, pidfd: int | None, grace_s: float, procs_files: list[str]
+) -> None:  # pragma: no cover
     _kill(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:

@@ -18,8 +18,9 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.enrolment import RosterPlan, plan_roster, render_plan
+from coursehub.catalog.enrolment import RosterPlan, plan_roster
 from coursehub.catalog.models import Course
+from coursehub.catalog.preview import render_plan
 from coursehub.catalog.roster import parse_roster
 from coursehub.errors import UsageError
 

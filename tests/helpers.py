@@ -1,0 +1,117 @@
+"""Helpers shared by the tests: a free port, waiting for a condition, golden files.
+
+Import them as ``from helpers import free_port, wait_until, assert_matches_golden``
+(pytest puts ``tests/`` on ``sys.path``; the benchmarks insert it themselves).
+One home each, so that a fix (a longer poll, a better failure message) reaches
+every test. :func:`free_port` is :func:`coursehub.demo.ports.free_port`, the
+demo's own: one implementation for the product and the tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from coursehub.demo.ports import free_port
+
+__all__ = ["GOLDEN_DIR", "WaitTimeoutError", "assert_matches_golden", "free_port", "wait_until"]
+
+T = TypeVar("T")
+
+#: Folder of the golden files (see its README.md).
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+#: Environment variable that makes :func:`assert_matches_golden` rewrite the files.
+REGENERATE_ENV = "COURSEHUB_REGENERATE_GOLDEN"
+
+
+class WaitTimeoutError(AssertionError):
+    """:func:`wait_until` gave up: the condition did not hold within its time."""
+
+
+def wait_until(
+    predicate: Callable[[], T],
+    timeout_s: float = 30.0,
+    interval_s: float = 0.05,
+    what: str = "the condition",
+) -> T:
+    """Call ``predicate`` every ``interval_s`` until it returns a true value; return that value.
+
+    Parameters
+    ----------
+    predicate : callable
+        Called with no argument, at least once. To stop waiting early (the
+        process under test died), let it raise: the exception propagates.
+    timeout_s : float
+        Seconds to wait in all (monotonic clock).
+    interval_s : float
+        Seconds between two calls.
+    what : str
+        What is awaited, for the failure message ("the job's pid file").
+
+    Returns
+    -------
+    The first true value ``predicate`` returned.
+
+    Raises
+    ------
+    WaitTimeoutError
+        (an ``AssertionError``) naming ``what``, the time waited and the last
+        value, if ``predicate`` returned no true value within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise WaitTimeoutError(f"{what}: not met after {timeout_s:g} s (last value: {value!r})")
+        time.sleep(interval_s)
+
+
+def assert_matches_golden(text: str, name: str) -> None:
+    """Assert that ``text`` equals the golden file ``tests/golden/<name>``, byte for byte.
+
+    Regenerate the files after an intended change with::
+
+        COURSEHUB_REGENERATE_GOLDEN=1 .venv/bin/pytest tests/test_grading.py tests/test_bench.py
+
+    With ``COURSEHUB_REGENERATE_GOLDEN=1`` the file is (re)written with
+    ``text`` and the assertion passes; review the change with ``git diff
+    tests/golden`` before committing it (see ``tests/golden/README.md``).
+
+    Parameters
+    ----------
+    text : str
+        The rendered text, compared without newline translation (UTF-8).
+    name : str
+        File name inside :data:`GOLDEN_DIR`, e.g. ``"grading_course_config.py.golden"``.
+
+    Raises
+    ------
+    AssertionError
+        With a unified diff (golden file first) if they differ, or how to
+        create the file if it is missing.
+    """
+    path = GOLDEN_DIR / name
+    if os.environ.get(REGENERATE_ENV) == "1":
+        path.write_bytes(text.encode("utf-8"))
+        return
+    if not path.is_file():
+        raise AssertionError(f"no golden file {path}; create it with {REGENERATE_ENV}=1 pytest ...")
+    expected = path.read_bytes().decode("utf-8")
+    if text != expected:
+        diff = difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"golden/{name}",
+            tofile="rendered",
+        )
+        raise AssertionError(
+            f"rendered text differs from golden/{name} "
+            f"(regenerate with {REGENERATE_ENV}=1 if intended):\n{''.join(diff)}"
+        )
