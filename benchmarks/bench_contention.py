@@ -28,14 +28,11 @@ from __future__ import annotations
 
 import sys
 
-from coursehub.bench.contention import (
-    DEFAULT_STEPS,
-    BenchSettings,
-    default_cpu_budget,
-    run_benchmark,
-)
+from coursehub.bench.contention import default_cpu_budget, run_benchmark
 from coursehub.bench.report import render_report
 from coursehub.bench.scenarios import check_cpu_limit, plan_scenarios
+from coursehub.bench.students import BenchSettings
+from coursehub.bench.workload import DEFAULT_STEPS
 
 CPU_LIMIT = 1.0
 USERS = (1, 2)

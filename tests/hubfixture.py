@@ -21,7 +21,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ import psutil
 import pytest
 
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
+from helpers import free_port
 
 #: Scopes of the sync service (JupyterHub 6.x, ``jupyterhub/scopes.py``):
 #: ``admin:users`` creates/deletes users (and holds ``list:users``, ``read:users``);
@@ -55,13 +55,6 @@ def find_proxy() -> str | None:
         shutil.which("configurable-http-proxy") or "",
     ]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def render_config(workdir: Path, ports: dict[str, int], proxy: str, extra: str = "") -> str:

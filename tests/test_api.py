@@ -52,8 +52,13 @@ def test_session_cookie_does_not_authenticate_the_api(client):
 
 
 def test_create_course_then_get_it(client):
-    body = {"code": "NUM2", "title": "Numerics 2", "year": "2025-2026", "portal": "MECA",
-            "material": {"git_url": "https://git.example.org/num2.git"}}  # fmt: skip
+    body = {
+        "code": "NUM2",
+        "title": "Numerics 2",
+        "year": "2025-2026",
+        "portal": "MECA",
+        "material": {"git_url": "https://git.example.org/num2.git"},
+    }
     created = client.post("/api/v1/courses", json=body, headers=TEACHER)
     assert created.status_code == 201
     assert created.headers["Location"] == "/api/v1/courses/num2-2025"
@@ -101,8 +106,9 @@ def test_student_sees_the_course_without_students(client):
 def test_members_add_update_remove(client):
     added = client.post(f"{C}/members", json={"username": "newbie", "group": "G2"}, headers=TEACHER)
     assert added.status_code == 201 and added.get_json()["group"] == "G2"
-    again = client.post(f"{C}/members", json={"username": "newbie", "role": "grader"},
-                        headers=TEACHER)  # fmt: skip
+    again = client.post(
+        f"{C}/members", json={"username": "newbie", "role": "grader"}, headers=TEACHER
+    )
     assert again.status_code == 200 and again.get_json()["role"] == "grader"
     assert client.delete(f"{C}/members/newbie", headers=TEACHER).status_code == 204
     assert client.delete(f"{C}/members/newbie", headers=TEACHER).status_code == 404

@@ -9,12 +9,7 @@ from pathlib import Path
 import pytest
 
 from coursehub.bench.cli import add_arguments, parse_seed
-from coursehub.bench.contention import (
-    BenchSettings,
-    plan_cpu_weight,
-    plan_order,
-    plan_workload_args,
-)
+from coursehub.bench.contention import plan_cpu_weight, plan_order
 from coursehub.bench.gpu import ExitSample, judge_release, plan_gpu_check
 from coursehub.bench.naive import plan_naive_env
 from coursehub.bench.report import (
@@ -38,6 +33,7 @@ from coursehub.bench.stats import (
     describe_spread,
     summarise_slowdowns,
 )
+from coursehub.bench.students import BenchSettings, plan_workload_args
 from coursehub.bench.summary import (
     Row,
     Target,

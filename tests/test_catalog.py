@@ -364,7 +364,7 @@ def test_identity_changes_list_old_and_new_and_ignore_empty_values():
         (TEACHER, "p1", Role.STUDENT, None, ["mbuffat"], None),
         (TEACHER, "mbuffat", Role.LEAD, Role.LEAD, ["mbuffat"], None),
     ],
-)  # fmt: skip
+)
 def test_lead_rules(actor, target, current, new, leads, error):
     if error is None:
         check_role_change("c-2025", actor, target, current, new, leads)
@@ -397,9 +397,14 @@ def test_a_teacher_cannot_rename_a_person_of_another_course(session, year_portal
 
 @pytest.mark.parametrize(
     "fields",
-    [{"first_name": "A\x00"}, {"last_name": "B\u2028C"}, {"email": "a\x00@b.org"},
-     {"student_number": "1\x7f"}, {"first_name": "x" * 201}],
-)  # fmt: skip
+    [
+        {"first_name": "A\x00"},
+        {"last_name": "B\u2028C"},
+        {"email": "a\x00@b.org"},
+        {"student_number": "1\x7f"},
+        {"first_name": "x" * 201},
+    ],
+)
 def test_names_with_control_characters_never_reach_the_database(session, year_portal, fields):
     course = courses.create_course(session, "A1", "A", *year_portal)
     with pytest.raises(ValidationError, match=r"control character|longer than"):

@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 import requests
 
 from coursehub.spawn.busyactivity import SERVER_ARG, busy_activity, plan_busy_since
+from helpers import free_port, wait_until
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -52,24 +51,28 @@ def test_a_busy_kernel_counts_as_activity_up_to_the_limit(busy_since, max_busy_s
     assert busy_activity(busy_since, T0, max_busy_s) is counts
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def jupyter_server(tmp_path: Path):
     """A real jupyter server with the extension enabled as the hub config does (every 0.5 s)."""
-    port, token = _free_port(), uuid.uuid4().hex
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTER_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    port, token = free_port(), uuid.uuid4().hex
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+    }
     argv = [
-        sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
-        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={tmp_path}", "--BusyKernelActivity.interval_s=0.5", SERVER_ARG,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--BusyKernelActivity.interval_s=0.5",
+        SERVER_ARG,
+    ]
     if os.geteuid() == 0:
         argv.append("--allow-root")
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115
@@ -78,15 +81,17 @@ def jupyter_server(tmp_path: Path):
     session = requests.Session()
     session.headers["Authorization"] = f"token {token}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def up() -> bool:
+            if server.poll() is not None:
+                raise AssertionError((tmp_path / "server.log").read_text())
             try:
                 session.get(f"{base}/api/status", timeout=5).raise_for_status()
-                break
             except requests.RequestException:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError((tmp_path / "server.log").read_text()) from None
-                time.sleep(0.2)
+                return False
+            return True
+
+        wait_until(up, timeout_s=60, interval_s=0.2, what="the jupyter server to answer")
         yield base, token, session, tmp_path / "server.log"
     finally:
         server.terminate()
@@ -99,26 +104,33 @@ def jupyter_server(tmp_path: Path):
         session.close()
 
 
-def wait_for(check, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-    return value
-
-
 async def _execute_and_close_tab(base: str, token: str, kernel_id: str, code: str) -> None:
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
     url = base.replace("http", "ws") + f"/api/kernels/{kernel_id}/channels"
     ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
-    header = {"msg_id": uuid.uuid4().hex, "username": "student", "session": uuid.uuid4().hex,
-              "msg_type": "execute_request", "version": "5.3"}  # fmt: skip
-    content = {"code": code, "silent": False, "store_history": True,
-               "user_expressions": {}, "allow_stdin": False}  # fmt: skip
-    message = {"header": header, "parent_header": {}, "metadata": {}, "channel": "shell",
-               "content": content}  # fmt: skip
+    header = {
+        "msg_id": uuid.uuid4().hex,
+        "username": "student",
+        "session": uuid.uuid4().hex,
+        "msg_type": "execute_request",
+        "version": "5.3",
+    }
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+    }
+    message = {
+        "header": header,
+        "parent_header": {},
+        "metadata": {},
+        "channel": "shell",
+        "content": content,
+    }
     await ws.write_message(json.dumps(message))
     await asyncio.sleep(1)
     ws.close()  # the student closes the browser tab
@@ -131,14 +143,24 @@ def test_last_activity_moves_while_a_kernel_computes_silently_with_no_tab_open(j
     kernel = session.post(f"{base}/api/kernels", json={"name": "python3"}, timeout=30).json()
     state = f"{base}/api/kernels/{kernel['id']}"
     asyncio.run(_execute_and_close_tab(base, token, kernel["id"], "import time\ntime.sleep(60)"))
-    wait_for(lambda: session.get(state, timeout=10).json()["execution_state"] == "busy")
+    wait_until(
+        lambda: session.get(state, timeout=10).json()["execution_state"] == "busy",
+        timeout_s=60,
+        interval_s=0.2,
+        what="the kernel to be busy",
+    )
     assert "busy kernels count as activity" in log.read_text()
 
     def last_activity() -> str:
         return str(session.get(f"{base}/api/status", timeout=10).json()["last_activity"])
 
     first = last_activity()  # /api/status itself is not activity
-    later = wait_for(lambda: (value := last_activity()) > first and value, timeout_s=30)
+    later = wait_until(
+        lambda: (value := last_activity()) > first and value,
+        timeout_s=30,
+        interval_s=0.2,
+        what="last_activity to move",
+    )
     assert later > first
     assert session.get(state, timeout=10).json()["execution_state"] == "busy"
     session.delete(state, timeout=30)

@@ -2,14 +2,13 @@
 
 import json
 import threading
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError, RetryPolicy
-from hubfixture import free_port
+from helpers import free_port, wait_until
 
 FAST = RetryPolicy(attempts=4, backoff_s=0.01, backoff_max_s=0.05, timeout_s=5)
 
@@ -86,8 +85,11 @@ def test_4xx_is_not_retried_and_carries_message():
         assert server.seen == 1
     error = info.value
     assert (error.status, error.message, error.method, error.path) == (
-        400, "No such user: zz", "POST", "/bad",
-    )  # fmt: skip
+        400,
+        "No such user: zz",
+        "POST",
+        "/bad",
+    )
     assert "POST /bad: 400 No such user: zz" in str(error)
 
 
@@ -197,21 +199,20 @@ def test_server_start_status_stop(live_hub):
     try:
         assert client.server_status(user) is None
         assert client.start_server(user) in (201, 202)
-        status = wait_for(lambda: client.server_status(user), lambda s: s and s["ready"])
+        status = wait_until(
+            lambda: (s := client.server_status(user)) and s["ready"] and s,
+            timeout_s=60,
+            interval_s=0.25,
+            what=f"{user}'s server to be ready",
+        )
         assert status["url"] == f"/user/{user}/"
         assert client.stop_server(user) in (202, 204)
-        wait_for(lambda: client.server_status(user), lambda s: s is None)
+        wait_until(
+            lambda: client.server_status(user) is None,
+            timeout_s=60,
+            interval_s=0.25,
+            what=f"{user}'s server to stop",
+        )
         assert client.stop_server(user) == 204  # already stopped: fine
     finally:
         client.delete_user(user)
-
-
-def wait_for(read, done, timeout_s=60.0):
-    """Poll ``read()`` until ``done(value)``; fail with the last value after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = read()
-        if done(value) or time.monotonic() > deadline:
-            assert done(value), value
-            return value
-        time.sleep(0.25)

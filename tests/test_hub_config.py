@@ -14,20 +14,16 @@ from coursehub.errors import UsageError
 from coursehub.hub.config import HubSettings, render_hub_config, render_idle_notice
 from coursehub.spawn.busyactivity import SERVER_ARG
 from coursehub.spawn.identity import hub_id_for_db_url
+from helpers import assert_matches_golden
 
-GOLDEN = Path(__file__).parent / "golden"
 PYTHON_KINDS = ("systemd", "local", "slurm")
-
-
-def golden_text(name: str) -> str:
-    return (GOLDEN / name).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("kind", [*PYTHON_KINDS, "kubernetes"])
 def test_rendered_config_matches_golden_file(kind):
     suffix = "yaml" if kind == "kubernetes" else "py"
     text = render_hub_config(replace(HubSettings(), kind=kind))
-    assert text == golden_text(f"hub_config_{kind}.{suffix}.golden")
+    assert_matches_golden(text, f"hub_config_{kind}.{suffix}.golden")
 
 
 def load_python_config(text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -40,8 +36,9 @@ def load_python_config(text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize("kind", PYTHON_KINDS)
 def test_python_config_loads_with_jupyterhubs_loader(kind, tmp_path, monkeypatch):
-    config = load_python_config(render_hub_config(replace(HubSettings(), kind=kind)), tmp_path,
-                                monkeypatch)  # fmt: skip
+    config = load_python_config(
+        render_hub_config(replace(HubSettings(), kind=kind)), tmp_path, monkeypatch
+    )
     hub = config.JupyterHub
     assert hub.concurrent_spawn_limit == 20
     assert hub.authenticator_class == "pam"
@@ -127,8 +124,9 @@ def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_pat
     assert config.Spawner.args == [SERVER_ARG]
     notice = render_idle_notice(1800)
     assert config.JupyterHub.template_vars == {
-        "announcement_home": notice, "announcement_spawn": notice,
-    }  # fmt: skip
+        "announcement_home": notice,
+        "announcement_spawn": notice,
+    }
     culler = {s["name"]: s for s in config.JupyterHub.services}["idle-culler"]
     assert "--timeout=1800" in culler["command"]
 

@@ -33,9 +33,13 @@ GPU = make_profile("gpu-course", cpu_limit=2, mem_limit="8G", gpus=1)
 
 def test_proc_devices_gives_character_majors_only():
     assert CHAR == {
-        "mem": 1, "/dev/tty": 5, "pts": 136, "nvidia-frontend": 195, "nvidia-caps": 235,
+        "mem": 1,
+        "/dev/tty": 5,
+        "pts": 136,
+        "nvidia-frontend": 195,
+        "nvidia-caps": 235,
         "nvidia-uvm": 510,
-    }  # fmt: skip
+    }
     assert nvidia_majors(CHAR) == {"nvidia-frontend": 195, "nvidia-caps": 235, "nvidia-uvm": 510}
     assert nvidia_majors({"mem": 1}) == {"nvidia": 195}
 
@@ -52,16 +56,29 @@ def test_a_server_without_gpu_is_allowed_every_device_but_nvidias():
 def test_a_gpu_server_is_allowed_its_gpu_and_the_shared_nvidia_nodes_only():
     rules = [r.rule for r in plan_device_rules([1], CHAR) if r.file == "devices.allow"]
     assert rules == [
-        "c 1:* rwm", "c 5:* rwm", "c 136:* rwm",
-        "c 195:1 rwm", "c 195:254 rwm", "c 195:255 rwm", "c 235:* rwm", "c 510:* rwm",
-    ]  # fmt: skip
+        "c 1:* rwm",
+        "c 5:* rwm",
+        "c 136:* rwm",
+        "c 195:1 rwm",
+        "c 195:254 rwm",
+        "c 195:255 rwm",
+        "c 235:* rwm",
+        "c 510:* rwm",
+    ]
 
 
 @pytest.mark.parametrize(
     ("gpus", "minor", "allowed"),
-    [([], 0, False), ([], 255, False), ([1], 1, True), ([1], 0, False), ([1], 255, True),
-     ([0, 2], 2, True), ([0, 2], 1, False)],
-)  # fmt: skip
+    [
+        ([], 0, False),
+        ([], 255, False),
+        ([1], 1, True),
+        ([1], 0, False),
+        ([1], 255, True),
+        ([0, 2], 2, True),
+        ([0, 2], 1, False),
+    ],
+)
 def test_the_devices_list_the_rules_leave_opens_only_the_profiles_gpus(gpus, minor, allowed):
     listed = "\n".join(r.rule for r in plan_device_rules(gpus, CHAR) if r.file == "devices.allow")
     assert nvidia_access(listed, minor) is allowed

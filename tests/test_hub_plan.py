@@ -28,9 +28,11 @@ def state(users=(), admins=(), **groups):
     return HubState(
         users=frozenset(users),
         admins=frozenset(admins),
-        groups={n.replace("_", "-"): HubGroup(n.replace("_", "-"), frozenset(u), p)
-                for n, (u, p) in groups.items()},
-    )  # fmt: skip
+        groups={
+            n.replace("_", "-"): HubGroup(n.replace("_", "-"), frozenset(u), p)
+            for n, (u, p) in groups.items()
+        },
+    )
 
 
 CASES = {
@@ -126,8 +128,9 @@ def test_managed_users_group_never_loses_members_without_prune():
 
 
 def test_desired_from_courses_groups_and_properties():
-    course = CourseSpec("ml-2025", {"title": "ML", "year": "2025-2026"},
-                        frozenset({"s1", "s2"}), frozenset({"t1"}))  # fmt: skip
+    course = CourseSpec(
+        "ml-2025", {"title": "ML", "year": "2025-2026"}, frozenset({"s1", "s2"}), frozenset({"t1"})
+    )
     desired = desired_from_courses([course])
     students, team = desired.groups["nbgrader-ml-2025"], desired.groups["formgrade-ml-2025"]
     assert students.users == {"s1", "s2"} and team.users == {"t1"}

@@ -56,18 +56,32 @@ def test_desired_state_from_catalog(catalog):
     course_id = seed(catalog, "a1", n_students=2)
     with session_scope(catalog) as session:
         desired = desired_from_courses(course_specs(session))
-    assert set(desired.groups) == {f"nbgrader-{course_id}", f"formgrade-{course_id}",
-                                   MANAGED_USERS_GROUP}  # fmt: skip
+    assert set(desired.groups) == {
+        f"nbgrader-{course_id}",
+        f"formgrade-{course_id}",
+        MANAGED_USERS_GROUP,
+    }
     students = desired.groups[f"nbgrader-{course_id}"]
     team = desired.groups[f"formgrade-{course_id}"]
     assert students.users == {"s0-a1", "s1-a1"}
     assert team.users == {"lead-a1", "grader-a1"}  # usernames in lower case
     assert students.properties == {
-        "coursehub": True, "course_id": course_id, "role": "students", "year": "2025-2026",
-        "portal": "MECA", "ue_code": "MLa1", "title": "Machine learning",
-        "profile": {"name": "p2", "cpu_limit": 2.0, "mem_limit": 4 * 1024**3, "n_threads": 2,
-                    "gpus": 1, "jobs_per_gpu": 4},
-    }  # fmt: skip
+        "coursehub": True,
+        "course_id": course_id,
+        "role": "students",
+        "year": "2025-2026",
+        "portal": "MECA",
+        "ue_code": "MLa1",
+        "title": "Machine learning",
+        "profile": {
+            "name": "p2",
+            "cpu_limit": 2.0,
+            "mem_limit": 4 * 1024**3,
+            "n_threads": 2,
+            "gpus": 1,
+            "jobs_per_gpu": 4,
+        },
+    }
     assert team.properties["role"] == "team"
     assert "x-a1" not in desired.users
 
@@ -298,8 +312,13 @@ def test_a_course_sync_reads_and_plans_only_that_course(live_hub, catalog, tag):
     assert report.ok and plan.create_groups == (f"formgrade-{course_id}", f"nbgrader-{course_id}")
     assert all(other_id not in path for _, path in client.sent)
     reads = sorted(path for method, path in client.sent if method == "GET")
-    assert reads == sorted(["/groups/" + MANAGED_USERS_GROUP, f"/groups/formgrade-{course_id}",
-                            f"/groups/nbgrader-{course_id}"])  # fmt: skip
+    assert reads == sorted(
+        [
+            "/groups/" + MANAGED_USERS_GROUP,
+            f"/groups/formgrade-{course_id}",
+            f"/groups/nbgrader-{course_id}",
+        ]
+    )
     assert course_status(catalog, other_id) == (None, None)
     assert course_status(catalog, course_id)[0] == "ok"
 

@@ -32,9 +32,12 @@ def make_spawner(name="alice", profiles=(), server=""):
 
 def hooks(tmp_path, kind="local", gpu_ids=(0, 1), hub_id="hubA", no_course="default"):
     return CourseProfiles(
-        kind, gpu_ids=gpu_ids, state_path=tmp_path / "gpus.json", hub_id=hub_id,
+        kind,
+        gpu_ids=gpu_ids,
+        state_path=tmp_path / "gpus.json",
+        hub_id=hub_id,
         no_course=no_course,
-    )  # fmt: skip
+    )
 
 
 def test_user_in_no_course_gets_the_default_profile(tmp_path):

@@ -60,9 +60,11 @@ def fake_v1_tree(tmp_path: Path) -> tuple[Path, Path]:
 def start_in(spawner, *argv: str, output: bool = False) -> subprocess.Popen:
     """Start ``argv`` the way the spawner starts a server: joining its cgroups before exec."""
     return subprocess.Popen(
-        list(argv), preexec_fn=spawner.make_preexec_fn(spawner.user.name),
-        stdout=subprocess.PIPE if output else subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        list(argv),
+        preexec_fn=spawner.make_preexec_fn(spawner.user.name),
+        stdout=subprocess.PIPE if output else subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def test_cgroup_name_is_one_safe_path_component():
@@ -156,11 +158,17 @@ def test_a_second_live_hub_with_the_same_id_starts_nothing(tmp_path):
     root, proc = fake_v1_tree(tmp_path)
     (tmp_path / "run").mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time\n"
-         "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True)\n"
-         "time.sleep(60)", str(tmp_path / "run" / "hub-samehub.lock")],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True)\n"
+            "time.sleep(60)",
+            str(tmp_path / "run" / "hub-samehub.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         spawner = make_spawner(tmp_path, root, proc, hub_id="samehub")
@@ -290,8 +298,10 @@ def test_a_devices_cgroup_deny_rule_stops_open_of_that_device(tmp_path, test_par
     code = f"import os\nopen({str(scratch / 'cgroup.procs')!r}, 'w').write(str(os.getpid()))\n"
     done = subprocess.run(
         [sys.executable, "-c", code + OPEN_PROBE, "/dev/null", "/dev/zero"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.split() == ["1", "open"]  # EPERM for /dev/null, /dev/zero still opens
     outside = subprocess.run(
         [sys.executable, "-c", OPEN_PROBE, "/dev/null"], capture_output=True, text=True, check=True

@@ -172,8 +172,9 @@ def test_group_form_with_csrf_token_adds_the_group(client):
 
 def test_service_error_is_shown_on_the_form(client):
     token = csrf_token(client.get(f"{C}/groups", headers=TEACHER).get_data(as_text=True))
-    response = client.post(f"{C}/groups", data={"name": "G1", "kind": "TD", "csrf_token": token},
-                           headers=TEACHER)  # fmt: skip
+    response = client.post(
+        f"{C}/groups", data={"name": "G1", "kind": "TD", "csrf_token": token}, headers=TEACHER
+    )
     assert response.status_code == 400
     assert "already has a group G1" in response.get_data(as_text=True)
 
@@ -228,9 +229,15 @@ def test_browse_shows_only_the_users_courses(client):
 def test_teacher_creates_a_course_and_becomes_its_lead(client):
     headers = identity_headers(IDENTITIES["other_teacher"])
     token = csrf_token(client.get("/courses/new", headers=headers).get_data(as_text=True))
-    data = {"code": "NUM1", "year": "2025-2026", "portal": "INFO", "title": "Numerics",
-            "git_url": "https://git.example.org/num1.git", "branch": "main",
-            "csrf_token": token}  # fmt: skip
+    data = {
+        "code": "NUM1",
+        "year": "2025-2026",
+        "portal": "INFO",
+        "title": "Numerics",
+        "git_url": "https://git.example.org/num1.git",
+        "branch": "main",
+        "csrf_token": token,
+    }
     response = client.post("/courses/new", data=data, headers=headers, follow_redirects=True)
     assert response.status_code == 200
     body = response.get_data(as_text=True)
@@ -248,8 +255,14 @@ def test_find_a_person_is_limited_to_the_searchers_courses(client):
 def test_admin_edits_a_profile(client):
     admin = identity_headers(IDENTITIES["admin"])
     token = csrf_token(client.get("/profiles/small/edit", headers=admin).get_data(as_text=True))
-    data = {"name": "small", "cpu_limit": "1.5", "mem_limit": "3G", "gpus": "0",
-            "jobs_per_gpu": "1", "csrf_token": token}  # fmt: skip
+    data = {
+        "name": "small",
+        "cpu_limit": "1.5",
+        "mem_limit": "3G",
+        "gpus": "0",
+        "jobs_per_gpu": "1",
+        "csrf_token": token,
+    }
     response = client.post("/profiles/small/edit", data=data, headers=admin, follow_redirects=True)
     assert response.status_code == 200
     assert "Profile small saved." in response.get_data(as_text=True)
@@ -263,8 +276,13 @@ def upload(client, text: str, **fields: str):
     import io
 
     token = csrf_token(client.get(f"{C}/roster", headers=TEACHER).get_data(as_text=True))
-    data = {"roster": (io.BytesIO(text.encode("utf-8")), "roster.csv"), "mode": "add",
-            "username_rule": "student_id", "csrf_token": token, **fields}  # fmt: skip
+    data = {
+        "roster": (io.BytesIO(text.encode("utf-8")), "roster.csv"),
+        "mode": "add",
+        "username_rule": "student_id",
+        "csrf_token": token,
+        **fields,
+    }
     return client.post(
         f"{C}/roster", data=data, headers=TEACHER, content_type="multipart/form-data"
     )
@@ -341,9 +359,14 @@ def test_plan_pages(n_items, page, expected):
 
 @pytest.mark.parametrize(
     "who, shown",
-    [("student", False), ("grader", True), ("teacher", True), ("other_teacher", True),
-     ("admin", True)],
-)  # fmt: skip
+    [
+        ("student", False),
+        ("grader", True),
+        ("teacher", True),
+        ("other_teacher", True),
+        ("admin", True),
+    ],
+)
 def test_find_a_person_link_only_for_those_who_may_search(client, who, shown):
     page = client.get("/", headers=identity_headers(IDENTITIES[who])).get_data(as_text=True)
     assert ("Find a person" in page) is shown

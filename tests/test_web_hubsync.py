@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import re
-import socket
 
 import pytest
 
@@ -34,6 +33,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
+from helpers import free_port
 
 C = "/courses/mlmeca-2025"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -66,9 +66,14 @@ def test_service_variables_enable_the_sync_with_bounded_retries():
 
 
 def test_sync_url_and_token_override_the_service_ones():
-    config = {"HUB_API_URL": "http://a:8081/hub/api", "HUB_API_TOKEN": "svc",
-              "HUB_SYNC_URL": "http://b:8000/", "HUB_SYNC_TOKEN": "sync",
-              "HUB_SYNC_ATTEMPTS": "3", "HUB_SYNC_TIMEOUT_S": "2.5"}  # fmt: skip
+    config = {
+        "HUB_API_URL": "http://a:8081/hub/api",
+        "HUB_API_TOKEN": "svc",
+        "HUB_SYNC_URL": "http://b:8000/",
+        "HUB_SYNC_TOKEN": "sync",
+        "HUB_SYNC_ATTEMPTS": "3",
+        "HUB_SYNC_TIMEOUT_S": "2.5",
+    }
     settings = plan_hub_sync(config)
     assert (settings.api_url, settings.token) == ("http://b:8000/hub/api", "sync")
     assert (settings.attempts, settings.timeout_s) == (3, 2.5)
@@ -89,9 +94,18 @@ def test_bad_sync_settings_are_usage_errors(extra, message):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("0", False), ("off", False), ("False", False), ("", False), (0, False), ("1", True),
-     ("yes", True), (True, True), (1, True)],
-)  # fmt: skip
+    [
+        ("0", False),
+        ("off", False),
+        ("False", False),
+        ("", False),
+        (0, False),
+        ("1", True),
+        ("yes", True),
+        (True, True),
+        (1, True),
+    ],
+)
 def test_parse_flag(value, expected):
     assert parse_flag(value) is expected
 
@@ -121,10 +135,7 @@ def test_outcome_header_is_one_ascii_line():
 
 def closed_port_url() -> str:
     """A hub URL on which nothing listens (connection refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hub/api"
+    return f"http://127.0.0.1:{free_port()}/hub/api"
 
 
 @pytest.fixture
@@ -155,8 +166,11 @@ def make_app(catalog_url):
 def import_roster(client, user: str):
     """Upload a one-student roster through the pages, then confirm it; return the answer."""
     text = ROSTER.format(user=user).encode("utf-8")
-    data = {"roster": (io.BytesIO(text), "roster.csv"), "mode": "add",
-            "username_rule": "student_id"}  # fmt: skip
+    data = {
+        "roster": (io.BytesIO(text), "roster.csv"),
+        "mode": "add",
+        "username_rule": "student_id",
+    }
     preview = client.post(
         f"{C}/roster", data=data, headers=TEACHER, content_type="multipart/form-data"
     )
@@ -164,9 +178,11 @@ def import_roster(client, user: str):
     payload = re.search(r'name="payload" type="hidden" value="([^"]+)"', preview.get_data(True))
     assert payload
     return client.post(
-        f"{C}/roster/confirm", data={"payload": payload.group(1)}, headers=TEACHER,
+        f"{C}/roster/confirm",
+        data={"payload": payload.group(1)},
+        headers=TEACHER,
         follow_redirects=True,
-    )  # fmt: skip
+    )
 
 
 def sync_status(catalog_url: str, course_id: str = "mlmeca-2025"):
@@ -185,8 +201,9 @@ def test_without_hub_nothing_is_attempted_and_the_page_says_off(make_app, catalo
     assert "Roster imported: 1 added" in page and "p2500077" in page
     assert "Last hub sync</dt>\n      <dd>never · sync is off: no hub API URL" in page
     assert "Sync now" not in page and sync_status(catalog_url) == (None, None)
-    added = client.post(f"/api/v1{C}/members", json={"username": "p2500078"},
-                        headers=api_headers("teacher"))  # fmt: skip
+    added = client.post(
+        f"/api/v1{C}/members", json={"username": "p2500078"}, headers=api_headers("teacher")
+    )
     assert added.status_code == 201
     assert added.get_json()["hub_sync"] == {"status": "off", "at": None}
     assert added.headers["Coursehub-Hub-Sync"] == "off"
@@ -281,8 +298,9 @@ def test_refused_token_is_recorded_then_sync_now_repairs(
 ):
     app = make_app(HUB_SYNC_URL=live_hub.api_url, HUB_SYNC_TOKEN="not-a-token")
     client = app.test_client()
-    added = client.post(f"/api/v1{C}/members", json={"username": "p2500055"},
-                        headers=api_headers("teacher"))  # fmt: skip
+    added = client.post(
+        f"/api/v1{C}/members", json={"username": "p2500055"}, headers=api_headers("teacher")
+    )
     assert added.status_code == 201
     status = added.get_json()["hub_sync"]["status"]
     assert status.startswith("error: sync interrupted: reading the hub: hub API GET /groups/")

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -32,6 +31,7 @@ from coursehub.web.testing import (
     identity_headers,
     seed_web_catalog,
 )
+from helpers import free_port, wait_until
 
 C = "/courses/mlmeca-2025/"
 LEAD = identity_headers(Identity("mbuffat"))
@@ -151,14 +151,6 @@ def test_serve_refuses_bad_workers_in_one_line(capsys):
     assert err.startswith("coursehub: error: --workers") and err.count("\n") == 1
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_serve_with_two_gunicorn_workers(sqlite_template, tmp_path):
     """``coursehub web serve --workers 2`` forks two processes that answer the course page."""
     import shutil
@@ -167,8 +159,21 @@ def test_serve_with_two_gunicorn_workers(sqlite_template, tmp_path):
     url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
     seed_web_catalog(url)
     port = free_port()
-    command = [sys.executable, "-m", "coursehub", "web", "serve", "--port", str(port),
-               "--workers", "2", "--threads", "2", "--dev-user", "mbuffat"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "coursehub",
+        "web",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--dev-user",
+        "mbuffat",
+    ]
     env = {**os.environ, "COURSEHUB_DATABASE_URL": url}
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -184,11 +189,13 @@ def test_serve_with_two_gunicorn_workers(sqlite_template, tmp_path):
 
 def wait_for(url: str, server: subprocess.Popen[bytes], timeout_s: float = 60) -> requests.Response:
     """GET ``url`` once the server listens; fail if it exits or takes over ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def answer() -> requests.Response | None:
+        if server.poll() is not None:
+            pytest.fail(f"the server did not start (exit status {server.poll()})")
         try:
             return requests.get(url, timeout=10)
         except requests.ConnectionError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the server did not start (exit status {server.poll()})")
-            time.sleep(0.1)
+            return None
+
+    return wait_until(answer, timeout_s, interval_s=0.1, what=f"the server to answer {url}")

@@ -189,11 +189,14 @@ def test_the_page_asked_for_is_remembered_as_an_ascii_path(hub_app):
         ("http://evil.example/courses/x/", "evil.example", "/courses/x/"),
         ("https://EVIL.example:8443/a/?q=1#f", "evil.example:8443", "/a/?q=1#f"),
         ("http://evil.example//other.example/", "evil.example", "/other.example/"),
-        ("http://hub.example/hub/api/oauth2/authorize?x=1", "app.example",
-         "http://hub.example/hub/api/oauth2/authorize?x=1"),
+        (
+            "http://hub.example/hub/api/oauth2/authorize?x=1",
+            "app.example",
+            "http://hub.example/hub/api/oauth2/authorize?x=1",
+        ),
         ("/services/coursehub/", "evil.example", "/services/coursehub/"),
     ],
-)  # fmt: skip
+)
 def test_a_redirect_to_the_requests_own_host_becomes_a_path(location, host, expected):
     assert plan_location(location, host) == expected
 

@@ -113,7 +113,7 @@ def test_the_api_keeps_identity_for_a_teacher_and_asks_an_admin_to_confirm(clien
             "applied": False,
             "old_shown": False,  # another course's student: their stored values are not shown
         }
-    ]  # fmt: skip
+    ]
     assert other_student(app)[1] == "Garnier"
     refused = client.post(f"/api/v1{C}/roster", json={"csv": CROSS}, headers=admin)
     assert refused.status_code == 409 and refused.get_json()["applied"] is False

@@ -7,6 +7,7 @@ as in a notebook kernel), ``managed`` (the runner, explicit threads) and
 the JCAD 2024 talk's collapse (two students: 291 s -> 46,129 s each) and its
 fix. Modules: :mod:`~coursehub.bench.scenarios` (plan),
 :mod:`~coursehub.bench.workload` (the student's job),
+:mod:`~coursehub.bench.students` (settings and command line every student shares),
 :mod:`~coursehub.bench.contention` (running), :mod:`~coursehub.bench.naive`
 (students without the runner), :mod:`~coursehub.bench.summary`
 (figures), :mod:`~coursehub.bench.stats` (repeats: paired slowdowns, bootstrap

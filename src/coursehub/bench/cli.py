@@ -118,7 +118,7 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     UsageError
         On any bad option, naming it.
     """
-    from coursehub.bench import contention, scenarios
+    from coursehub.bench import contention, scenarios, students
     from coursehub.resources import parse_duration
 
     users = scenarios.parse_users(args.users)
@@ -136,7 +136,7 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     check_output(args.json, "--json")
     check_output(args.plot, "--plot")
     plan = scenarios.plan_scenarios(users, modes, cpu_limit, n_threads)
-    settings = contention.BenchSettings(
+    settings = students.BenchSettings(
         tuple(plan),
         steps,
         batch,

@@ -38,12 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coursehub.bench.naive import run_naive
 from coursehub.bench.scenarios import Scenario, ScenarioResult, StudentResult
-from coursehub.bench.workload import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_STEPS,
-    WorkloadReport,
-    parse_workload_output,
+from coursehub.bench.students import (
+    WORKLOAD_MODULE,
+    BenchSettings,
+    plan_workload_args,
+    read_report,
 )
 from coursehub.errors import CoursehubError
 from coursehub.resources import (
@@ -56,57 +57,11 @@ from coursehub.runner.core import Job
 
 #: Trajectories of the shared dataset (about 40 for training; ~1 s to make).
 N_TRAJECTORIES = 64
-WORKLOAD_MODULE = "coursehub.bench.workload"
-POLL_S = 0.02
 #: Seconds between two memory samples of a managed student by the runner. The
 #: runner's 0.1 s walks ``/proc`` ten times a second per student (about 3 ms of
 #: CPU each on the 2-core build machine): CPU taken from the students
 #: themselves when they fill every core.
 SAMPLE_S = 1.0
-#: Default parent cgroup of the benchmark's students.
-BENCH_CGROUP = "coursehub-bench"
-
-
-@dataclass(frozen=True)
-class BenchSettings:
-    """Everything a benchmark run needs.
-
-    Attributes
-    ----------
-    scenarios
-        What to run, in order (the baseline first).
-    steps, batch_size
-        Workload size per student.
-    cpu_budget
-        CPUs of the machine for admission and for the ideal makespan.
-    timeout_s
-        Time limit of each student's job, seconds (None: none).
-    device
-        ``"cpu"``, or ``"cuda"`` for the GPU check.
-    cgroup_parent
-        Cgroup holding every student's cgroup, naive and managed alike.
-    cpu_shares
-        Weight of ``cgroup_parent`` against the machine's other processes
-        (v1 ``cpu.shares``, 2..262144; v2 ``cpu.weight`` scaled to 1..10000),
-        or None for the kernel's default (1024 / 100). A high weight keeps
-        other work on a shared machine from disturbing the measure.
-    repeat
-        Times the whole list of scenarios is run, each scenario right after
-        a run of the baseline (:func:`plan_order`).
-    seed
-        Seed of the bootstrap intervals (:mod:`coursehub.bench.stats`).
-    """
-
-    scenarios: tuple[Scenario, ...]
-    steps: int = DEFAULT_STEPS
-    batch_size: int = DEFAULT_BATCH_SIZE
-    cpu_budget: int = 1
-    timeout_s: float | None = None
-    device: str = "cpu"
-    cgroup_parent: str = BENCH_CGROUP
-    cpu_shares: int | None = None
-    repeat: int = 1
-    seed: int = 0
 
 
 @dataclass
@@ -138,20 +93,6 @@ def plan_order(scenarios: tuple[Scenario, ...], repeat: int) -> list[Scenario]:
 def default_cpu_budget() -> int:
     """Return the CPUs this process may use, ``floor(effective_cpus())`` (>= 1)."""
     return max(1, math.floor(effective_cpus()))
-
-
-def plan_workload_args(data: Path, settings: BenchSettings) -> list[str]:
-    """Return the workload's arguments for these settings."""
-    return [
-        "--data",
-        str(data),
-        "--steps",
-        str(settings.steps),
-        "--batch-size",
-        str(settings.batch_size),
-        "--device",
-        settings.device,
-    ]
 
 
 def ensure_dataset(path: Path) -> Path:
@@ -207,14 +148,6 @@ def weighted_cgroup(parent: str, cpu_shares: int | None) -> Iterator[str | None]
         for empty in (directory / "hold", directory):
             with contextlib.suppress(OSError):
                 empty.rmdir()
-
-
-def read_report(text: str) -> WorkloadReport | None:
-    """Return the workload's report from its output, None if it printed none."""
-    try:
-        return parse_workload_output(text)
-    except CoursehubError:
-        return None
 
 
 def warm_up(data: Path, settings: BenchSettings) -> None:
@@ -349,8 +282,6 @@ def run_scenario(
     scenario: Scenario, data: Path, settings: BenchSettings, work: Path
 ) -> ScenarioResult:
     """Run one scenario in its mode."""
-    from coursehub.bench.naive import run_naive
-
     runner = run_naive if scenario.mode == "naive" else run_managed
     return runner(scenario, data, settings, work)
 

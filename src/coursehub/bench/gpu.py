@@ -19,8 +19,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from coursehub.bench.contention import BenchSettings, run_managed
+from coursehub.bench.contention import run_managed
 from coursehub.bench.scenarios import Scenario
+from coursehub.bench.students import BenchSettings
 from coursehub.resources import GpuInfo, describe_mem, gpu_inventory
 
 #: Used memory above the level before the run still counted as "returned", bytes.

@@ -20,14 +20,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from coursehub.bench.contention import (
+from coursehub.bench.scenarios import Scenario, ScenarioResult, StudentResult
+from coursehub.bench.students import (
     POLL_S,
     WORKLOAD_MODULE,
     BenchSettings,
     plan_workload_args,
     read_report,
 )
-from coursehub.bench.scenarios import Scenario, ScenarioResult, StudentResult
 from coursehub.resources import CgroupUnavailableError, JobCgroup, thread_env
 
 

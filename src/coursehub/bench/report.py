@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.atomicfile import atomic_path, write_atomically
-from coursehub.bench.contention import BenchRun, BenchSettings
+from coursehub.bench.contention import BenchRun
 from coursehub.bench.scenarios import ScenarioResult
 from coursehub.bench.stats import Spread
+from coursehub.bench.students import BenchSettings
 from coursehub.bench.summary import (
     MANAGED_MAX_SLOWDOWN,
     NAIVE_MIN_SLOWDOWN,

@@ -278,9 +278,10 @@ def remove_group(session: Session, course: Course, name: str) -> None:
     group = get_group(course, name)
     session.flush()
     loaded = [  # members of the group already in the session: their .group goes stale
-        obj for obj in session.identity_map.values()
+        obj
+        for obj in session.identity_map.values()
         if isinstance(obj, Membership) and inspect(obj).dict.get("group_pk") == group.id
-    ]  # fmt: skip
+    ]
     session.execute(update(Membership).where(Membership.group_pk == group.id).values(group_pk=None))
     session.execute(
         delete(CourseGroup).where(CourseGroup.id == group.id),

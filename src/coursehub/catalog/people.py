@@ -2,7 +2,8 @@
 
 As in :mod:`coursehub.catalog.courses`, functions flush and never commit.
 Usernames are stored the way JupyterHub's authenticators normalise them
-(:func:`normalize_username`: stripped, lower case; REFERENCE.md section 4).
+(:func:`normalize_username`: stripped, lower case; JupyterHub documentation,
+API reference ``jupyterhub.auth``, ``Authenticator.normalize_username``).
 
 Two rules protect what belongs to no single course:
 
@@ -172,9 +173,13 @@ def ensure_person(
     """
     username = check_username(username)
     values = check_identity(
-        {"first_name": first_name, "last_name": last_name, "email": email,
-         "student_number": student_number}
-    )  # fmt: skip
+        {
+            "first_name": first_name,
+            "last_name": last_name,
+            "email": email,
+            "student_number": student_number,
+        }
+    )
     person = find_person(session, username)
     if person is None:
         person = Person(username=username, first_name="", last_name="")
@@ -311,13 +316,23 @@ def add_member(
     membership = get_membership(session, course, username)
     current = membership.role if membership is not None else None
     check_role_change(
-        course.course_id, actor, normalize_username(username), current, role,
+        course.course_id,
+        actor,
+        normalize_username(username),
+        current,
+        role,
         course_leads(session, course),
-    )  # fmt: skip
+    )
     person = ensure_person(
-        session, username, first_name, last_name, email, student_number,
-        course=course, actor=actor,
-    )  # fmt: skip
+        session,
+        username,
+        first_name,
+        last_name,
+        email,
+        student_number,
+        course=course,
+        actor=actor,
+    )
     if membership is None:
         membership = Membership(person=person, course=course, role=role)
         session.add(membership)
@@ -355,9 +370,13 @@ def remove_member(
         who = quote_text(normalize_username(username), 40)
         raise NotFoundError(f"{who} is not in course {course.course_id}")
     check_role_change(
-        course.course_id, actor, membership.person.username, membership.role, None,
+        course.course_id,
+        actor,
+        membership.person.username,
+        membership.role,
+        None,
         course_leads(session, course),
-    )  # fmt: skip
+    )
     session.delete(membership)
     session.flush()
 

@@ -91,9 +91,13 @@ def plan_team_order(rows: list[MemberRow]) -> list[MemberRow]:
 COURSE_QUERY = (
     select(Course)
     .where(Course.course_id == bindparam("course_id"))
-    .options(joinedload(Course.year), joinedload(Course.portal),
-             joinedload(Course.profile), joinedload(Course.material))
-)  # fmt: skip
+    .options(
+        joinedload(Course.year),
+        joinedload(Course.portal),
+        joinedload(Course.profile),
+        joinedload(Course.material),
+    )
+)
 OWN_QUERY = (
     select(Membership.role, CourseGroup.name)
     .join(Membership.person)
@@ -111,8 +115,15 @@ COUNTS_QUERY = (
     .where(Membership.course_pk == bindparam("course_pk"), IS_STUDENT)
     .group_by(Membership.group_pk)
 )
-MEMBER_COLUMNS = (Person.username, Person.first_name, Person.last_name, Person.email,
-                  Person.student_number, Membership.role, Membership.group_pk)  # fmt: skip
+MEMBER_COLUMNS = (
+    Person.username,
+    Person.first_name,
+    Person.last_name,
+    Person.email,
+    Person.student_number,
+    Membership.role,
+    Membership.group_pk,
+)
 TEAM_QUERY = (
     select(*MEMBER_COLUMNS)
     .join(Membership.person)

@@ -295,9 +295,11 @@ def _check_quotes(record: list[str], number: int, lines: list[str], sep: str, wi
     if unclosed or (spans and len(record) < width):
         column = column_letter(spans[0] if spans else len(record) - 1)
         raise RosterError(
-            [f"row {number}, column {column}: unterminated quote (a '\"' opens a value "
-             "that is not closed on its row)"]
-        )  # fmt: skip
+            [
+                f"row {number}, column {column}: unterminated quote (a '\"' opens a value "
+                "that is not closed on its row)"
+            ]
+        )
 
 
 def _first_row(line: str, delimiter: str) -> list[str]:

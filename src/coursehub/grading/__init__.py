@@ -7,7 +7,8 @@ Public API
 ``coursehub.grading.layout``
     ``CourseLayout``, ``make_layout``, ``layout_from_env``;
     ``render_course_config``, ``render_student_config``, ``plan_exchange_dirs``
-    (pure), ``ensure_course``; ``EXCHANGE_MODES`` (permissions, nbgrader#1225).
+    (pure), ``ensure_course``, ``ensure_gradebook``; ``EXCHANGE_MODES`` (permissions,
+    nbgrader#1225).
 ``coursehub.grading.gradebook``
     ``StudentRecord``, ``plan_gradebook_sync`` (pure), ``apply_gradebook_sync``,
     ``read_roster``, ``read_gradebook``, ``sync_gradebook``.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coursehub.grading.layout import CourseLayout
@@ -94,46 +93,6 @@ def plan_gradebook_sync(
         removals=tuple(s for s in gone if s not in graded),
         kept=tuple(s for s in gone if s in graded),
     )
-
-
-def ensure_gradebook(layout: CourseLayout) -> None:
-    """Create the course's gradebook if it has no tables yet (idempotent).
-
-    nbgrader creates a missing gradebook itself, but finds the schema
-    version by running an ``alembic`` command from ``PATH``, which fails
-    when the virtual environment is not activated. This does the same in
-    process: nbgrader's tables, stamped with the head revision of
-    nbgrader's own migrations (``nbgrader/alembic``). The file is created
-    owner-only (or team-group) first: it holds every student's grades.
-    """
-    import nbgrader
-    from alembic.script import ScriptDirectory
-    from nbgrader.api import Base
-    from sqlalchemy import create_engine, inspect, text
-
-    from coursehub.filemodes import ensure_private_sqlite
-    from coursehub.grading.layout import course_modes
-
-    layout.course_dir.mkdir(parents=True, exist_ok=True)
-    modes = course_modes(layout)
-    # before SQLite creates it with the umask (its journal gets the same mode)
-    ensure_private_sqlite(layout.gradebook_path, modes.file_mode, modes.gid)
-    engine = create_engine(layout.db_url)
-    try:
-        if inspect(engine).get_table_names():
-            return
-        scripts = ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic"))
-        with engine.begin() as connection:
-            Base.metadata.create_all(connection)
-            connection.execute(
-                text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-            )
-            connection.execute(
-                text("INSERT INTO alembic_version (version_num) VALUES (:head)"),
-                {"head": scripts.get_current_head()},
-            )
-    finally:
-        engine.dispose()
 
 
 def read_roster(session: Session, course: Course) -> list[StudentRecord]:

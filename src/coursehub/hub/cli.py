@@ -76,9 +76,12 @@ def register_sync(commands: Any) -> None:
         "--token-env", metavar="VAR", help="environment variable holding the hub API token"
     )
     parser.add_argument(
-        "--attempts", type=int, default=5, metavar="N",
+        "--attempts",
+        type=int,
+        default=5,
+        metavar="N",
         help="tries per request on connection errors and 5xx, with exponential backoff (5)",
-    )  # fmt: skip
+    )
     parser.add_argument("--verbose", action="store_true", help="list every change in the plan")
     parser.set_defaults(func=run_sync)
 
@@ -101,9 +104,12 @@ def run_sync(args: argparse.Namespace) -> int:
     check_schema(engine)
     with client, session_scope(engine) as session:
         outcome = sync_catalog(
-            session, client, prune=args.prune, dry_run=args.dry_run,
+            session,
+            client,
+            prune=args.prune,
+            dry_run=args.dry_run,
             on_plan=lambda plan: print(render_plan(plan, args.verbose, client.api_url), flush=True),
-        )  # fmt: skip
+        )
     engine.dispose()
     if outcome.plan is None or not (outcome.dry_run or outcome.plan.is_empty):
         print(render_report(outcome.report))
@@ -133,9 +139,12 @@ def _plan_lines(plan: SyncPlan, key: str) -> list[str]:
     if key in ("add_members", "remove_members"):
         sign = "+" if key == "add_members" else "-"
         changes = getattr(plan, key)
-        return [f"{c.group}: {sign}{len(c.users)} ({', '.join(c.users[:5])}...)"
-                if len(c.users) > 5 else f"{c.group}: {sign}{', '.join(c.users)}"
-                for c in changes]  # fmt: skip
+        return [
+            f"{c.group}: {sign}{len(c.users)} ({', '.join(c.users[:5])}...)"
+            if len(c.users) > 5
+            else f"{c.group}: {sign}{', '.join(c.users)}"
+            for c in changes
+        ]
     if key == "set_properties":
         return [f"{c.group}: {_short(c.properties)}" for c in plan.set_properties]
     return list(getattr(plan, key))

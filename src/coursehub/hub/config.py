@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from coursehub.atomicfile import write_atomically
 from coursehub.contract import (
     DEFAULT_PROFILE,
     MAX_BUSY_S,
@@ -284,8 +285,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="concurrent spawns (default: %(default)s; rule: 2 per CPU core of the machine "
         "that runs the servers, at least 2)",
     )
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write to FILE (atomically) instead of printing")  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of printing"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -304,24 +306,9 @@ def run(args: argparse.Namespace) -> int:
     )
     text = render_hub_config(settings)
     if args.output:
-        write_atomically(args.output, text)
+        write_atomically(
+            args.output, text, mode=0o600
+        )  # owner-only, as the hub writes its own state
     else:
         print(text, end="")
     return 0
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
-    import os
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".coursehub-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -162,9 +162,13 @@ class HubClient:
         """Send one request and return the raw response; errors as in :meth:`request`."""
         try:
             response = self.session.request(
-                method, self.api_url + path, json=body, params=params, headers=headers,
+                method,
+                self.api_url + path,
+                json=body,
+                params=params,
+                headers=headers,
                 timeout=self.retry.timeout_s,
-            )  # fmt: skip
+            )
         except requests.RequestException as exc:
             raise HubUnreachableError(self.api_url, _short_reason(exc)) from exc
         if response.status_code >= 400:

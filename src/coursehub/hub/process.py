@@ -65,9 +65,14 @@ def start_hub(
     """
     return subprocess.Popen(
         [sys.executable, "-m", "jupyterhub", "-f", str(config_path)],
-        cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
-    )  # fmt: skip
+        cwd=cwd,
+        env=dict(env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+        pass_fds=tuple(pass_fds),
+    )
 
 
 def api_answers(url: str, timeout_s: float = 2.0) -> bool:
@@ -94,8 +99,9 @@ def wait_until_up(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise HubStartError(f"the hub exited (status {process.returncode}) before answering",
-                                process.returncode)  # fmt: skip
+            raise HubStartError(
+                f"the hub exited (status {process.returncode}) before answering", process.returncode
+            )
         if api_answers(url):
             return
         time.sleep(POLL_INTERVAL_S)

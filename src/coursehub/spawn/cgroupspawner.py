@@ -4,7 +4,9 @@ For machines where systemd is not PID 1 (containers, CI, ``coursehub demo``),
 where SystemdSpawner cannot run. Each server gets the cgroup
 ``{cgroup_parent}-{hub_id}/jupyter-{user}[-{server}]`` with a CFS quota of
 ``cpu_limit`` CPUs and a memory limit of ``mem_limit`` bytes (RAM + swap),
-made by :class:`coursehub.resources.JobCgroup` (REFERENCE.md section 2), and
+made by :class:`coursehub.resources.JobCgroup` (Linux kernel documentation:
+``Documentation/admin-guide/cgroup-v1/`` and ``cgroup-v2.rst`` for the
+controllers, ``Documentation/scheduler/sched-bwc.rst`` for the CFS quota), and
 on cgroup v1 a devices cgroup that lets it open only its own GPUs
 (:mod:`coursehub.spawn.devices`). The server process joins its cgroups between
 ``fork`` and ``exec``, so it and every kernel it starts are inside from their
@@ -249,8 +251,12 @@ class CgroupSpawnerMixin(HasTraits):
         self.log.warning(
             "coursehub: %s: cgroup %s was not made by this hub (id %s) and holds pids %s: "
             "left alone; this server uses cgroup %s",
-            self.user.name, found[0], self.hub_id, pids or "none", fresh,
-        )  # fmt: skip
+            self.user.name,
+            found[0],
+            self.hub_id,
+            pids or "none",
+            fresh,
+        )
         return fresh
 
     def ensure_cgroup(self) -> JobCgroup | None:

@@ -7,7 +7,9 @@ so the spawner reads it from ``spawner.user.groups`` with
 :func:`coursehub.contract.profile_from_json` and never needs the catalog database.
 
 :func:`spawner_override` turns one profile into the spawner traits of one
-spawner kind (REFERENCE.md sections 4 and 5):
+spawner kind (JupyterHub documentation, "Spawners", for the base traits;
+the READMEs of jupyterhub/systemdspawner, jupyterhub/batchspawner and
+jupyterhub/kubespawner for the others):
 
 ============  =============================================================
 kind          traits set
@@ -34,7 +36,9 @@ kind          traits set
 ``environment`` always carries the thread variables of
 :func:`coursehub.resources.thread_env` for ``n_threads`` (``floor(cpu_limit)``
 by default), so that numerical libraries do not start one thread per host
-core inside a small CPU quota (REFERENCE.md section 1).
+core inside a small CPU quota (the OpenMP specification, environment
+variable ``OMP_NUM_THREADS``; PyTorch documentation, "CPU threading and
+TorchScript inference").
 """
 
 from __future__ import annotations

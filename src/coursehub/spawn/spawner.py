@@ -41,7 +41,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Any
 
 from tornado import web
 
+from coursehub.atomicfile import write_atomically
 from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
 from coursehub.resources.gpus import gpu_inventory
@@ -114,10 +114,8 @@ class GpuAssignments:
         return {str(k): [int(i) for i in v] for k, v in data.get("assignments", {}).items()}
 
     def _write(self, state: Mapping[str, list[int]]) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name + ".")
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"assignments": dict(sorted(state.items()))}, handle, indent=1)
-        os.replace(tmp, self.path)
+        document = {"assignments": dict(sorted(state.items()))}
+        write_atomically(self.path, json.dumps(document, indent=1), mode=0o600)
 
     def loads(self) -> dict[int, int]:
         """Return GPU index -> number of servers assigned to it."""

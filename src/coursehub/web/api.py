@@ -159,16 +159,20 @@ def get_course_view(course_id: str) -> Response:
     body: dict[str, Any] = render_course(course) | {
         "description": course.description,
         "profile": render_profile(course.profile),
-        "material": None if course.material is None else {
-            "git_url": course.material.git_url, "branch": course.material.branch,
+        "material": None
+        if course.material is None
+        else {
+            "git_url": course.material.git_url,
+            "branch": course.material.branch,
             "subpath": course.material.subpath,
         },
         "last_sync_at": course.last_sync_at.isoformat() if course.last_sync_at else None,
         "last_sync_status": course.last_sync_status,
         "team": [render_member(m) for m in load_team(session, course, groups.names)],
-        "groups": [{"name": c.name, "kind": c.kind.value, "n_students": c.n_students}
-                   for c in groups.rows],
-    }  # fmt: skip
+        "groups": [
+            {"name": c.name, "kind": c.kind.value, "n_students": c.n_students} for c in groups.rows
+        ],
+    }
     if access >= Access.READ_ROSTER:
         students = load_students(session, course, groups.names)
         body["students"] = [render_member(m) for m in students]
@@ -206,10 +210,16 @@ def add_member_view(course_id: str) -> Response:
     with committing(session):
         group = get_group(course, data["group"]) if data.get("group") else None
         add_member(
-            session, course, username, data.get("role") or "student", group,
-            first_name=data.get("first_name") or "", last_name=data.get("last_name") or "",
-            email=data.get("email") or None, actor=course_actor(session, g.identity, course),
-        )  # fmt: skip
+            session,
+            course,
+            username,
+            data.get("role") or "student",
+            group,
+            first_name=data.get("first_name") or "",
+            last_name=data.get("last_name") or "",
+            email=data.get("email") or None,
+            actor=course_actor(session, g.identity, course),
+        )
     member = load_member(session, course, username, names)
     if member is None:  # removed meanwhile by another request
         raise NotFoundError(f"{username} is not in course {course_id}")

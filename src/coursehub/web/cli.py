@@ -40,16 +40,21 @@ def register(subparsers: Any) -> None:
         "--port", type=int, help=f"port (default: from the hub, else {DEFAULT_PORT})"
     )
     serve.add_argument(
-        "--workers", default="1", metavar="N",
+        "--workers",
+        default="1",
+        metavar="N",
         help="processes: 1 (default, waitress), N > 1 or 'auto' (gunicorn, one per CPU)",
-    )  # fmt: skip
+    )
     serve.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
     serve.add_argument("--dev-user", metavar="NAME", help="standalone development: act as NAME")
     serve.add_argument("--dev-admin", action="store_true", help="the development user is admin")
     serve.add_argument(
-        "--dev-group", action="append", default=[], metavar="GROUP",
+        "--dev-group",
+        action="append",
+        default=[],
+        metavar="GROUP",
         help="hub group of the development user (repeatable; 'teachers' may create courses)",
-    )  # fmt: skip
+    )
     serve.set_defaults(func=run_serve)
 
 
@@ -80,7 +85,10 @@ def run_serve(args: argparse.Namespace) -> int:
     host, port = plan_address(args, dict(os.environ))
     plan = ServerPlan(host, port, workers, args.threads)
     server = "waitress" if workers == 1 else f"gunicorn, {workers} processes"
-    print(f"coursehub web: serving on http://{host}:{port}{plan_prefix(app.config)} "
-          f"({server}, {plan.threads} threads each)", flush=True)  # fmt: skip
+    print(
+        f"coursehub web: serving on http://{host}:{port}{plan_prefix(app.config)} "
+        f"({server}, {plan.threads} threads each)",
+        flush=True,
+    )
     (serve_waitress if workers == 1 else serve_gunicorn)(app, plan)
     return 0

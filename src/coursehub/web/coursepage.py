@@ -32,8 +32,14 @@ from coursehub.catalog.readmodel import (
 from coursehub.web.access import Access, plan_access
 from coursehub.web.identity import Identity
 
-__all__ = ["PAGE_SIZE", "CourseAccess", "CoursePage", "load_course_access", "load_course_page",
-           "plan_pages"]  # fmt: skip
+__all__ = [
+    "PAGE_SIZE",
+    "CourseAccess",
+    "CoursePage",
+    "load_course_access",
+    "load_course_page",
+    "plan_pages",
+]
 
 
 @dataclass

@@ -199,8 +199,11 @@ def render_outcome(course_ids: list[str], report: SyncReport, course_id: str | N
 def flash_outcome(outcome: HubSyncOutcome, quiet: bool = True) -> None:
     """Flash a failed sync as a warning; with ``quiet`` False, also success and "off"."""
     if outcome.failed:
-        flash(f"Saved, but the hub is not up to date: {outcome.status}. "
-              "Students may not see the change until a sync succeeds.", "warning")  # fmt: skip
+        flash(
+            f"Saved, but the hub is not up to date: {outcome.status}. "
+            "Students may not see the change until a sync succeeds.",
+            "warning",
+        )
     elif not quiet and outcome.status == OFF:
         flash(f"Hub sync is off: {hub_sync_settings().off_reason}.", "warning")
     elif not quiet:

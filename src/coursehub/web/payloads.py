@@ -85,10 +85,15 @@ def parse_new_course(body: Any) -> NewCourse:
     optional = {"description": str, "profile": str, "lead": str, "material": dict}
     data = parse_fields(body, required, optional)
     return NewCourse(
-        code=data["code"], title=data["title"], year=data["year"], portal=data["portal"],
-        description=data.get("description") or "", profile=data.get("profile") or "",
-        lead=data.get("lead") or "", material=parse_material(data.get("material")) or Material(),
-    )  # fmt: skip
+        code=data["code"],
+        title=data["title"],
+        year=data["year"],
+        portal=data["portal"],
+        description=data.get("description") or "",
+        profile=data.get("profile") or "",
+        lead=data.get("lead") or "",
+        material=parse_material(data.get("material")) or Material(),
+    )
 
 
 def parse_course_changes(body: Any) -> tuple[dict[str, str | None], Material | None]:

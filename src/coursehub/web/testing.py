@@ -63,20 +63,29 @@ def add_students(session: Session, course: Course, n_students: int, groups: int 
     session.flush()
     group_pks = [g.id for g in course.groups if g.name in names]
     people = [
-        {"username": f"s{i:07d}", "first_name": f"First{i}", "last_name": f"Last{i:05d}",
-         "email": f"s{i:07d}@etu.example.org", "student_number": f"s{i:07d}"}
+        {
+            "username": f"s{i:07d}",
+            "first_name": f"First{i}",
+            "last_name": f"Last{i:05d}",
+            "email": f"s{i:07d}@etu.example.org",
+            "student_number": f"s{i:07d}",
+        }
         for i in range(n_students)
-    ]  # fmt: skip
+    ]
     session.execute(insert(Person), people)
     usernames = [p["username"] for p in people]
     pks = session.scalars(
         select(Person.id).where(Person.username.in_(usernames)).order_by(Person.id)
     )
     rows = [
-        {"person_pk": pk, "course_pk": course.id, "role": Role.STUDENT.value,
-         "group_pk": group_pks[i % len(group_pks)] if group_pks else None}
+        {
+            "person_pk": pk,
+            "course_pk": course.id,
+            "role": Role.STUDENT.value,
+            "group_pk": group_pks[i % len(group_pks)] if group_pks else None,
+        }
         for i, pk in enumerate(pks)
-    ]  # fmt: skip
+    ]
     session.execute(insert(Membership), rows)
     session.flush()
 
@@ -117,9 +126,15 @@ def seed_web_catalog(url: str) -> str:
             )
             add_member(session, other, "oteacher", Role.LEAD)
             add_member(
-                session, other, "p2509001", Role.STUDENT, first_name="Inès", last_name="Garnier",
-                email="ines.garnier@etu.example.org", student_number="p2509001",
-            )  # fmt: skip
+                session,
+                other,
+                "p2509001",
+                Role.STUDENT,
+                first_name="Inès",
+                last_name="Garnier",
+                email="ines.garnier@etu.example.org",
+                student_number="p2509001",
+            )
             return course.course_id
     finally:
         engine.dispose()
@@ -130,8 +145,13 @@ def make_test_app(url: str, **overrides: Any) -> Any:
     from coursehub.web import create_app
 
     tokens = {f"tok-{part}": who for part, who in IDENTITIES.items() if who is not None}
-    config = {"TESTING": True, "DATABASE_URL": url, "SECRET_KEY": "test-secret",
-              "API_TOKEN_RESOLVER": tokens.get, **overrides}  # fmt: skip
+    config = {
+        "TESTING": True,
+        "DATABASE_URL": url,
+        "SECRET_KEY": "test-secret",
+        "API_TOKEN_RESOLVER": tokens.get,
+        **overrides,
+    }
     return create_app(config, environ={})
 
 

@@ -22,8 +22,14 @@ from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
 from coursehub.web.saving import commit_or_show, show_error
 
-__all__ = ["back_to_course", "commit_or_show", "form_status", "init_app", "load_course",
-           "show_error"]  # fmt: skip
+__all__ = [
+    "back_to_course",
+    "commit_or_show",
+    "form_status",
+    "init_app",
+    "load_course",
+    "show_error",
+]
 
 #: Seconds the header keeps "is on a teaching team" per user (a role change shows after it).
 TEAM_CACHE_S = 60.0

@@ -28,9 +28,14 @@ def show(course_id: str) -> str:
         get_session(), course_id, g.get("identity"), page=request.args.get("page", 1, type=int)
     )
     require(page.access, Access.VIEW)
-    return render_template("courses/show.html", page=page, course=page.course,
-                           access=page.access, Access=Access,
-                           hub_sync=hub_sync_settings())  # fmt: skip
+    return render_template(
+        "courses/show.html",
+        page=page,
+        course=page.course,
+        access=page.access,
+        Access=Access,
+        hub_sync=hub_sync_settings(),
+    )
 
 
 @bp.post("/courses/<course_id>/sync")
@@ -79,11 +84,15 @@ def form_material(form: CourseForm) -> Material:
 def apply_create(session: Session, form: CourseForm) -> Course | None:
     """Create the course from a valid form and commit; None (errors on the form) if refused."""
     new = NewCourse(
-        code=form.code.data or "", title=form.title.data or "", year=form.year.data or "",
-        portal=form.portal.data or "", description=form.description.data or "",
+        code=form.code.data or "",
+        title=form.title.data or "",
+        year=form.year.data or "",
+        portal=form.portal.data or "",
+        description=form.description.data or "",
         profile=(form.profile.data or "") if "profile" in form else "",
-        lead=(form.lead.data or "") if "lead" in form else "", material=form_material(form),
-    )  # fmt: skip
+        lead=(form.lead.data or "") if "lead" in form else "",
+        material=form_material(form),
+    )
     with commit_or_show(session, form, "code") as saved:
         course = apply_new_course(session, new, g.identity.name)
     return course if saved else None

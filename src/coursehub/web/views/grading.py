@@ -80,9 +80,12 @@ def act(course_id: str, assignment: str, step: str) -> WerkzeugResponse:
             assignments.generate_feedback(layout, assignment)
             assignments.release_feedback(layout, assignment)
         else:
-            getattr(assignments, {"generate": "generate_assignment",
-                                  "release": "release_assignment"}.get(step, step))(
-                layout, assignment)  # fmt: skip
+            getattr(
+                assignments,
+                {"generate": "generate_assignment", "release": "release_assignment"}.get(
+                    step, step
+                ),
+            )(layout, assignment)
     except CoursehubError as exc:
         flash(str(exc), "error")
     else:
@@ -132,9 +135,13 @@ def start_autograde(course_id: str, assignment: str) -> None:
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "coursehub", "grading", "autograde", course_id, assignment],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, env=env, pass_fds=[lock.fd],
-            )  # fmt: skip
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+                pass_fds=[lock.fd],
+            )
         lock.describe(identity.name if identity else "?", proc.pid)
     finally:
         lock.release()  # the child holds its own copy of the locked descriptor

@@ -57,10 +57,16 @@ def index(course_id: str) -> tuple[str, int] | Response:
         with commit_or_show(session, form, "username") as saved:
             group = get_group(course, form.group.data) if form.group.data else None
             member = add_member(
-                session, course, form.username.data or "", form.role.data or "", group,
-                first_name=form.first_name.data or "", last_name=form.last_name.data or "",
-                email=form.email.data or None, actor=course_actor(session, g.identity, course),
-            )  # fmt: skip
+                session,
+                course,
+                form.username.data or "",
+                form.role.data or "",
+                group,
+                first_name=form.first_name.data or "",
+                last_name=form.last_name.data or "",
+                email=form.email.data or None,
+                actor=course_actor(session, g.identity, course),
+            )
             done = f"{member.person.username} is now {member.role} in {course.course_id}."
         if saved:
             flash(done, "success")
