@@ -32,6 +32,7 @@ from coursehub.grading.sandbox import (
     plan_sandbox_env,
     sandbox_mode,
 )
+from coursehub.grading.sandbox_kernel import ROOT_WORK_DIR
 from test_grading_e2e import CORRECT, PS, answer, backend, new_course
 
 SECRET_ENV = {
@@ -166,6 +167,7 @@ def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
         str(next((layout.course_dir / "source").rglob("*.ipynb"))),
         "/etc/shadow",
     ]
+    jobs_before = set(ROOT_WORK_DIR.glob("job-*"))  # left by other runs (killed ones too)
     listener = socket.create_server(("127.0.0.1", 0))
     try:
         port = listener.getsockname()[1]
@@ -189,7 +191,7 @@ def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
     assert "FOUND" in printed, printed
     found = json.loads(printed.split("FOUND", 1)[1].splitlines()[0])
     assert found == {"env": [], "proc": [], "readable": [], "writable": [], "net": False}
-    assert not list(Path("/tmp/coursehub-grading").glob("job-*"))  # private copies removed
+    assert set(ROOT_WORK_DIR.glob("job-*")) <= jobs_before  # this run's private copies removed
 
 
 def test_a_submission_holding_a_symbolic_link_is_not_graded(tmp_path):
