@@ -1,4 +1,4 @@
-"""Helpers shared by the tests: a free port, waiting for a condition, golden files.
+"""Helpers shared by the tests: a free port, waiting for a condition, golden files, SQL counting.
 
 Import them as ``from helpers import free_port, wait_until, assert_matches_golden``
 (pytest puts ``tests/`` on ``sys.path``; the benchmarks insert it themselves).
@@ -12,13 +12,21 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from coursehub.demo.ports import free_port
 
-__all__ = ["GOLDEN_DIR", "WaitTimeoutError", "assert_matches_golden", "free_port", "wait_until"]
+__all__ = [
+    "GOLDEN_DIR",
+    "WaitTimeoutError",
+    "assert_matches_golden",
+    "counted_statements",
+    "free_port",
+    "wait_until",
+]
 
 T = TypeVar("T")
 
@@ -115,3 +123,23 @@ def assert_matches_golden(text: str, name: str) -> None:
             f"rendered text differs from golden/{name} "
             f"(regenerate with {REGENERATE_ENV}=1 if intended):\n{''.join(diff)}"
         )
+
+
+@contextmanager
+def counted_statements(app: Any) -> Iterator[list[str]]:
+    """Collect the SQL statements the course app's engine runs inside the block."""
+    from sqlalchemy import event
+
+    from coursehub.web.database import ENGINE_KEY
+
+    statements: list[str] = []
+    engine = app.extensions[ENGINE_KEY]
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

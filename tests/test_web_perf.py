@@ -10,19 +10,15 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import psutil
 import pytest
 import requests
-from sqlalchemy import event
 
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.errors import UsageError
 from coursehub.web.coursepage import PAGE_SIZE
-from coursehub.web.database import ENGINE_KEY
 from coursehub.web.identity import Identity
 from coursehub.web.serving import ServerPlan, plan_gunicorn_options, plan_workers
 from coursehub.web.testing import (
@@ -31,26 +27,10 @@ from coursehub.web.testing import (
     identity_headers,
     seed_web_catalog,
 )
-from helpers import free_port, wait_until
+from helpers import counted_statements, free_port, wait_until
 
 C = "/courses/mlmeca-2025/"
 LEAD = identity_headers(Identity("mbuffat"))
-
-
-@contextmanager
-def counted_statements(app) -> Iterator[list[str]]:
-    """Collect the SQL statements the app's engine runs inside the block."""
-    statements: list[str] = []
-    engine = app.extensions[ENGINE_KEY]
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def enrol(url: str, n_students: int) -> None:

@@ -3,20 +3,18 @@ the one commit step of the views. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
-from sqlalchemy import event, inspect, select, text
+from sqlalchemy import inspect, select, text
 
 from coursehub.catalog import courses, people, readmodel
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
-from coursehub.web.database import ENGINE_KEY, get_session
+from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
 from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.testing import add_students, api_headers, identity_headers
+from helpers import counted_statements
 
 C = "mlmeca-2025"
 LEAD = identity_headers(Identity("mbuffat"))
@@ -32,26 +30,10 @@ COURSE_READS = [
 ]
 
 
-@contextmanager
-def counted(app) -> Iterator[list[str]]:
-    """Collect the SQL statements the app runs inside the block."""
-    statements: list[str] = []
-    engine = app.extensions[ENGINE_KEY]
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-
-
 def statements_of(app, path: str, headers: dict[str, str]) -> int:
     client = app.test_client()
     assert client.get(path, headers=headers).status_code == 200  # warms the caches
-    with counted(app) as statements:
+    with counted_statements(app) as statements:
         assert client.get(path, headers=headers).status_code == 200
     return len(statements)
 
