@@ -17,6 +17,7 @@ from coursehub.bench.report import (
     render_spread,
     render_table,
     render_targets,
+    render_waits,
     save_plot,
 )
 from coursehub.bench.scenarios import (
@@ -49,6 +50,7 @@ from coursehub.bench.workload import (
     count_migrations,
     parse_workload_output,
     render_result_line,
+    run_queue_wait_s,
 )
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.resources import GpuInfo
@@ -197,6 +199,28 @@ def test_migrations_are_summed_over_the_threads(tmp_path):
     (tmp_path / "102").mkdir()  # a thread that ended: no sched file
     assert count_migrations(tmp_path) == 7
     assert count_migrations(tmp_path / "missing") is None
+
+
+def test_run_queue_waits_are_summed_over_the_threads_in_seconds(tmp_path):
+    # /proc/<pid>/task/<tid>/schedstat: on-CPU ns, run-queue wait ns, timeslices
+    for tid, text in (("100", "9000000000 250000000 40\n"), ("101", "10 1750000000 3\n")):
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "schedstat").write_text(text)
+    (tmp_path / "102").mkdir()  # a thread that ended: no schedstat
+    (tmp_path / "103").mkdir()
+    (tmp_path / "103" / "schedstat").write_text("garbled\n")
+    assert run_queue_wait_s(tmp_path) == 2.0
+    assert run_queue_wait_s(tmp_path / "missing") is None
+
+
+def test_this_process_shows_its_run_queue_wait():
+    waited = run_queue_wait_s()
+    assert waited is not None and waited >= 0.0
+
+
+def test_result_line_carries_the_run_queue_wait():
+    report = WorkloadReport(3.0, 2.9, 2, 10, 0.1, "cpu", waited_s=0.1234)
+    assert parse_workload_output(render_result_line(report)) == report
 
 
 def test_result_line_is_read_among_runner_lines():
@@ -362,6 +386,33 @@ def test_a_baseline_that_waited_for_cpu_is_flagged():
     )
     warning = check_baseline(plan_rows(waited, cpu_budget=2))
     assert warning is not None and "elapsed 26.2 s, CPU 11.6 s" in warning
+
+
+def baseline_of(train_s, cpu_s, threads, waited_s):
+    result = scenario_result("managed", [student(train_s, threads=threads)], train_s + 2)
+    alone = replace(result.students[0], cpu_s=cpu_s, waited_s=waited_s)
+    return plan_rows([ScenarioResult(result.scenario, (alone,), train_s + 2)], cpu_budget=16)
+
+
+def test_a_two_thread_baseline_that_cannot_fill_its_threads_is_not_taken_for_contention():
+    # 5.9 s elapsed, 7.0 s CPU on 2 threads: the LSTM keeps its threads 60 % busy
+    assert check_baseline(baseline_of(5.9, 7.0, 2, waited_s=0.03)) is None
+    assert check_baseline(baseline_of(5.9, 7.0, 2, waited_s=None)) is None
+
+
+def test_a_baseline_that_waited_on_the_run_queue_is_flagged_whatever_its_threads():
+    for threads in (1, 2, 8):
+        warning = check_baseline(baseline_of(6.0, 6.0 * threads, threads, waited_s=0.9))
+        assert warning is not None and "waited on a run queue 0.90 s of 6.0 s (15%)" in warning
+    assert check_baseline(baseline_of(6.0, 6.0, 1, waited_s=0.25)) is None  # 4 %: quiet enough
+
+
+def test_run_queue_waits_are_listed_per_scenario_when_known():
+    rows = baseline_of(6.0, 6.0, 1, waited_s=0.12)
+    assert render_waits(rows) == (
+        "waited on a run queue per student over the steps (median, s): managed x1 0.12"
+    )
+    assert render_waits(baseline_of(6.0, 6.0, 1, waited_s=None)) is None
 
 
 # --- text --------------------------------------------------------------------

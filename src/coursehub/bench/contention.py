@@ -270,6 +270,7 @@ def _student_of(job: Job, end_s: float) -> StudentResult:
         torch_threads=report.torch_threads if report else None,
         preempted=report.preempted if report else None,
         migrations=report.migrations if report else None,
+        waited_s=report.waited_s if report else None,
         process_cpu_s=result.cpu_s,
         nr_throttled=stats.nr_throttled if stats else None,
         throttled_s=stats.throttled_s if stats else None,

@@ -99,6 +99,7 @@ class NaiveStudent:
             torch_threads=report.torch_threads if report else None,
             preempted=report.preempted if report else None,
             migrations=report.migrations if report else None,
+            waited_s=report.waited_s if report else None,
             process_cpu_s=rusage.ru_utime + rusage.ru_stime,
             nr_throttled=stats.nr_throttled if stats else None,
             throttled_s=stats.throttled_s if stats else None,

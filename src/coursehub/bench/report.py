@@ -79,6 +79,23 @@ def render_spread(spread: Spread) -> str:
     )
 
 
+def render_waits(rows: Sequence[Row]) -> str | None:
+    """Return the run-queue wait per student of each scenario on one line, None if unknown.
+
+    The wait is time a student's threads were runnable but had no CPU
+    (:func:`coursehub.bench.workload.run_queue_wait_s`): near 0 when the
+    students fit the machine, large when they fight for it.
+    """
+    parts = [
+        f"{row.mode} x{row.n_students} {row.waited_median_s:.2f}"
+        for row in rows
+        if row.waited_median_s is not None
+    ]
+    if not parts:
+        return None
+    return "waited on a run queue per student over the steps (median, s): " + ", ".join(parts)
+
+
 def render_table(rows: Sequence[Row], baseline_s: float, cpu_budget: int) -> str:
     """Return the table with its definitions, one line per scenario.
 
@@ -95,6 +112,9 @@ def render_table(rows: Sequence[Row], baseline_s: float, cpu_budget: int) -> str
     base = next((r for r in rows if r.mode == "managed" and r.n_students == 1), None)
     if base is not None and base.summary is not None:
         lines.append(render_spread(base.summary.baseline))
+    waits = render_waits(rows)
+    if waits:
+        lines.append(waits)
     lines += [
         "elapsed: training time per student as the workload measures it (s); CPU: that "
         "process's CPU time over the same steps, all threads (s)",

@@ -102,6 +102,9 @@ class StudentResult:
         Involuntary context switches and CPU migrations of the workload over
         its training steps (:class:`coursehub.bench.workload.WorkloadReport`),
         None if unknown.
+    waited_s
+        Seconds the workload's threads waited on a run queue over its
+        training steps (the same report), None if unknown.
     """
 
     returncode: int
@@ -118,6 +121,7 @@ class StudentResult:
     gpu_peak_bytes: int | None = None
     preempted: int | None = None
     migrations: int | None = None
+    waited_s: float | None = None
 
     @property
     def quota_applied(self) -> bool:

@@ -44,8 +44,12 @@ MANAGED_MAX_SLOWDOWN = 1.05
 NAIVE_MIN_SLOWDOWN = 3.0
 NAIVE_TARGET_STUDENTS = 2
 OVERCOMMIT_MAX_RATIO = 1.15
-#: Baseline elapsed / CPU time above which the baseline waited for a CPU.
+#: Baseline elapsed / CPU time above which a one-thread baseline waited for a
+#: CPU (used only where the kernel does not show run-queue waits).
 BASELINE_MAX_WAIT_RATIO = 1.2
+#: Share of its elapsed time the baseline may spend waiting on a run queue:
+#: beyond the managed target's 5 %, a 5 % slowdown cannot be told from noise.
+BASELINE_MAX_WAIT_FRACTION = 0.05
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,9 @@ class Row:
     cpu_ratio
         Median over the repeats of CPU time per student / the alone run's
         (None where a run reported no CPU time).
+    waited_median_s
+        Seconds per student its threads waited on a run queue over the
+        training steps (median), None where the kernel does not show it.
     """
 
     mode: str
@@ -95,6 +102,7 @@ class Row:
     quota_applied: bool
     summary: Summary | None = None
     cpu_ratio: float | None = None
+    waited_median_s: float | None = None
 
     @property
     def makespan_ratio(self) -> float:
@@ -207,6 +215,7 @@ def plan_row(
     elapsed = [student_elapsed(s) for s in students]
     threads = [s.torch_threads for s in students if s.torch_threads is not None]
     cpu = [s.cpu_s for s in students if s.cpu_s is not None]
+    waited = [s.waited_s for s in students if s.waited_s is not None]
     throttled = [s.nr_throttled for s in students if s.nr_throttled is not None]
     slots = baseline.scenario.n_threads or 1
     goal = plan_target(scenario.mode, scenario.n_students, slots, cpu_budget)
@@ -255,6 +264,7 @@ def plan_row(
         quota_applied=all(s.quota_applied for s in students),
         summary=summary,
         cpu_ratio=cpu_ratio,
+        waited_median_s=statistics.median(waited) if waited else None,
     )
 
 
@@ -334,19 +344,32 @@ def check_targets(rows: list[Row], n_threads: int, cpu_budget: int) -> list[Targ
 def check_baseline(rows: list[Row]) -> str | None:
     """Return a warning when the baseline waited for CPU (other work ran), else None.
 
-    One student alone with one thread per CPU of its quota should run all
-    the time: elapsed ~ CPU time. When elapsed exceeds CPU time by more than
-    :data:`BASELINE_MAX_WAIT_RATIO`, other processes took the CPUs and every
-    slowdown measured against this baseline is unreliable.
+    The student alone should never wait for a CPU. Where the kernel shows
+    run-queue waits (``/proc/<pid>/task/*/schedstat``), the baseline is
+    flagged when they exceed :data:`BASELINE_MAX_WAIT_FRACTION` of its
+    elapsed time. Elsewhere only a one-thread baseline is judged, by elapsed
+    against CPU time (:data:`BASELINE_MAX_WAIT_RATIO`): with several threads
+    that ratio also measures how well the work spreads over them (a small
+    LSTM keeps 2 threads about 60 % busy), not contention.
     """
     base = next((r for r in rows if r.mode == "managed" and r.n_students == 1), None)
-    if base is None or not base.cpu_median_s or not base.torch_threads:
+    if base is None or not base.elapsed_median_s:
         return None
-    ratio = base.elapsed_median_s / (base.cpu_median_s / base.torch_threads)
-    if ratio <= BASELINE_MAX_WAIT_RATIO:
-        return None
+    if base.waited_median_s is not None:
+        share = base.waited_median_s / base.elapsed_median_s
+        if share <= BASELINE_MAX_WAIT_FRACTION:
+            return None
+        measured = (
+            f"waited on a run queue {base.waited_median_s:.2f} s of "
+            f"{base.elapsed_median_s:.1f} s ({share:.0%})"
+        )
+    else:
+        if not base.cpu_median_s or base.torch_threads != 1:
+            return None
+        if base.elapsed_median_s / base.cpu_median_s <= BASELINE_MAX_WAIT_RATIO:
+            return None
+        measured = f"elapsed {base.elapsed_median_s:.1f} s, CPU {base.cpu_median_s:.1f} s"
     return (
-        f"the baseline waited for CPU (elapsed {base.elapsed_median_s:.1f} s, CPU "
-        f"{base.cpu_median_s:.1f} s): other work was running, slowdowns are unreliable; "
-        "rerun on a quiet machine, or as root with --cpu-shares 262144 --repeat 5"
+        f"the baseline waited for CPU ({measured}): other work was running, slowdowns "
+        "are unreliable; rerun on a quiet machine, or as root with --cpu-shares 262144 --repeat 5"
     )

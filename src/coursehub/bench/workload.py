@@ -70,6 +70,11 @@ class WorkloadReport:
         Moves of its threads from one CPU to another over the steps (sum of
         ``se.nr_migrations`` in ``/proc/self/task/*/sched``, Linux with
         ``CONFIG_SCHED_DEBUG``), None where the kernel does not show it.
+    waited_s
+        Seconds its threads spent runnable but waiting for a CPU over the
+        steps (:func:`run_queue_wait_s`), None where the kernel does not
+        show it. Unlike elapsed against CPU time, this does not mistake a
+        thread pool that cannot keep every thread busy for contention.
     """
 
     train_s: float
@@ -80,6 +85,7 @@ class WorkloadReport:
     device: str = "cpu"
     preempted: int | None = None
     migrations: int | None = None
+    waited_s: float | None = None
 
 
 def render_result_line(report: WorkloadReport) -> str:
@@ -93,6 +99,7 @@ def render_result_line(report: WorkloadReport) -> str:
         "device": report.device,
         "preempted": report.preempted,
         "migrations": report.migrations,
+        "waited_s": None if report.waited_s is None else round(report.waited_s, 4),
     }
     return RESULT_PREFIX + json.dumps(values)
 
@@ -124,6 +131,7 @@ def parse_workload_output(text: str) -> WorkloadReport:
                 device=str(values.get("device", "cpu")),
                 preempted=_optional_int(values.get("preempted")),
                 migrations=_optional_int(values.get("migrations")),
+                waited_s=_optional_float(values.get("waited_s")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CoursehubError(f"malformed workload result line {line!r}: {exc}") from exc
@@ -133,6 +141,34 @@ def parse_workload_output(text: str) -> WorkloadReport:
 
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def run_queue_wait_s(task_dir: Path = Path("/proc/self/task")) -> float | None:
+    """Return the seconds this process's threads have waited on a run queue, None if not shown.
+
+    Sums the second field ("time spent waiting on a runqueue", nanoseconds)
+    of ``/proc/self/task/<tid>/schedstat`` over the live threads (Linux
+    kernel documentation, ``Documentation/scheduler/sched-stats.rst``);
+    threads that ended meanwhile are skipped. Time a thread was runnable
+    but held off the CPU by other work, or by its cgroup's CPU quota, counts.
+    """
+    total_ns, seen = 0, False
+    try:
+        tasks = list(task_dir.iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+            total_ns += int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        seen = True
+    return total_ns / 1e9 if seen else None
 
 
 def count_migrations(task_dir: Path = Path("/proc/self/task")) -> int | None:
@@ -185,6 +221,7 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     source = WindowSource(states, model_cfg.window + cfg.rollout_steps, device)
     losses: list[float] = []
     preempted_before, migrations_before = _nivcsw(), count_migrations()
+    waited_before = run_queue_wait_s()
     started, cpu_started = time.perf_counter(), time.process_time()
     while state.global_step < steps:
         remaining = (steps - state.global_step) * batch_size
@@ -193,7 +230,10 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     if device.type == "cuda":
         torch.cuda.synchronize()
     train_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
-    migrations_after = count_migrations()
+    migrations_after, waited_after = count_migrations(), run_queue_wait_s()
+    waited = None
+    if waited_before is not None and waited_after is not None:
+        waited = max(0.0, waited_after - waited_before)
     migrations = None
     if migrations_before is not None and migrations_after is not None:
         migrations = migrations_after - migrations_before
@@ -206,6 +246,7 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
         device.type,
         _nivcsw() - preempted_before,
         migrations,
+        waited,
     )
 
 
