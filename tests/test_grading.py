@@ -161,6 +161,17 @@ def test_register_formgrader_at_run_time_with_a_fresh_token():
     assert hub.created["mlmeca-2025"] == plan_service_model(
         "mlmeca-2025", "http://127.0.0.1:9900", done.api_token
     )
+    assert hub.created["mlmeca-2025"]["info"]["display_name"] == "Grading: mlmeca-2025"
+
+
+def test_a_formgrader_registered_with_its_title_shows_the_title_in_the_services_menu():
+    hub = FakeHub()
+    register_formgrader(
+        hub, "mlmeca-2025", "http://127.0.0.1:9900", "Machine Learning for Mechanics"
+    )
+    info = hub.created["mlmeca-2025"]["info"]
+    assert info["display_name"] == "Grading: Machine Learning for Mechanics"
+    assert info["course_id"] == "mlmeca-2025"
 
 
 @pytest.mark.parametrize("status", [403, 404, 405])

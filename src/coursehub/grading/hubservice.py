@@ -56,15 +56,28 @@ def formgrader_command(python: str = sys.executable, allow_root: bool = False) -
     return [*command, "--allow-root"] if allow_root else command
 
 
-def plan_service_model(course_id: str, url: str, api_token: str) -> dict[str, Any]:
-    """Return the body of ``POST /services/<course_id>`` for an external formgrader (pure)."""
+def plan_service_model(
+    course_id: str, url: str, api_token: str, title: str | None = None
+) -> dict[str, Any]:
+    """Return the body of ``POST /services/<course_id>`` for an external formgrader (pure).
+
+    Its ``info["display_name"]`` is what the hub's Services menu shows
+    (:mod:`coursehub.spawn.hubpages`): "Grading: <course title>", the
+    course_id where no title is given.
+    """
+    display_name = f"Grading: {title or course_id}"
     return {
         "name": course_id,
         "url": url,
         "api_token": api_token,
         "oauth_no_confirm": True,
         "display": True,
-        "info": {"coursehub": True, "kind": "formgrader", "course_id": course_id},
+        "info": {
+            "coursehub": True,
+            "kind": "formgrader",
+            "course_id": course_id,
+            "display_name": display_name,
+        },
     }
 
 
@@ -155,7 +168,9 @@ class Registration:
     message: str
 
 
-def register_formgrader(client: Any, course_id: str, url: str) -> Registration:
+def register_formgrader(
+    client: Any, course_id: str, url: str, title: str | None = None
+) -> Registration:
     """Register the course's formgrader as an external hub service at run time.
 
     Parameters
@@ -165,6 +180,8 @@ def register_formgrader(client: Any, course_id: str, url: str) -> Registration:
         ``admin:services``.
     url
         Where the formgrader listens (``http://127.0.0.1:PORT``).
+    title
+        The course's title, shown in the Services menu as "Grading: <title>".
 
     Returns
     -------
@@ -179,7 +196,7 @@ def register_formgrader(client: Any, course_id: str, url: str) -> Registration:
 
     token = secrets.token_hex(32)
     try:
-        client.create_service(course_id, plan_service_model(course_id, url, token))
+        client.create_service(course_id, plan_service_model(course_id, url, token, title))
     except HubError as exc:
         if exc.status == 409:
             return Registration(course_id, True, "", f"service {course_id} already registered")
