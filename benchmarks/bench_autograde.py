@@ -1,24 +1,46 @@
-"""Benchmark autograding: seconds per submission, one runner job each, in a temporary course.
+"""Benchmark autograding: serial against parallel, on submissions that train a model for ~5 s.
 
-Releases the demo assignment (``pendulum_energy``) in a temporary course
-directory and exchange, has ``--students`` students fetch and submit the
-correct answer, collects, then autogrades them (``--threads`` per job, 2 GiB
-memory limit) and prints the wall-clock time of each step and per
-submission. Each job starts a fresh interpreter, imports nbgrader and
-starts a kernel: that start-up is most of the time.
+A temporary course gets one assignment, ``train_pendulum``: a cell that
+trains the pendulum forecaster (:mod:`coursehub.pendulum.fitting`, an
+LSTM(4 -> 64), batch 64, ``--steps`` optimiser steps: about 5 s on one
+core of the 2-core development machine) and prints its training time, a
+solution cell and two autograder tests (2 points; odd students answer
+wrongly and score 1). ``--students`` students fetch and submit; then the
+batch is autograded ``--repeats`` times in turn serially (``--parallel
+1``) and side by side (``--parallel N``, default: all that the runner's CPU
+slots hold), each with ``--force``, one runner job per submission
+(``--threads`` each, 2 GiB memory limit), interleaved ``serial, parallel,
+serial, ...`` so that a drift of the shared machine touches both alike.
 
-Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 4``.
+Printed per repeat and as a median with a 95 % bootstrap interval
+(:func:`coursehub.bench.stats.bootstrap_median_interval`): the wall-clock
+time of each run, the speed-up (serial / parallel of the same repeat), the
+per-submission overhead (job wall-clock time less the training time the
+notebook printed: interpreter, nbgrader and kernel start, gradebook), the
+CPU utilisation of the jobs (their CPU seconds over wall-clock x CPU budget)
+and of the whole host (``/proc/stat``, other users included), and whether
+every run gave the serial run's scores.
+
+Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60 --repeats 1``
+(target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
 
+from coursehub.bench.stats import bootstrap_median_interval
 from coursehub.grading.assignments import (
     add_assignment,
     collect,
@@ -26,66 +48,205 @@ from coursehub.grading.assignments import (
     release_assignment,
 )
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
-from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
-from coursehub.grading.layout import ensure_course, make_layout
+from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.slots import default_cpu_budget
 
-ANSWER = (
-    "    a, b, c = (M1 + M2) * L1**2, M2 * L2**2, M2 * L1 * L2\n"
-    "    kinetic = a * omega1**2 / 2 + b * omega2**2 / 2"
-    " + c * omega1 * omega2 * np.cos(theta1 - theta2)\n"
-    "    return kinetic - (M1 + M2) * G * L1 * np.cos(theta1) - M2 * G * L2 * np.cos(theta2)"
-)
+ASSIGNMENT = "train_pendulum"
+TRAIN = """\
+import time
+import numpy as np
+import torch
+from coursehub.pendulum import fitting
+from coursehub.pendulum.config import ModelConfig, TrainConfig
+from coursehub.pendulum.model import fit_scaler
+from coursehub.pendulum.physics import integrate_rk4
+
+rng = np.random.default_rng(0)
+y0 = np.zeros((16, 4))
+y0[:, [0, 2]] = rng.uniform(-np.pi, np.pi, (16, 2))
+states = integrate_rk4(y0, 1 / 30, 300)
+config = ModelConfig(hidden_size=64, n_layers=1)
+cfg = TrainConfig(batch_size=64, max_windows={steps} * 64, noise=0.1)
+state = fitting.build_state(config, fit_scaler(config, states), cfg, torch.device("cpu"))
+source = fitting.WindowSource(states, config.window + 1, torch.device("cpu"))
+t0 = time.perf_counter()
+loss = fitting.train_epoch(state, source, cfg, lambda: False)
+print(f"TRAIN_S {{time.perf_counter() - t0:.3f}} loss {{loss:.4f}}")
+"""
+SOLUTION = "answer = None\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION\n"
+TESTS = ("assert np.isfinite(loss) and loss < 10", "assert answer == 42")
 
 
-def submit_all(layout, root: Path, students: list[str]) -> None:
-    """Fetch, answer and submit as each student, each from a folder of their own."""
-    for student in students:
+def source_notebook(steps: int) -> nbformat.NotebookNode:
+    """Return the assignment's source notebook (nbgrader cell metadata, schema 3)."""
+
+    def meta(grade_id: str, **flags: object) -> dict[str, object]:
+        base = {"grade": False, "solution": False, "locked": False, "schema_version": 3}
+        return {"nbgrader": {**base, "grade_id": grade_id, **flags}}
+
+    cells = [
+        new_code_cell(TRAIN.format(steps=steps), metadata=meta("train", locked=True)),
+        new_code_cell(SOLUTION, metadata=meta("answer", solution=True)),
+    ]
+    for i, test in enumerate(TESTS):
+        cells.append(new_code_cell(test, metadata=meta(f"test{i}", grade=True, points=1)))
+    return new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    )
+
+
+def make_course(root: Path, steps: int, students: list[str]) -> CourseLayout:
+    """Create, release, have every student submit (odd ones wrongly), collect."""
+    # a cell may take far longer than its 5 s on a loaded machine: no Execute.timeout there
+    layout = make_layout(
+        "bench-2025", root / "courses", root / "exchange", single_user=True, execute_timeout_s=600
+    )
+    ensure_course(layout)
+    source = root / f"{ASSIGNMENT}.ipynb"
+    nbformat.write(source_notebook(steps), source)
+    add_assignment(layout, ASSIGNMENT, [source])
+    generate_assignment(layout, ASSIGNMENT)
+    release_assignment(layout, ASSIGNMENT)
+    for i, student in enumerate(students):
         home = root / "home" / student
-        folder = fetch_assignment(
-            layout.exchange_root, layout.course_id, DEMO_ASSIGNMENT, student, home
-        )
-        path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
+        folder = fetch_assignment(layout.exchange_root, layout.course_id, ASSIGNMENT, student, home)
+        path = folder / f"{ASSIGNMENT}.ipynb"
         notebook = nbformat.read(path, as_version=4)
         for cell in notebook.cells:
-            cell.source = cell.source.replace(
-                "    # YOUR CODE HERE\n    raise NotImplementedError()", ANSWER
-            )
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "answer":
+                cell.source = f"answer = {42 if i % 2 == 0 else 0}\n"
         nbformat.write(notebook, path)
-        submit_assignment(layout.exchange_root, layout.course_id, DEMO_ASSIGNMENT, student, home)
+        submit_assignment(layout.exchange_root, layout.course_id, ASSIGNMENT, student, home)
+    collect(layout, ASSIGNMENT)
+    return layout
+
+
+def host_busy() -> tuple[float, float]:
+    """Return (busy, total) CPU jiffies of the host from ``/proc/stat`` (proc(5))."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def job_figures(layout: CourseLayout, students: list[str]) -> tuple[list[float], float]:
+    """Return per-job (wall - training) overheads and the jobs' total CPU seconds."""
+    overheads, cpu = [], 0.0
+    for student in students:
+        result = json.loads(
+            (layout.reports_dir / "logs" / f"autograde-{ASSIGNMENT}-{student}.json").read_text()
+        )
+        cpu += float(result["cpu_s"])
+        nb = layout.course_dir / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        text = "".join(
+            o.get("text", "") for c in nbformat.read(nb, 4).cells for o in c.get("outputs", [])
+        )
+        found = re.search(r"TRAIN_S ([0-9.]+)", text)
+        if found:
+            overheads.append(float(result["elapsed_s"]) - float(found.group(1)))
+    return overheads, cpu
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One autograde of the batch: wall clock (s), outcomes, overhead (s), CPU utilisations."""
+
+    wall_s: float
+    scores: dict[str, tuple[str, float | None]]
+    overhead_s: float
+    jobs_cpu_util: float
+    host_cpu_util: float
+
+
+def one_run(
+    layout: CourseLayout, root: Path, students: list[str], parallel: int, threads: int
+) -> RunFigures:
+    """Autograde every submission with ``--force`` and ``parallel`` jobs; return the figures."""
+    budget = default_cpu_budget()
+    backend = LocalBackend(root / "runs", SlotPool(root / "slots", budget), use_cgroups=False)
+    limits = AutogradeLimits(n_threads=threads, mem_limit=2 * 2**30, timeout_s=600)
+    busy0, total0 = host_busy()
+    started = time.perf_counter()
+    outcomes = autograde_assignment(
+        layout, ASSIGNMENT, students, limits, backend, parallel=parallel, force=True
+    )
+    wall = time.perf_counter() - started
+    busy1, total1 = host_busy()
+    overheads, cpu = job_figures(layout, students)
+    return RunFigures(
+        wall_s=wall,
+        scores={o.student_id: (o.status, o.score) for o in outcomes},
+        overhead_s=statistics.median(overheads) if overheads else float("nan"),
+        jobs_cpu_util=cpu / (wall * budget),
+        host_cpu_util=(busy1 - busy0) / max(1.0, total1 - total0),
+    )
+
+
+def describe(name: str, values: list[float], unit: str = "") -> str:
+    """Return ``name: median [low, high] (n=...)``."""
+    low, high = bootstrap_median_interval(values)
+    median = statistics.median(values)
+    interval = f"95 % interval [{low:.3g}, {high:.3g}]"
+    return f"{name}: median {median:.3g}{unit}, {interval} (n={len(values)})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--parallel", type=int, default=None, help="default: all that fit")
+    parser.add_argument("--threads", type=int, default=1, help="threads per job")
+    parser.add_argument("--repeats", type=int, default=1, help="serial/parallel pairs")
+    parser.add_argument("--steps", type=int, default=450, help="optimiser steps (~5 s)")
     args = parser.parse_args()
+    budget = default_cpu_budget()
+    parallel = args.parallel or max(1, budget // args.threads)
+    print(
+        f"{args.students} submissions, {args.threads} thread(s) each, CPU budget {budget}, "
+        f"parallel {parallel}, {os.cpu_count()} CPUs, {args.repeats} repeat(s)"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
         root = Path(tmp)
-        layout = make_layout("bench-2025", root / "courses", root / "exchange", single_user=True)
-        started = time.perf_counter()
-        ensure_course(layout)
-        add_assignment(layout, DEMO_ASSIGNMENT, [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"])
-        generate_assignment(layout, DEMO_ASSIGNMENT)
-        release_assignment(layout, DEMO_ASSIGNMENT)
-        released = time.perf_counter()
         students = [f"s{i:04d}" for i in range(args.students)]
-        submit_all(layout, root, students)
-        collect(layout, DEMO_ASSIGNMENT)
-        collected = time.perf_counter()
-        backend = LocalBackend(
-            root / "runs", SlotPool(root / "slots", args.threads), use_cgroups=False
+        t0 = time.perf_counter()
+        layout = make_course(root, args.steps, students)
+        print(
+            f"course, release, {args.students} submissions, collect: "
+            f"{time.perf_counter() - t0:.1f} s"
         )
-        limits = AutogradeLimits(n_threads=args.threads, mem_limit=2 * 2**30, timeout_s=600)
-        outcomes = autograde_assignment(layout, DEMO_ASSIGNMENT, students, limits, backend)
-        graded = time.perf_counter()
-    scores = sorted({o.score for o in outcomes})
-    print(f"setup + generate + release: {released - started:.2f} s")
-    print(f"{args.students} fetch + submit, collect: {collected - released:.2f} s")
-    per_submission = (graded - collected) / max(1, args.students)
-    print(f"autograde: {graded - collected:.2f} s, {per_submission:.2f} s per submission")
-    print(f"scores: {scores}")
+        pairs = []
+        for repeat in range(args.repeats):
+            serial = one_run(layout, root, students, 1, args.threads)
+            side = one_run(layout, root, students, parallel, args.threads)
+            pairs.append((serial, side))
+            for student, got in sorted(side.scores.items()):
+                if got != serial.scores.get(student):
+                    print(f"  {student}: serial {serial.scores.get(student)}, parallel {got}")
+            print(
+                f"repeat {repeat}: serial {serial.wall_s:.1f} s, "
+                f"parallel {side.wall_s:.1f} s, "
+                f"speed-up {serial.wall_s / side.wall_s:.2f}, overhead/submission "
+                f"{serial.overhead_s:.2f} s (serial) {side.overhead_s:.2f} s (parallel), "
+                f"jobs' CPU use {serial.jobs_cpu_util:.0%} / {side.jobs_cpu_util:.0%}, "
+                f"host {serial.host_cpu_util:.0%} / {side.host_cpu_util:.0%}, "
+                f"same scores: {serial.scores == side.scores == pairs[0][0].scores}",
+                flush=True,
+            )
+    speedups = [s.wall_s / p.wall_s for s, p in pairs]
+    print(describe("speed-up", speedups, "x"))
+    print(describe("serial s/submission", [s.wall_s / args.students for s, _ in pairs], " s"))
+    print(describe("parallel s/submission", [p.wall_s / args.students for _, p in pairs], " s"))
+    print(describe("overhead/submission (serial)", [s.overhead_s for s, _ in pairs], " s"))
+    print(describe("jobs' CPU utilisation, parallel", [p.jobs_cpu_util for _, p in pairs]))
+    scores = pairs[0][0].scores
+    print(f"scores (serial): {sorted(set(v for v in scores.values()))}")
+    print(
+        f"every run gave the serial scores: {all(s.scores == p.scores == scores for s, p in pairs)}"
+    )
+    print(
+        f"target speed-up >= {0.8 * parallel if parallel > 2 else 1.7:.2f}: "
+        f"{statistics.median(speedups) >= (0.8 * parallel if parallel > 2 else 1.7)}"
+    )
 
 
 if __name__ == "__main__":

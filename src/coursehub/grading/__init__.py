@@ -18,13 +18,25 @@ Public API
     ``collect``, ``generate_feedback``, ``release_feedback``,
     ``list_assignments``.
 ``coursehub.grading.exchange`` (student)
-    ``fetch_assignment``, ``submit_assignment``, ``RecordingFetchAssignment``.
+    ``fetch_assignment``, ``submit_assignment``, ``fetch_feedback``,
+    ``RecordingFetchAssignment``.
+``coursehub.grading.create`` (teacher, course page)
+    ``check_notebook_upload`` and ``parse_duedate`` (pure), ``create_assignment``
+    (from an uploaded notebook or one of the course's material),
+    ``set_schedule``.
+``coursehub.grading.latepolicy``
+    ``LatePolicy``, ``parse_late_policy`` and ``plan_late_penalty`` (pure),
+    ``save_late_policy``, ``CourseLatePenalty`` (nbgrader's late-submission plugin).
 ``coursehub.grading.autograde``
-    ``plan_autograde`` and ``autograde_args`` (pure), ``autograde_assignment``
-    (one runner job per submission), ``load_outcomes``, ``render_outcomes``.
-``coursehub.grading.export``
+    ``autograde_assignment`` (one runner job per submission, ``parallel``
+    at once, resumable), ``load_outcomes``, ``render_outcomes``; the pure
+    plans in ``autograde_core`` and ``autograde_batch``.
+``coursehub.grading.autograde_progress`` / ``autograde_launch``
+    ``read_autograde_progress`` (what the course page shows while it runs),
+    ``start_autograde`` (detached, refused while one runs).
+``coursehub.grading.export`` / ``moodle``
     ``export_grades_csv`` (nbgrader's CSV), ``read_grade_table``,
-    ``render_grade_table``.
+    ``render_grade_table``; ``render_moodle_csv`` (Moodle's grade import).
 ``coursehub.grading.course``
     ``setup_course`` and ``autograde_course_assignment`` (from the catalog).
 ``coursehub.grading.hubservice``

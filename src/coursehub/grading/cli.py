@@ -10,6 +10,9 @@ Nothing heavy is imported here.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,9 @@ def register(subparsers: Any) -> None:
         p = sub.add_parser(step, help=text)
         p.add_argument("course_id")
         p.add_argument("assignment")
-    auto = sub.add_parser("autograde", help="autograde every collected submission (runner jobs)")
+    auto = sub.add_parser(
+        "autograde", help="autograde the collected submissions, side by side (runner jobs)"
+    )
     auto.add_argument("course_id")
     auto.add_argument("assignment")
     auto.add_argument(
@@ -50,6 +55,19 @@ def register(subparsers: Any) -> None:
         default=600.0,
         metavar="S",
         help="wall-clock limit of one submission (default: %(default)s s)",
+    )
+    auto.add_argument(
+        "--parallel",
+        type=_positive_int,
+        metavar="N",
+        help="submissions graded at once (default: as many as the runner's CPU slots hold "
+        "jobs of the course's thread count)",
+    )
+    auto.add_argument(
+        "--force",
+        action="store_true",
+        help="grade again the submissions already graded (default: skip them, so that an "
+        "interrupted run continues where it stopped)",
     )
     export = sub.add_parser("export", help="write the grades as nbgrader's CSV")
     export.add_argument("course_id")
@@ -150,13 +168,67 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
                     f"{plan.summary()}"
                 )
                 return 0
-            outcomes = autograde_course_assignment(
-                session, args.course_id, layout, args.assignment, args.timeout
-            )
+            with _progress_bar(args.assignment) as on_progress, _sigterm_interrupts():
+                outcomes = autograde_course_assignment(
+                    session,
+                    args.course_id,
+                    layout,
+                    args.assignment,
+                    args.timeout,
+                    parallel=args.parallel,
+                    force=args.force,
+                    on_progress=on_progress,
+                )
+    except KeyboardInterrupt:
+        print(
+            f"coursehub: autograde of {args.assignment} interrupted; the submissions graded so "
+            "far are kept: run the same command again to continue",
+            file=sys.stderr,
+        )
+        return 130
     finally:
         engine.dispose()
     print(render_outcomes(args.assignment, outcomes))
     return 0
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+@contextlib.contextmanager
+def _progress_bar(assignment: str) -> Iterator[Callable[[Any], None]]:
+    """Yield an ``on_progress`` callback drawing a tqdm bar on stderr (none when not a terminal)."""
+    from tqdm import tqdm
+
+    with tqdm(desc=f"autograde {assignment}", unit="sub", disable=None) as bar:
+
+        def update(progress: Any) -> None:
+            bar.total = progress.total
+            bar.n = progress.graded
+            failed = len([f for f in progress.failures if f.status != "not-on-roster"])
+            bar.set_postfix(running=len(progress.running_now), failed=failed, refresh=False)
+            bar.refresh()
+
+        yield update
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM (the course page's stop, a shutdown) into KeyboardInterrupt for the block."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _student(args: argparse.Namespace, layout: Any) -> int:

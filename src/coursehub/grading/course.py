@@ -49,11 +49,13 @@ def autograde_course_assignment(
     assignment: str,
     timeout_s: float = DEFAULT_JOB_TIMEOUT_S,
     backend: Any = None,
+    **options: Any,
 ) -> list[SubmissionOutcome]:
     """Autograde ``assignment`` with the course's roster and its profile's threads and memory.
 
     The course directory's modes are set again afterwards (nbgrader writes
-    ``autograded/`` with its own modes).
+    ``autograded/`` with its own modes). ``options``: ``parallel``, ``force``
+    and ``on_progress`` of :func:`coursehub.grading.autograde.autograde_assignment`.
     """
     from coursehub.catalog.courses import get_course
 
@@ -61,6 +63,6 @@ def autograde_course_assignment(
     roster = [record.student_id for record in read_roster(session, course)]
     limits = limits_for_profile(course.profile, timeout_s)
     try:
-        return autograde_assignment(layout, assignment, roster, limits, backend)
+        return autograde_assignment(layout, assignment, roster, limits, backend, **options)
     finally:
         secure_course(layout)

@@ -1,4 +1,4 @@
-"""The student's side of the exchange: fetch and submit, and the fetch class that records fetches.
+"""The student's side of the exchange: fetch, submit, fetch feedback, and the recording fetch.
 
 nbgrader's exchange names a submission after ``CourseDirectory.student_id``
 when it is set (else after the Unix user). On the hub each student has a
@@ -186,7 +186,11 @@ def _run(
     else:
         config.ExchangeFactory.submit = PrivateSubmit
     factory = ExchangeFactory(config=config)
-    make = factory.FetchAssignment if kind == "fetch" else factory.Submit
+    make = {
+        "fetch": factory.FetchAssignment,
+        "submit": factory.Submit,
+        "fetch feedback": factory.FetchFeedback,
+    }[kind]
     app = make(
         coursedir=CourseDirectory(config=config),
         authenticator=Authenticator(config=config),
@@ -246,3 +250,26 @@ def submit_assignment(
     """
     work_dir = resolve_work_dir(work_dir)
     _run("submit", exchange_root, course_id, assignment, student_id, work_dir)
+
+
+def fetch_feedback(
+    exchange_root: Path, course_id: str, assignment: str, student_id: str, work_dir: Path
+) -> list[Path]:
+    """Fetch the released feedback of ``student_id``'s submissions of ``assignment``.
+
+    nbgrader's own fetch-feedback (what the Lab's assignment list runs): it
+    finds each of the student's submissions in their nbgrader cache
+    (``work_dir/.nbgrader_cache`` here) and the feedback file named after
+    the submission's secret, so a student only ever finds their own. The
+    files land in ``work_dir/<course_id>/<assignment>/feedback/<timestamp>/``;
+    the HTML files there are returned, sorted.
+
+    Raises
+    ------
+    CoursehubError
+        Naming the assignment, the course and the student: no feedback
+        folder in the exchange, or it cannot be read.
+    """
+    work_dir = resolve_work_dir(work_dir)
+    _run("fetch feedback", exchange_root, course_id, assignment, student_id, work_dir)
+    return sorted((work_dir / course_id / assignment / "feedback").glob("*/*.html"))

@@ -96,18 +96,48 @@ def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, 
     return write_atomically(dest, render_grades_csv(layout, assignments), mode=0o600)
 
 
+#: States of a grade-table cell.
+NOT_SUBMITTED = "not submitted"
+SUBMITTED = "submitted, not graded"
+GRADED = "graded"
+
+
+@dataclass(frozen=True)
+class GradeCell:
+    """One student's result for one assignment.
+
+    ``state``: :data:`NOT_SUBMITTED` (nothing in the exchange, nothing
+    collected), :data:`SUBMITTED` (in the exchange's inbound or collected,
+    no grade yet) or :data:`GRADED` (a submission in the gradebook);
+    ``score`` is nbgrader's score minus its late-submission penalty, never
+    below 0 (None unless graded), ``penalty`` that penalty.
+    """
+
+    state: str
+    score: float | None = None
+    penalty: float = 0.0
+
+
 @dataclass(frozen=True)
 class GradeRow:
-    """A student's scores: ``scores[i]`` for ``GradeTable.assignments[i]`` (None: not submitted)."""
+    """A student's results: ``cells[i]`` for ``GradeTable.assignments[i]``."""
 
     student_id: str
     name: str
-    scores: tuple[float | None, ...]
+    cells: tuple[GradeCell, ...]
+    email: str = ""
+    id_number: str = ""
 
     @property
-    def total(self) -> float:
-        """Sum of the scores (a missing submission counts 0)."""
-        return sum(s or 0.0 for s in self.scores)
+    def scores(self) -> tuple[float | None, ...]:
+        """The score of each assignment (None: not graded)."""
+        return tuple(c.score for c in self.cells)
+
+    @property
+    def total(self) -> float | None:
+        """Sum of the graded scores; None when nothing is graded yet."""
+        graded = [c.score for c in self.cells if c.score is not None]
+        return sum(graded) if graded else None
 
 
 @dataclass(frozen=True)
@@ -120,30 +150,77 @@ class GradeTable:
     rows: tuple[GradeRow, ...]
 
 
+def plan_cell(submission: Any, handed_in: bool) -> GradeCell:
+    """Return the cell of a gradebook submission (None: none); ``handed_in``: one came (pure)."""
+    if submission is None:
+        return GradeCell(SUBMITTED if handed_in else NOT_SUBMITTED)
+    raw = float(submission.score)
+    penalty = float(submission.late_submission_penalty or 0.0)
+    return GradeCell(GRADED, max(0.0, raw - penalty), penalty)
+
+
+def handed_in(layout: CourseLayout, assignment: str) -> set[str]:
+    """Return the students who submitted ``assignment`` (exchange inbound) or were collected."""
+    from coursehub.grading.assignments import parse_submission_name
+
+    found: set[str] = set()
+    inbound = layout.exchange_root / layout.course_id / "inbound"
+    submitted = layout.course_dir / "submitted"
+    for folder, collected in ((inbound, False), (submitted, True)):
+        try:
+            names = [p.name for p in folder.iterdir()]
+        except OSError:  # no inbound yet, or not readable by this user
+            continue
+        for name in names:
+            if collected and (submitted / name / assignment).is_dir():
+                found.add(name)
+            elif not collected:
+                parsed = parse_submission_name(name)
+                if parsed is not None and parsed[1] == assignment:
+                    found.add(parsed[0])
+    return found
+
+
 def read_grade_table(layout: CourseLayout) -> GradeTable:
-    """Read the course's grade table from its gradebook (students sorted by id)."""
+    """Read the course's grade table from its gradebook and its submissions (students sorted)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
         assignments = list(gradebook.assignments)
+        handed = {a.name: handed_in(layout, a.name) for a in assignments}
         rows = []
         for student in sorted(gradebook.students, key=lambda s: s.id):
-            scores: list[float | None] = []
+            cells = []
             for assignment in assignments:
                 try:
                     submission = gradebook.find_submission(assignment.name, student.id)
                 except MissingEntry:
-                    scores.append(None)
-                else:
-                    scores.append(float(submission.score))
+                    submission = None
+                cells.append(plan_cell(submission, student.id in handed[assignment.name]))
             name = f"{student.first_name or ''} {student.last_name or ''}".strip() or student.id
-            rows.append(GradeRow(student.id, name, tuple(scores)))
+            rows.append(
+                GradeRow(
+                    student.id,
+                    name,
+                    tuple(cells),
+                    student.email or "",
+                    student.lms_user_id or "",
+                )
+            )
         return GradeTable(
             layout.course_id,
             tuple(a.name for a in assignments),
             tuple(float(a.max_score) for a in assignments),
             tuple(rows),
         )
+
+
+def render_cell(cell: GradeCell) -> str:
+    """Return a cell as the table shows it: a score (``"2 (-2 late)"``) or its state (pure)."""
+    if cell.score is None:
+        return cell.state
+    late = f" (-{cell.penalty:g} late)" if cell.penalty else ""
+    return f"{cell.score:g}{late}"
 
 
 def render_grade_table(table: GradeTable) -> str:
@@ -155,7 +232,12 @@ def render_grade_table(table: GradeTable) -> str:
         "total",
     ]
     body = [
-        [r.student_id, r.name, *("-" if s is None else f"{s:g}" for s in r.scores), f"{r.total:g}"]
+        [
+            r.student_id,
+            r.name,
+            *(render_cell(c) for c in r.cells),
+            "-" if r.total is None else f"{r.total:g}",
+        ]
         for r in table.rows
     ]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]

@@ -65,6 +65,8 @@ RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
 #: The function whose config sandboxes every autograde that reads the course's config.
 SANDBOX_CONFIG = "coursehub.grading.sandbox_kernel.course_sandbox_config"
 SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
+#: The late-penalty plugin following each assignment's policy (coursehub.grading.latepolicy).
+LATE_PENALTY_CLASS = "coursehub.grading.latepolicy.CourseLatePenalty"
 
 #: Mode of each exchange directory, relative to the exchange root ("" is the root).
 EXCHANGE_MODES: dict[str, int] = {
@@ -183,6 +185,8 @@ def render_course_config(layout: CourseLayout) -> str:
         "# collect: check owners, skip symlinks; feedback: readable by its student only",
         f"c.ExchangeFactory.collect = {COLLECT_CLASS!r}",
         f"c.ExchangeFactory.release_feedback = {RELEASE_FEEDBACK_CLASS!r}",
+        "# late submissions: the penalty of the assignment's policy (course page)",
+        f"c.AssignLatePenalties.plugin_class = {LATE_PENALTY_CLASS!r}",
         "# autograde from the formgrader or `nbgrader autograde` too: kernels in the sandbox",
         f"from {sandbox_module} import {sandbox_function}",
         f"c.merge({sandbox_function}(c.CourseDirectory.root, c.Exchange.root))",

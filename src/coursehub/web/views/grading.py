@@ -1,27 +1,48 @@
-"""A course's nbgrader assignments and grades, for its teaching team only.
+"""A course's nbgrader assignments, from creation to exported grades, for its teaching team only.
 
-The page lists the assignments with who fetched, submitted, was collected
-and autograded, buttons for each step, the last autograde's outcomes, the
-grade table, the CSV export, and a link that opens the course's formgrader
-in its own tab (its in-page frame is blank with JupyterHub 4.1+,
-nbgrader#1870). Autograding can take minutes: it runs as a detached
-``coursehub grading autograde`` process; its outcomes show once written.
-Paths come from ``COURSEHUB_GRADING_*`` (:func:`coursehub.grading.layout.layout_from_env`).
+The page lists the assignments with their due date, late-submission policy,
+who fetched, submitted, was collected and autograded, a button for each
+step (generate, release, collect, autograde, feedback: generate and
+release), the autograde's progress while it runs (graded / total, failures
+with their reason, time left; :mod:`coursehub.grading.cycle`), the grade
+table ("not submitted", "submitted, not graded", scores), the exports
+(nbgrader's CSV, Moodle's grade import CSV) and a link that opens the
+course's formgrader in its own tab (its in-page frame is blank with
+JupyterHub 4.1+, nbgrader#1870).
+
+Who may do what (:mod:`coursehub.web.access`): the course's graders and
+teachers (``READ_ROSTER``) see the page, run the steps and export; creating
+an assignment and changing its due date or policy edits the course
+(``MANAGE``: lead, teachers); students never reach any of it. Every action
+is a POST with the CSRF token. Paths come from ``COURSEHUB_GRADING_*``
+(:func:`coursehub.grading.layout.layout_from_env`).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from dataclasses import asdict
+from typing import Any
 
-from flask import Blueprint, Response, abort, flash, redirect, render_template, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from werkzeug.datastructures import FileStorage
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from coursehub.errors import CoursehubError
 from coursehub.grading.layout import CourseLayout, layout_from_env
 from coursehub.web.access import Access
 from coursehub.web.views import load_course
+from coursehub.web.views.grading_forms import NewAssignmentForm, ScheduleForm
 
 bp = Blueprint("grading", __name__)
 
@@ -30,8 +51,8 @@ STEPS: dict[str, str] = {
     "generate": "generated",
     "release": "released",
     "collect": "collected",
-    "feedback": "given feedback",
     "autograde": "sent to autograding",
+    "feedback": "given feedback (generated and released)",
 }
 
 
@@ -40,27 +61,144 @@ def course_layout(course_id: str) -> CourseLayout:
     return layout_from_env(course_id)
 
 
+def ready_layout(course_id: str) -> CourseLayout:
+    """Return the layout of a course whose grading is set up; 404 with how to set it up."""
+    layout = course_layout(course_id)
+    if not layout.config_path.is_file():
+        abort(
+            404, f"grading is not set up for {course_id}: run coursehub grading setup {course_id}"
+        )
+    return layout
+
+
+def who() -> str:
+    """The signed-in user's name, for the autograde lock's record."""
+    identity = g.get("identity")
+    return identity.name if identity else "?"
+
+
 @bp.get("/courses/<course_id>/grading")
 def index(course_id: str) -> str:
     """The assignments, their progress and the grade table (teaching team)."""
     from coursehub.grading.assignments import assignment_status, list_assignments
     from coursehub.grading.autograde import load_outcomes
+    from coursehub.grading.create import default_timezone
+    from coursehub.grading.cycle import autograde_progress
     from coursehub.grading.export import read_grade_table
     from coursehub.grading.hubservice import formgrader_link
+    from coursehub.grading.latepolicy import LATE_METHODS, read_late_policies
 
-    course, _ = load_course(course_id, Access.READ_ROSTER)
+    course, access = load_course(course_id, Access.READ_ROSTER)
     layout = course_layout(course.course_id)
     ready = layout.config_path.is_file()
     names = list_assignments(layout) if ready else []
+    table = read_grade_table(layout) if ready else None
     return render_template(
         "grading/index.html",
         course=course,
         ready=ready,
+        can_manage=access >= Access.MANAGE,
         statuses=[assignment_status(layout, name) for name in names],
         outcomes={name: load_outcomes(layout, name) for name in names},
-        table=read_grade_table(layout) if ready else None,
+        progress={name: autograde_progress(layout, name) for name in names},
+        duedates=read_duedates(layout) if ready else {},
+        policies=read_late_policies(layout.course_dir) if ready else {},
+        timezone=default_timezone(),
+        late_methods=LATE_METHODS,
+        table=table,
         formgrader=formgrader_link(course.course_id),
     )
+
+
+def read_duedates(layout: CourseLayout) -> dict[str, Any]:
+    """Return each assignment's due date from the gradebook (aware, UTC; None: none)."""
+    from datetime import UTC
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
+        return {
+            a.name: None if a.duedate is None else a.duedate.replace(tzinfo=UTC)
+            for a in gradebook.assignments
+        }
+
+
+@bp.route("/courses/<course_id>/grading/new", methods=["GET", "POST"])
+def new(course_id: str) -> str | tuple[str, int] | WerkzeugResponse:
+    """Create an assignment from an uploaded notebook or one of the course's material."""
+    from coursehub.grading.create import (
+        MAX_NOTEBOOK_BYTES,
+        NewAssignment,
+        create_assignment,
+        default_timezone,
+        list_material_notebooks,
+        parse_duedate,
+        read_material_notebook,
+    )
+
+    course, _ = load_course(course_id, Access.MANAGE)
+    layout = ready_layout(course.course_id)
+    form = NewAssignmentForm()
+    material = list_material_notebooks(layout)
+    form.material.choices = [("", "(upload a notebook instead)"), *((m, m) for m in material)]
+    if request.method == "GET":
+        form.timezone.data = default_timezone()
+    problem = ""
+    if form.validate_on_submit():
+        upload = form.notebook.data
+        try:
+            new_assignment = NewAssignment(
+                form.assignment.data.strip(),
+                parse_duedate(form.duedate.data or "", form.timezone.data or ""),
+                form.policy(),
+            )
+            if form.material.data:
+                filename, data = read_material_notebook(layout, form.material.data)
+            elif isinstance(upload, FileStorage) and upload.filename:
+                filename, data = upload.filename, upload.read(MAX_NOTEBOOK_BYTES + 1)
+            else:
+                raise CoursehubError(
+                    "choose a source notebook to upload, or one of the course's material"
+                )
+            create_assignment(layout, new_assignment, filename, data)
+        except CoursehubError as exc:
+            problem = str(exc)
+        else:
+            flash(
+                f"Assignment {new_assignment.assignment} created: generate it, then release it.",
+                "success",
+            )
+            return redirect(url_for("grading.index", course_id=course.course_id))
+    status = 400 if problem or form.errors else 200
+    return render_template(
+        "grading/new.html", course=course, form=form, problem=problem, material=material
+    ), status
+
+
+@bp.post("/courses/<course_id>/grading/<assignment>/schedule")
+def schedule(course_id: str, assignment: str) -> WerkzeugResponse:
+    """Change an assignment's due date and late-submission policy."""
+    from coursehub.grading.assignments import list_assignments
+    from coursehub.grading.create import parse_duedate, set_schedule
+
+    course, _ = load_course(course_id, Access.MANAGE)
+    layout = ready_layout(course.course_id)
+    form = ScheduleForm()
+    back = redirect(url_for("grading.index", course_id=course.course_id))
+    if assignment not in list_assignments(layout):
+        flash(f"assignment {assignment!r} is not in course {course.course_id}", "error")
+        return back
+    if not form.validate_on_submit():
+        flash(f"{assignment}: the due-date form is incomplete ({form.errors})", "error")
+        return back
+    try:
+        duedate = parse_duedate(form.duedate.data or "", form.timezone.data or "")
+        set_schedule(layout, assignment, duedate, form.policy())
+    except CoursehubError as exc:
+        flash(str(exc), "error")
+    else:
+        flash(f"{assignment}: due date and late policy saved.", "success")
+    return back
 
 
 @bp.post("/courses/<course_id>/grading/<assignment>/<step>")
@@ -70,78 +208,83 @@ def act(course_id: str, assignment: str, step: str) -> WerkzeugResponse:
 
     course, _ = load_course(course_id, Access.READ_ROSTER)
     layout = course_layout(course.course_id)
+    back = redirect(url_for("grading.index", course_id=course.course_id))
     if step not in STEPS or assignment not in assignments.list_assignments(layout):
         flash(f"unknown step {step!r} or assignment {assignment!r}", "error")
-        return redirect(url_for("grading.index", course_id=course_id))
+        return back
     try:
-        if step == "autograde":
-            start_autograde(course.course_id, assignment)
-        elif step == "feedback":
-            assignments.generate_feedback(layout, assignment)
-            assignments.release_feedback(layout, assignment)
-        else:
-            getattr(
-                assignments,
-                {"generate": "generate_assignment", "release": "release_assignment"}.get(
-                    step, step
-                ),
-            )(layout, assignment)
+        skipped = run_step(layout, assignment, step)
     except CoursehubError as exc:
         flash(str(exc), "error")
-    else:
-        flash(f"{assignment} {STEPS[step]}.", "success")
-    return redirect(url_for("grading.index", course_id=course_id))
+        return back
+    flash(f"{assignment} {STEPS[step]}.", "success")
+    for line in skipped:
+        flash(f"collect skipped the submission {line}", "warning")
+    return back
+
+
+def run_step(layout: CourseLayout, assignment: str, step: str) -> list[str]:
+    """Run ``step`` on ``assignment``; return the submissions collect skipped (else none)."""
+    from coursehub.grading import assignments
+    from coursehub.grading.cycle import start_autograde
+
+    if step == "generate":
+        assignments.generate_assignment(layout, assignment)
+    elif step == "release":
+        assignments.release_assignment(layout, assignment)
+    elif step == "collect":
+        return assignments.skipped_submissions(assignments.collect(layout, assignment))
+    elif step == "autograde":
+        start_autograde(layout, assignment, who())
+    elif step == "feedback":
+        assignments.generate_feedback(layout, assignment)
+        assignments.release_feedback(layout, assignment)
+    return []
+
+
+@bp.get("/courses/<course_id>/grading/<assignment>/progress.json")
+def progress(course_id: str, assignment: str) -> Response:
+    """The autograde's progress of ``assignment`` as JSON (the page polls it while it runs)."""
+    from coursehub.grading.assignments import list_assignments
+    from coursehub.grading.cycle import autograde_progress
+
+    course, _ = load_course(course_id, Access.READ_ROSTER)
+    layout = ready_layout(course.course_id)
+    if assignment not in list_assignments(layout):
+        abort(404, f"assignment {assignment!r} is not in course {course.course_id}")
+    state = autograde_progress(layout, assignment)
+    return jsonify({**asdict(state), "is_running": state.is_running})
 
 
 @bp.get("/courses/<course_id>/grading/grades.csv")
 def grades_csv(course_id: str) -> Response:
-    """The course's grades as CSV, cells made safe for spreadsheets (teaching team)."""
+    """The course's grades as nbgrader's CSV, cells made safe for spreadsheets (teaching team)."""
     from coursehub.grading.export import render_grades_csv
 
     course, _ = load_course(course_id, Access.READ_ROSTER)
-    layout = course_layout(course.course_id)
-    if not layout.config_path.is_file():
-        abort(404, f"grading is not set up for {course.course_id}: run coursehub grading setup")
-    data = render_grades_csv(layout).encode("utf-8")
-    disposition = f'attachment; filename="{course.course_id}-grades.csv"'
-    return Response(data, mimetype="text/csv", headers={"Content-Disposition": disposition})
+    layout = ready_layout(course.course_id)
+    return csv_download(render_grades_csv(layout), f"{course.course_id}-grades.csv")
 
 
-def start_autograde(course_id: str, assignment: str) -> None:
-    """Start ``coursehub grading autograde COURSE ASSIGNMENT`` detached from the request.
+@bp.get("/courses/<course_id>/grading/grades-moodle.csv")
+def grades_moodle_csv(course_id: str) -> Response:
+    """The grades as Moodle's grade import CSV; ``?identifier=email|idnumber|username``."""
+    from coursehub.grading.moodle import moodle_csv_text, render_moodle_csv
 
-    The assignment's autograde lock is taken here and handed to the process
-    (:mod:`coursehub.grading.autograde_lock`): a second press while it runs
-    is refused with who started it, when, and its pid. The process gets the
-    allow-listed environment of :func:`coursehub.grading.sandbox.plan_launch_env`
-    (the catalog, no hub token or secret key).
-
-    Raises
-    ------
-    AutogradeRunningError
-        If an autograde of ``assignment`` is already running.
-    """
-    from flask import g
-
-    from coursehub.grading.autograde_lock import LOCK_FD_VAR, acquire_autograde_lock
-    from coursehub.grading.sandbox import plan_launch_env
-
-    layout = course_layout(course_id)
-    identity = g.get("identity")
-    lock = acquire_autograde_lock(layout, assignment, identity.name if identity else "?")
+    course, _ = load_course(course_id, Access.READ_ROSTER)
+    layout = ready_layout(course.course_id)
+    identifier = request.args.get("identifier", "email")
     try:
-        log = layout.reports_dir / f"autograde-{assignment}.log"
-        env = {**plan_launch_env(os.environ), LOCK_FD_VAR: str(lock.fd)}
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "coursehub", "grading", "autograde", course_id, assignment],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-                pass_fds=[lock.fd],
-            )
-        lock.describe(identity.name if identity else "?", proc.pid)
-    finally:
-        lock.release()  # the child holds its own copy of the locked descriptor
+        export = render_moodle_csv(layout, identifier)
+    except CoursehubError as exc:
+        abort(400, str(exc))
+    name = f"{course.course_id}-moodle-{identifier}.csv"
+    return csv_download(moodle_csv_text(export), name)
+
+
+def csv_download(text: str, filename: str) -> Response:
+    """Return ``text`` as a CSV attachment named ``filename``."""
+    disposition = f'attachment; filename="{filename}"'
+    return Response(
+        text.encode("utf-8"), mimetype="text/csv", headers={"Content-Disposition": disposition}
+    )

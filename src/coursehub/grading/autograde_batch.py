@@ -1,0 +1,335 @@
+"""Grade the submissions of one assignment side by side, within the runner's admission slots.
+
+nbgrader grades one submission after another (nbgrader#174); each job here
+is already a fresh interpreter with the course's limits
+(:func:`coursehub.grading.autograde.grading_spec`), so this module keeps
+up to ``parallel`` of them running at once. It is one thread: it starts
+jobs, polls them, and turns each finished job into its outcome, so that
+the parent's own gradebook reads and writes happen one at a time. The
+jobs' nbgrader processes write the gradebook themselves, serialised by
+SQLite's database lock (:func:`coursehub.grading.autograde.gradebook_url`).
+
+- ``parallel`` (default: all that fit): at most the jobs of the course's
+  ``n_threads`` that the runner's CPU budget admits at once
+  (:func:`plan_parallel`); the runner's FIFO admission slots
+  (:mod:`coursehub.runner.slots`) still decide when each one starts, so
+  students' own runner jobs on the same host are counted.
+- A job that fails, loops or exceeds its memory ends with its own limit
+  and is reported; it holds one slot meanwhile and the others go on.
+- After each submission the outcomes file and the progress record
+  (:mod:`coursehub.grading.autograde_progress`) are rewritten atomically.
+  A new run keeps the outcome of every submission already graded, unless
+  it was resubmitted since or ``force`` is set (:func:`plan_pending`): an
+  interrupted run continues where it stopped. Interrupted (Ctrl-C,
+  SIGTERM), it cancels its running jobs and records nothing for them.
+
+Extension point, Slurm job arrays: a backend offering ``submit_array``
+(:class:`ArrayBackend`) could take every pending
+:func:`coursehub.grading.autograde.grading_spec` at once as one array
+(``sbatch --array=0-N%parallel``) in place of :meth:`_Batch.fill`'s one
+``submit`` per job; its jobs would then grade into a node-local copy of
+the gradebook that this process merges, since SQLite's locks are not to be
+trusted on network file systems (https://www.sqlite.org/lockingv3.html,
+section 6). Not built: the Slurm backend is being written separately.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from coursehub.errors import UsageError
+from coursehub.grading.autograde_core import (
+    AutogradeLimits,
+    SubmissionOutcome,
+    ensure_students,
+    load_outcomes,
+    not_on_roster,
+    plan_autograde,
+    save_outcomes,
+)
+from coursehub.grading.autograde_job import finish_grading, start_grading, submitted_at
+from coursehub.grading.autograde_progress import (
+    AutogradeFailure,
+    AutogradeProgress,
+    estimate_time_left,
+    write_progress,
+)
+from coursehub.grading.layout import CourseLayout
+
+#: Outcomes kept by a later run without ``force`` (a ``failed`` one is tried again:
+#: it may be the host's fault, e.g. a refused job).
+KEPT_STATUSES = ("graded", "timeout", "killed", "corrupt")
+#: Seconds between two looks at the running jobs.
+POLL_S = 0.1
+#: Seconds to wait for a cancelled job to end when the run is interrupted.
+CANCEL_WAIT_S = 30.0
+
+ProgressSink = Callable[[AutogradeProgress], None]
+
+
+class ArrayBackend(Protocol):
+    """Extension point: a runner backend that sends many jobs as one job array (not built)."""
+
+    def submit_array(self, specs: Sequence[Any], max_running: int) -> list[Any]:
+        """Submit ``specs`` as one array, at most ``max_running`` at once; return their jobs."""
+
+
+def backend_capacity(backend: Any, n_threads: int) -> int | None:
+    """Return how many jobs of ``n_threads`` the backend runs at once (None: no known limit).
+
+    A :class:`coursehub.runner.LocalBackend`: its CPU budget (admission
+    slots) divided by ``n_threads``; another backend may say it with a
+    ``max_parallel_jobs`` attribute.
+    """
+    slots = getattr(backend, "slots", None)
+    if slots is not None and getattr(slots, "cpu_budget", None):
+        return max(1, int(slots.cpu_budget) // max(1, n_threads))
+    limit = getattr(backend, "max_parallel_jobs", None)
+    return int(limit) if limit else None
+
+
+def plan_parallel(requested: int | None, capacity: int | None, n_pending: int) -> int:
+    """Return how many jobs to keep running at once (pure).
+
+    ``requested`` (``--parallel``; None: all that fit) capped by the
+    backend's ``capacity`` and by the number of submissions to grade; at
+    least 1.
+
+    Raises
+    ------
+    UsageError
+        If ``requested`` < 1.
+    """
+    if requested is not None and requested < 1:
+        raise UsageError(f"--parallel must be at least 1, got {requested}")
+    wanted = requested if requested is not None else (capacity or 1)
+    if capacity is not None:
+        wanted = min(wanted, capacity)
+    return max(1, min(wanted, n_pending))
+
+
+@dataclass(frozen=True)
+class PendingPlan:
+    """Students to grade now, and the earlier outcomes that stand."""
+
+    to_grade: tuple[str, ...]
+    kept: tuple[SubmissionOutcome, ...]
+
+
+def plan_pending(
+    students: Iterable[str],
+    previous: Mapping[str, SubmissionOutcome],
+    stamps: Mapping[str, str],
+    autograded: Iterable[str],
+    force: bool,
+) -> PendingPlan:
+    """Split the submissions into those to grade and those graded already (pure).
+
+    An earlier outcome stands when ``force`` is not set, its status is in
+    :data:`KEPT_STATUSES`, it was made from the same submission (the same
+    nbgrader ``timestamp.txt``, in ``stamps``) and, for ``graded`` and
+    ``timeout``, its autograded folder is still there (``autograded``).
+    """
+    present = set(autograded)
+    to_grade, kept = [], []
+    for student in students:
+        old = previous.get(student)
+        stands = (
+            not force
+            and old is not None
+            and old.status in KEPT_STATUSES
+            and bool(old.submitted_at)
+            and old.submitted_at == stamps.get(student, "")
+            and (old.status not in ("graded", "timeout") or student in present)
+        )
+        if stands and old is not None:
+            kept.append(old)
+        else:
+            to_grade.append(student)
+    return PendingPlan(tuple(to_grade), tuple(kept))
+
+
+def run_batch(
+    layout: CourseLayout,
+    assignment: str,
+    roster: Iterable[str],
+    limits: AutogradeLimits,
+    backend: Any,
+    parallel: int | None,
+    force: bool,
+    on_progress: ProgressSink | None,
+) -> list[SubmissionOutcome]:
+    """Grade ``assignment``'s submissions side by side; return every outcome, sorted by student.
+
+    The caller holds the assignment's autograde lock
+    (:func:`coursehub.grading.autograde.autograde_assignment`).
+
+    Raises
+    ------
+    UsageError
+        If ``parallel`` < 1 (nothing has started).
+    """
+    from coursehub.grading.assignments import open_api
+    from coursehub.grading.sandbox import ensure_grader_user
+    from coursehub.runner.local import LocalBackend
+
+    if parallel is not None and parallel < 1:
+        raise UsageError(f"--parallel must be at least 1, got {parallel}")
+    if os.geteuid() == 0:
+        ensure_grader_user()
+    plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
+    ensure_students(layout, plan.students)
+    previous = {o.student_id: o for o in load_outcomes(layout, assignment)}
+    stamps = {s: submitted_at(layout, assignment, s) for s in plan.students}
+    autograded = [
+        s for s in plan.students if (layout.course_dir / "autograded" / s / assignment).is_dir()
+    ]
+    pending = plan_pending(plan.students, previous, stamps, autograded, force)
+    backend = backend or LocalBackend()
+    workers = plan_parallel(
+        parallel, backend_capacity(backend, limits.n_threads), len(pending.to_grade)
+    )
+    batch = _Batch(layout, assignment, limits, backend, workers, on_progress)
+    batch.outcomes = [*not_on_roster(layout, plan.not_on_roster), *pending.kept]
+    batch.total, batch.skipped = len(plan.students), len(pending.kept)
+    batch.queue.extend(pending.to_grade)
+    batch.publish("running")
+    try:
+        batch.run()
+    except BaseException:
+        batch.cancel()
+        batch.publish("interrupted")
+        raise
+    batch.publish("done")
+    return sorted(batch.outcomes, key=lambda o: o.student_id)
+
+
+class _Batch:
+    """The running jobs of one autograde, its outcomes so far and its progress record."""
+
+    def __init__(
+        self,
+        layout: CourseLayout,
+        assignment: str,
+        limits: AutogradeLimits,
+        backend: Any,
+        workers: int,
+        on_progress: ProgressSink | None,
+    ) -> None:
+        self.layout, self.assignment, self.limits = layout, assignment, limits
+        self.backend, self.workers, self.on_progress = backend, workers, on_progress
+        self.queue: deque[str] = deque()
+        self.running: dict[str, Any] = {}
+        self.outcomes: list[SubmissionOutcome] = []
+        self.total = self.skipped = self.done_here = 0
+        self.started_at = time.time()
+
+    def run(self) -> None:
+        """Keep ``workers`` jobs running until every submission has its outcome."""
+        while self.queue or self.running:
+            self.fill()
+            finished = self.collect_finished()
+            if not finished:
+                time.sleep(POLL_S)
+
+    def fill(self) -> None:
+        """Start jobs until ``workers`` run (a submission not run gets its outcome at once)."""
+        while self.queue and len(self.running) < self.workers:
+            student = self.queue.popleft()
+            started = start_grading(
+                self.layout, self.assignment, student, self.limits, self.backend
+            )
+            if isinstance(started, SubmissionOutcome):
+                self.add(started)
+            else:
+                self.running[student] = started
+                self.publish("running")
+
+    def collect_finished(self) -> int:
+        """Turn every finished job into its outcome; return how many finished."""
+        count = 0
+        for student, job in list(self.running.items()):
+            try:
+                result = job.poll()
+            except Exception as exc:  # the runner's supervisor failed: report, go on
+                del self.running[student]
+                self.add(_runner_failure(self.layout, self.assignment, student, exc))
+                count += 1
+                continue
+            if result is not None:
+                del self.running[student]
+                self.add(finish_grading(self.layout, self.assignment, student, result))
+                count += 1
+        return count
+
+    def add(self, outcome: SubmissionOutcome) -> None:
+        """Record one outcome: outcomes file and progress record, both rewritten atomically."""
+        self.outcomes.append(outcome)
+        self.done_here += 1
+        save_outcomes(self.layout, self.assignment, sorted(self.outcomes, key=_student))
+        self.publish("running")
+
+    def cancel(self) -> None:
+        """Stop the running jobs and wait for them (their outcomes are not recorded)."""
+        for job in self.running.values():
+            with contextlib.suppress(Exception):
+                job.cancel()
+        for job in self.running.values():
+            with contextlib.suppress(Exception):
+                job.wait(CANCEL_WAIT_S)
+        self.running.clear()
+
+    def progress(self, state: str) -> AutogradeProgress:
+        """Return the progress record now."""
+        graded = sum(1 for o in self.outcomes if o.status != "not-on-roster")
+        failures = tuple(
+            AutogradeFailure(o.student_id, o.status, o.message)
+            for o in sorted(self.outcomes, key=_student)
+            if o.status != "graded"
+        )
+        now = time.time()
+        left = estimate_time_left(now - self.started_at, self.done_here, self.total - graded)
+        return AutogradeProgress(
+            course_id=self.layout.course_id,
+            assignment=self.assignment,
+            state=state,
+            graded=graded,
+            total=self.total,
+            skipped=self.skipped,
+            failures=failures,
+            running_now=tuple(sorted(self.running)),
+            parallel=self.workers,
+            started_at=self.started_at,
+            updated_at=now,
+            estimated_s_left=left if state == "running" else None,
+            pid=os.getpid(),
+        )
+
+    def publish(self, state: str) -> None:
+        """Write the progress record and pass it to ``on_progress``."""
+        progress = self.progress(state)
+        write_progress(self.layout, progress)
+        if self.on_progress is not None:
+            self.on_progress(progress)
+
+
+def _student(outcome: SubmissionOutcome) -> str:
+    return outcome.student_id
+
+
+def _runner_failure(
+    layout: CourseLayout, assignment: str, student: str, exc: Exception
+) -> SubmissionOutcome:
+    from coursehub.grading.autograde_core import read_score, record_zero
+
+    record_zero(layout, assignment, student)
+    score, max_score = read_score(layout, assignment, student)
+    stamp = submitted_at(layout, assignment, student)
+    message = f"assignment {assignment}, student {student}: runner error: {exc}"[:500]
+    return SubmissionOutcome(student, "failed", score, max_score, message, stamp)

@@ -1,0 +1,100 @@
+"""Late submissions are penalised as the assignment's policy says, by nbgrader's own late step.
+
+Real nbgrader, real runner jobs: each student fetches and submits; the
+submission's ``timestamp.txt`` is then rewritten to a chosen time, in the
+format nbgrader's submit records (``nbgrader.utils.get_timestamp``), before
+collect; autograde asks the course's plugin for the penalty.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import UTC, datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursehub.grading.assignments import collect, generate_assignment, release_assignment
+from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.create import NewAssignment, create_assignment, parse_duedate
+from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.exchange import fetch_assignment, submit_assignment
+from coursehub.grading.export import GRADED, read_grade_table, render_grades_csv
+from coursehub.grading.latepolicy import LatePolicy
+from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
+from coursehub.runner import LocalBackend, SlotPool
+
+pytestmark = pytest.mark.slow
+
+CORRECT = (
+    "    a, b, c = (M1 + M2) * L1**2, M2 * L2**2, M2 * L1 * L2\n"
+    "    kinetic = a * omega1**2 / 2 + b * omega2**2 / 2"
+    " + c * omega1 * omega2 * np.cos(theta1 - theta2)\n"
+    "    return kinetic - (M1 + M2) * G * L1 * np.cos(theta1) - M2 * G * L2 * np.cos(theta2)"
+)
+#: 18:00 in Paris on 1 March 2025 (UTC+1) is 17:00 UTC.
+DUE = parse_duedate("2025-03-01T18:00", "Europe/Paris")
+
+
+def submit_at(layout: CourseLayout, tmp_path: Path, ps: str, student: str, when: datetime) -> None:
+    """Fetch, answer correctly, submit as ``student``; record the submission as made at ``when``."""
+    home = tmp_path / "home" / student
+    folder = fetch_assignment(layout.exchange_root, layout.course_id, ps, student, home)
+    path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
+    cell.source = cell.source.replace(
+        "    # YOUR CODE HERE\n    raise NotImplementedError()", CORRECT
+    )
+    nbformat.write(notebook, path)
+    submit_assignment(layout.exchange_root, layout.course_id, ps, student, home)
+    inbound = layout.exchange_root / layout.course_id / "inbound"
+    [submission] = inbound.glob(f"{student}+{ps}+*")
+    stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f %Z")  # nbgrader's get_timestamp
+    (submission / "timestamp.txt").write_text(stamp)
+
+
+def new_assignment(layout: CourseLayout, ps: str, policy: LatePolicy) -> None:
+    source = demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"
+    create_assignment(layout, NewAssignment(ps, DUE, policy), source.name, source.read_bytes())
+    generate_assignment(layout, ps)
+    release_assignment(layout, ps)
+
+
+def test_late_submissions_are_penalised_as_each_assignment_says(tmp_path):
+    layout = make_layout("late-2025", tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    ensure_course(layout)
+    assert datetime(2025, 3, 1, 17, 0, tzinfo=UTC) == DUE
+    new_assignment(layout, "ps1", LatePolicy("per_hour", 1.0))
+    new_assignment(layout, "ps2", LatePolicy("zero"))
+    times = {
+        "alice": datetime(2025, 3, 1, 16, 30, tzinfo=UTC),  # on time
+        "bob": datetime(2025, 3, 1, 19, 0, tzinfo=UTC),  # 2 h late
+        "carol": datetime(2025, 3, 2, 23, 0, tzinfo=UTC),  # 30 h late
+    }
+    for student, when in times.items():
+        submit_at(layout, tmp_path, "ps1", student, when)
+    submit_at(layout, tmp_path, "ps2", "bob", times["bob"])
+    backend = LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 1), use_cgroups=False, grace_s=1.0
+    )
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+    for ps in ("ps1", "ps2"):
+        collect(layout, ps)
+        outcomes = autograde_assignment(layout, ps, list(times), limits, backend)
+        assert {o.status for o in outcomes} == {"graded"}, outcomes
+
+    table = read_grade_table(layout)
+    cells = {row.student_id: row.cells for row in table.rows}
+    # per hour: 1 point per hour late; 30 points is more than the score: nbgrader clamps it
+    assert [(c.state, c.score, c.penalty) for c in (cells[s][0] for s in times)] == [
+        (GRADED, 4.0, 0.0),
+        (GRADED, 2.0, 2.0),
+        (GRADED, 0.0, 4.0),
+    ]
+    assert (cells["bob"][1].score, cells["bob"][1].penalty) == (0.0, 4.0)  # zero: all of it
+    rows = list(csv.DictReader(render_grades_csv(layout).splitlines()))
+    bob = {r["assignment"]: r for r in rows if r["student_id"] == "bob"}
+    assert (bob["ps1"]["raw_score"], bob["ps1"]["late_submission_penalty"]) == ("4.0", "2.0")
+    assert bob["ps1"]["score"] == "2.0" and bob["ps2"]["score"] == "0.0"
