@@ -3,20 +3,33 @@
 Seeds a temporary SQLite catalog (31 courses of one active year, 90
 teachers leading/teaching/grading 3 courses each, 2,910 students enrolled in
 3 courses each, seeded RNG), starts JupyterHub with configurable-http-proxy
-(the test fixture's :class:`RunningHub`, unless ``--hub-url`` names a running
-hub), then times :func:`coursehub.hub.sync.sync_catalog`:
+(the test fixture's :class:`RunningHub`), then times
+:func:`coursehub.hub.sync.sync_catalog`:
 
-1. the first sync (read catalog, read hub, plan, apply), users created in
-   chunks of ``--chunk-size`` and members added in one request per group;
+1. the first sync (read catalog, read hub, plan, apply), paced by
+   ``--target-s``/``--pause-s`` (``--unpaced``: 500 users a request, no pause);
 2. no-op re-syncs, ``--repeat`` times each, interleaved (one of each kind per
-   round, so that a noisy moment hits every kind alike): the whole catalog
-   (target: <= 1 s), the whole catalog with the user list read (what
-   ``--prune`` reads), and one course (what a web edit syncs); median and
-   range (min-max) per kind;
-3. a sync after one student changes course.
+   round, so that a noisy moment hits every kind alike): the whole catalog,
+   the whole catalog with ``--prune``, and one course (what a web edit
+   syncs); median and range (min-max) per kind (target: <= 1 s);
+3. a one-course change and a sync after one student changes course.
 
-Run: ``.venv/bin/python benchmarks/bench_sync.py`` (about a minute). The
-figures are wall-clock seconds on whatever else the machine is doing.
+While the first sync runs, a prober logs in (``GET`` then ``POST
+/hub/login``) and loads ``/hub/home`` every 250 ms, as a student would at the
+start of term: its latency before and during the sync (p50/p95/max) tells
+whether the paced writes (:mod:`coursehub.hub.pacing`) let logins through
+(targets: p95 < 1 s, max < 2 s).
+
+Then the hub grows: users outside coursehub are created directly with the
+hub's API in batches of 1,000 (not timed) up to each of ``--hub-users``
+(default 3,000, 10,000 and 20,000), and the no-op syncs are timed at each
+size (target: <= 1 s), then a one-course change at the largest size (one
+new student in one course, synced as the course app does: that course only;
+target: <= 0.5 s).
+
+Run: ``.venv/bin/python benchmarks/bench_sync.py`` (about 15 minutes at
+20,000 users on 2 CPUs, mostly creating the extra users). The figures are
+wall-clock seconds on whatever else the machine is doing.
 """
 
 from __future__ import annotations
@@ -24,18 +37,23 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import requests
+
 from coursehub.catalog.courses import create_course, create_portal, create_year
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Membership, Person
+from coursehub.catalog.models import Course, Membership, Person
 from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
 from coursehub.hub.hubclient import HubClient
+from coursehub.hub.pacing import UNPACED, PacePolicy
 from coursehub.hub.sync import sync_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,11 +101,11 @@ def seed_catalog(url: str, n_courses: int, n_teachers: int, n_students: int, see
                 session.add(Membership(person=student, course=course, role="student"))
 
 
-def timed_sync(engine, client: HubClient, chunk_size: int, **kwargs) -> dict[str, float]:
+def timed_sync(engine, client: HubClient, pace: PacePolicy, **kwargs) -> dict[str, float]:
     """Run one :func:`sync_catalog` (``kwargs``: course_ids, prune); return seconds and counts."""
     t0 = time.perf_counter()
     with session_scope(engine) as session:
-        outcome = sync_catalog(session, client, chunk_size=chunk_size, **kwargs)
+        outcome = sync_catalog(session, client, pace=pace, **kwargs)
     total = time.perf_counter() - t0
     if not outcome.ok or outcome.plan is None:
         raise SystemExit(f"sync failed: {outcome.report}")
@@ -113,58 +131,158 @@ def move_one_student(engine) -> None:
         membership.course_pk = free[0]
 
 
+class Prober:
+    """Log in and load the hub's home page every ``period_s`` in a thread; keep the latencies."""
+
+    def __init__(self, url: str, username: str, password: str, period_s: float = 0.25) -> None:
+        self.url, self.username, self.password, self.period_s = url, username, password, period_s
+        self.samples: list[tuple[float, float]] = []  # (start, seconds)
+        self.failures = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Prober:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def login_once(self) -> float:
+        """Log in through the form and load /hub/home; return the seconds it took."""
+        t0 = time.perf_counter()
+        with requests.Session() as session:
+            form = session.get(f"{self.url}/hub/login", timeout=30).text
+            xsrf = re.search(r'name="_xsrf"[^>]*value="([^"]+)"', form)
+            data = {"username": self.username, "password": self.password}
+            data["_xsrf"] = xsrf.group(1) if xsrf else ""
+            session.post(f"{self.url}/hub/login", data=data, timeout=30, allow_redirects=False)
+            home = session.get(f"{self.url}/hub/home", timeout=30, allow_redirects=False)
+            if home.status_code != 200:
+                raise RuntimeError(f"/hub/home answered {home.status_code}")
+        return time.perf_counter() - t0
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            start = time.perf_counter()
+            try:
+                self.samples.append((start, self.login_once()))
+            except (requests.RequestException, RuntimeError):
+                self.failures += 1
+            self.stop.wait(max(0.0, self.period_s - (time.perf_counter() - start)))
+
+    def between(self, t0: float, t1: float) -> list[float]:
+        return [s for start, s in self.samples if t0 <= start < t1]
+
+
+def latency_line(label: str, seconds: list[float]) -> str:
+    """Return p50/p95/max of ``seconds`` (nearest-rank percentiles) as one line."""
+    if not seconds:
+        return f"{label:30s} no sample"
+    ranked = sorted(seconds)
+    p95 = ranked[min(len(ranked) - 1, max(0, round(0.95 * len(ranked)) - 1))]
+    return (
+        f"{label:30s} p50 {statistics.median(ranked):.3f} s, p95 {p95:.3f} s, "
+        f"max {ranked[-1]:.3f} s over {len(ranked)} logins"
+    )
+
+
+def grow_hub(admin: HubClient, n_users: int, batch: int = 1000) -> None:
+    """Create users outside coursehub (``x0000000``...) until the hub has ``n_users``."""
+    have = admin.count_users()
+    names = [f"x{i:07d}" for i in range(have, n_users)]
+    for start in range(0, len(names), batch):
+        admin.create_users(names[start : start + batch], chunk_size=batch)
+
+
+def add_student(engine, course_id: str, username: str) -> None:
+    """Add a new student to one course (a one-course change)."""
+    with session_scope(engine) as session:
+        course = session.query(Course).filter_by(course_id=course_id).one()
+        person = Person(username=username)
+        session.add(person)
+        session.add(Membership(person=person, course=course, role="student"))
+
+
+def time_noops(engine, client, pace, repeat: int, size: int) -> None:
+    """Time ``repeat`` rounds of each kind of no-op sync; print median and range."""
+    kinds = {
+        "no-op catalog": {},
+        "no-op catalog (prune)": {"prune": True},
+        "no-op one course": {"course_ids": ["ue00-2025"]},
+    }
+    runs: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for _round in range(repeat):
+        for kind, kwargs in kinds.items():
+            client.seconds.clear()
+            figures = timed_sync(engine, client, pace, **kwargs)
+            assert figures["requests"] == 0, figures
+            runs[kind].append(figures["total_s"])
+            if _round == 0:
+                report(client, f"{kind} @{size}", figures)
+    for kind, seconds in runs.items():
+        median, low, high = statistics.median(seconds), min(seconds), max(seconds)
+        print(
+            f"{kind + f' @{size}':30s} median {median:.3f} s, range {low:.3f}-{high:.3f} s "
+            f"over {len(seconds)} runs"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--courses", type=int, default=31)
     parser.add_argument("--teachers", type=int, default=90)
     parser.add_argument("--students", type=int, default=2910)
-    parser.add_argument("--chunk-size", type=int, default=500)
+    parser.add_argument("--target-s", type=float, default=PacePolicy().target_s)
+    parser.add_argument("--pause-s", type=float, default=PacePolicy().pause_s)
+    parser.add_argument("--unpaced", action="store_true", help="one request per 500 users")
+    parser.add_argument(
+        "--hub-users", default="3000,10000,20000", help="hub sizes of the no-op syncs"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=7, help="no-op syncs of each kind (>= 5)")
-    parser.add_argument("--hub-url", help="use this running hub (empty!) instead of starting one")
-    parser.add_argument("--token-env", default="COURSEHUB_HUB_API_TOKEN")
     args = parser.parse_args()
+    pace = UNPACED if args.unpaced else PacePolicy(target_s=args.target_s, pause_s=args.pause_s)
+    sizes = sorted(int(n) for n in args.hub_users.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/catalog.sqlite"
         engine = make_engine(url)
         upgrade_database(engine)
         t0 = time.perf_counter()
         seed_catalog(url, args.courses, args.teachers, args.students, args.seed)
-        print(f"catalog seeded in {time.perf_counter() - t0:.1f} s")
-        hub = None if args.hub_url else start_hub(Path(tmp))
+        print(f"catalog seeded in {time.perf_counter() - t0:.1f} s; pace {pace}")
+        hub = start_hub(Path(tmp))
         try:
-            client = (
-                TimingClient(args.hub_url, os.environ[args.token_env])
-                if hub is None
-                else TimingClient(hub.api_url, hub.token)
-            )
-            report(client, "first sync", timed_sync(engine, client, args.chunk_size))
-            kinds = {
-                "no-op catalog": {},
-                "no-op catalog + users (prune)": {"prune": True},
-                "no-op one course": {"course_ids": ["ue00-2025"]},
-            }
-            runs: dict[str, list[float]] = {kind: [] for kind in kinds}
-            for _round in range(args.repeat):
-                for kind, kwargs in kinds.items():
-                    client.seconds.clear()
-                    figures = timed_sync(engine, client, args.chunk_size, **kwargs)
-                    assert figures["requests"] == 0, figures
-                    runs[kind].append(figures["total_s"])
-                    if _round == 0:
-                        report(client, kind, figures)
-            for kind, seconds in runs.items():
-                median, low, high = statistics.median(seconds), min(seconds), max(seconds)
+            client = TimingClient(hub.api_url, hub.token)
+            admin = HubClient(hub.api_url, hub.admin_token)
+            prober = Prober(hub.url, "prober", hub.password)
+            prober.login_once()  # the prober's user exists before the sync
+            with prober:
+                time.sleep(5.0)  # the latency of an idle hub
+                t_sync = time.perf_counter()
+                first = timed_sync(engine, client, pace)
+                t_end = time.perf_counter()
+            report(client, "first sync", first)
+            print(latency_line("login before the sync", prober.between(0, t_sync)))
+            print(latency_line("login during the sync", prober.between(t_sync, t_end)))
+            print(f"{'prober failures':30s} {prober.failures}")
+            for size in sizes:
+                t0 = time.perf_counter()
+                grow_hub(admin, size)
                 print(
-                    f"{kind:30s} median {median:.3f} s, range {low:.3f}-{high:.3f} s "
-                    f"over {len(seconds)} runs"
+                    f"hub grown to {admin.count_users()} users in {time.perf_counter() - t0:.0f} s"
                 )
+                time_noops(engine, client, pace, args.repeat, size)
+            add_student(engine, "ue00-2025", "p9999999")
+            client.seconds.clear()
+            one = timed_sync(engine, client, pace, course_ids=["ue00-2025"])
+            report(client, f"one-course change @{sizes[-1]}", one)
             move_one_student(engine)
             client.seconds.clear()
-            report(client, "one student moved", timed_sync(engine, client, args.chunk_size))
+            report(client, f"one student moved @{sizes[-1]}", timed_sync(engine, client, pace))
         finally:
-            if hub is not None:
-                hub.stop()
+            hub.stop()
     print(f"({os.cpu_count()} CPUs seen; timings are rough on a shared machine)")
     return 0
 

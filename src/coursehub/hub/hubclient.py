@@ -202,6 +202,27 @@ class HubClient:
         result: dict[str, Any] = self.request("GET", f"/users/{_q(name)}")
         return result
 
+    def find_user(self, name: str) -> dict[str, Any] | None:
+        """Return one user's model (``name``, ``admin``, ``groups``...); None if there is none."""
+        try:
+            return self.get_user(name)
+        except HubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def count_users(self) -> int:
+        """Return how many users the hub has (``_pagination.total`` of a one-user page).
+
+        Raises HubError when the hub does not paginate (JupyterHub < 2.0).
+        """
+        page = self.request(
+            "GET", "/users", params={"limit": 1}, headers={"Accept": PAGINATION_MEDIA_TYPE}
+        )
+        if not isinstance(page, dict):
+            raise HubError(501, "the hub does not paginate its user list", "GET", "/users")
+        return int(page["_pagination"]["total"])
+
     def create_users(self, names: Iterable[str], chunk_size: int = 500) -> list[str]:
         """Create users in bulk, ``chunk_size`` names per request; return the names created.
 

@@ -21,14 +21,15 @@ pruning sync once they leave the catalog. Groups without ``coursehub: true``
 are never emptied or deleted; a pre-existing group bearing a course's name is
 adopted (its properties set, missing members added, nobody removed in that run).
 
-Every step is idempotent and the steps run in an order (users, groups,
-properties, additions, removals, deletions) such that a run interrupted at
-any point converges when run again.
+Every step is idempotent, so a run interrupted at any point converges when
+run again. :func:`apply_sync` sends the steps paced by a
+:class:`~coursehub.hub.pacing.Pacer`: users and members in batches whose
+size follows the hub's measured time, with pauses that let logins through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from coursehub.contract import (
     course_id_of_group,
 )
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError
+from coursehub.hub.pacing import Pacer, SyncStoppedError
 
 #: Properties of :data:`~coursehub.contract.MANAGED_USERS_GROUP`.
 MANAGED_USERS_PROPERTIES: Mapping[str, Any] = {"coursehub": True, "role": "managed-users"}
@@ -90,7 +92,7 @@ class PropertyChange:
 
 @dataclass(frozen=True)
 class SyncPlan:
-    """What a sync will do, in the order :func:`apply_sync` does it."""
+    """What a sync will do (:func:`apply_sync` creates groups before users)."""
 
     create_users: tuple[str, ...] = ()
     create_groups: tuple[str, ...] = ()
@@ -104,6 +106,11 @@ class SyncPlan:
     def is_empty(self) -> bool:
         """True when the hub already matches the catalog."""
         return not any(self.counts().values())
+
+    @property
+    def size(self) -> int:
+        """Items to carry out (users, groups, properties, memberships): the progress total."""
+        return sum(self.counts().values())
 
     def counts(self) -> dict[str, int]:
         """Number of users or groups touched by each kind of step."""
@@ -207,51 +214,111 @@ def plan_sync(desired: HubState, actual: HubState, prune: bool = False) -> SyncP
     )
 
 
-def apply_sync(plan: SyncPlan, client: HubClient, chunk_size: int = 500) -> SyncReport:
-    """Carry out ``plan`` on the hub; return what happened.
+def apply_sync(
+    plan: SyncPlan,
+    client: HubClient,
+    pacer: Pacer | None = None,
+) -> SyncReport:
+    """Carry out ``plan`` on the hub, paced by ``pacer``; return what happened.
+
+    Order: groups are created and their properties set; users are created
+    in batches, each batch added to :data:`MANAGED_USERS_GROUP` at once (so
+    that an interrupted run leaves no user coursehub created outside it);
+    then the other members are added and removed in batches, and with
+    ``prune`` groups then users are deleted. Every step is idempotent, so
+    a run stopped anywhere converges when run again.
 
     A 4xx answer is recorded against its group (or user) and the other
-    steps go on; a bulk user creation refused for an invalid name is
-    retried name by name, and those users are left out of group additions.
-    When the hub stops answering (:class:`HubUnreachableError`, or 5xx after the
-    retries) the run stops and ``aborted`` says why; running the sync again
-    once the hub is back completes it.
+    steps go on; a batch of users refused for an invalid name is retried
+    name by name, and those users are left out of group additions. When
+    the hub stops answering (:class:`HubUnreachableError`, or 5xx after the
+    retries) or the pacer's stop is set, the run stops and ``aborted`` says
+    why; running the sync again completes it.
+
+    Parameters
+    ----------
+    plan
+        The steps (:func:`plan_sync`).
+    client
+        The hub's API client.
+    pacer
+        Batch sizes, pauses, progress and stop (default: a :class:`Pacer`
+        with the default :class:`~coursehub.hub.pacing.PacePolicy`).
     """
-    run = _Run(client)
+    pacer = pacer or Pacer()
+    run = _Run(client, pacer)
+    managed_adds = {u for c in plan.add_members if c.group == MANAGED_USERS_GROUP for u in c.users}
     try:
-        failed = run.create_users(plan.create_users, chunk_size)
         for name in plan.create_groups:
             run.step(name, client.create_group, name)
         for props in plan.set_properties:
             run.step(props.group, client.set_group_properties, props.group, props.properties)
+        failed = run.create_users(plan.create_users, managed_adds)
         for change in plan.add_members:
             missing = sorted(failed.intersection(change.users))
             if missing:
                 run.errors.append((change.group, f"users not created: {', '.join(missing)}"))
-            users = [u for u in change.users if u not in failed]
-            if users:
-                run.step(change.group, client.add_group_users, change.group, users)
+            skip = failed | (run.added if change.group == MANAGED_USERS_GROUP else set())
+            users = [u for u in change.users if u not in skip]
+            run.members(change.group, client.add_group_users, users, "add_members")
         for change in plan.remove_members:
-            run.step(change.group, client.remove_group_users, change.group, change.users)
+            run.members(change.group, client.remove_group_users, change.users, "remove_members")
         for name in plan.delete_groups:
             run.step(name, client.delete_group, name)
         for name in plan.delete_users:
             run.step(name, client.delete_user, name)
-    except (HubUnreachableError, HubError) as exc:
+    except (HubUnreachableError, HubError, SyncStoppedError) as exc:
         return SyncReport(run.requests, tuple(run.errors), aborted=str(exc))
     return SyncReport(run.requests, tuple(run.errors))
 
 
 class _Run:
-    """Book-keeping of one :func:`apply_sync`: requests sent and errors met."""
+    """Book-keeping of one :func:`apply_sync`: requests sent, errors met, users added."""
 
-    def __init__(self, client: HubClient) -> None:
-        self.client = client
+    def __init__(self, client: HubClient, pacer: Pacer) -> None:
+        self.client, self.pacer = client, pacer
         self.requests = 0
         self.errors: list[tuple[str, str]] = []
+        #: users created here and already added to MANAGED_USERS_GROUP
+        self.added: set[str] = set()
 
-    def step(self, target: str, action: Any, *args: Any) -> bool:
-        """Run one step; record a 4xx against ``target``; let 5xx and no-answer through."""
+    def step(self, target: str, action: Any, *args: Any, items: int = 1) -> bool:
+        """Send one paced request; record a 4xx against ``target``; let 5xx, no answer through."""
+        self.requests += 1
+        try:
+            self.pacer.one(lambda: action(*args), items)
+        except HubError as exc:
+            if exc.status >= 500:
+                raise
+            self.errors.append((target, exc.message))
+            return False
+        return True
+
+    def members(self, group: str, action: Any, users: Sequence[str], kind: str) -> None:
+        """Add or remove ``users`` in batches; a refused batch stops that group's change."""
+        for batch in self.pacer.batches(kind, users):
+            if not self._send(group, action, group, list(batch)):
+                return
+
+    def create_users(self, names: Sequence[str], managed_adds: set[str]) -> set[str]:
+        """Create users in batches, each then added to the managed group if planned.
+
+        On a refused batch, the users are created one by one. Returns the names that failed.
+        """
+        failed: set[str] = set()
+        for batch in self.pacer.batches("create_users", names):
+            if not self._send("users", self.client.create_users, list(batch), len(batch)):
+                self.errors.pop()
+                failed.update(u for u in batch if not self.step(u, self.client.create_users, [u]))
+            add = [u for u in batch if u in managed_adds and u not in failed]
+            group = MANAGED_USERS_GROUP
+            if add and self._send(group, self.client.add_group_users, group, add):
+                self.added.update(add)
+                self.pacer.count(len(add))
+        return failed
+
+    def _send(self, target: str, action: Any, *args: Any) -> bool:
+        """Send one request of a batch (paced by the batch loop); errors as in :meth:`step`."""
         self.requests += 1
         try:
             action(*args)
@@ -261,17 +328,6 @@ class _Run:
             self.errors.append((target, exc.message))
             return False
         return True
-
-    def create_users(self, names: tuple[str, ...], chunk_size: int) -> set[str]:
-        """Create users in chunks; on a refused chunk, one by one. Return the names that failed."""
-        failed: set[str] = set()
-        for start in range(0, len(names), chunk_size):
-            chunk = names[start : start + chunk_size]
-            if self.step("users", self.client.create_users, chunk, chunk_size):
-                continue
-            self.errors.pop()
-            failed.update(u for u in chunk if not self.step(u, self.client.create_users, [u]))
-        return failed
 
 
 def render_course_errors(course_ids: Iterable[str], report: SyncReport) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 The command line (``coursehub hub sync``), the course app after an edit
 (:mod:`coursehub.web.hubsync`) and the demo all call :func:`sync_catalog`:
-read the catalog (:func:`course_specs`), read the hub (:func:`read_hub_state`),
-plan (:func:`coursehub.hub.reconcile.plan_sync`, pure), apply
+read the catalog (:func:`course_specs`), read the hub
+(:func:`coursehub.hub.hubread.read_hub_state`), plan
+(:func:`coursehub.hub.reconcile.plan_sync`, pure), apply
 (:func:`coursehub.hub.reconcile.apply_sync`) and record each course's
 ``last_sync_at`` / ``last_sync_status``.
 
@@ -20,19 +21,27 @@ Outcome semantics (:class:`SyncOutcome`):
 * a step refused (4xx): recorded against its course; the other steps go on.
 * ``dry_run``: the plan only; nothing applied nor recorded.
 
-What is read from the hub: ``GET /groups`` (every group with its members and
-properties; the users of a sync that does not prune are the members of the
-groups: every user coursehub created is in ``coursehub-users``), plus
-``GET /users`` only for ``prune`` (admins are never deleted, so their flag is
-needed). With ``course_ids``, only the course's two groups and
-``coursehub-users`` are read (``GET /groups/{name}``) and planned: a web edit
-syncs the course it changed in three reads.
+What is read from the hub (:mod:`coursehub.hub.hubread`): ``GET /groups``
+(every group with its members and properties), or with ``course_ids`` only
+the course's two groups and ``coursehub-users`` (``GET /groups/{name}``);
+then only the users the groups leave open: desired users in no group (new
+students, or users that exist outside coursehub) and, to prune, the managed
+users about to be deleted (their admin flag). A no-op sync reads no user,
+however many the hub has.
+
+What is written (:func:`coursehub.hub.reconcile.apply_sync`): paced by a
+:class:`~coursehub.hub.pacing.Pacer`, batches sized from the hub's measured
+time so that no request blocks the hub for long, with pauses between them.
+``progress`` counts what is done (``plan.size`` in all); setting ``stop``
+ends the run between two requests, like a hub that stops answering: the next
+sync resumes.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,16 +49,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from coursehub.catalog.courses import record_sync
+from coursehub.catalog.material import material_properties
 from coursehub.catalog.models import TEAM_ROLES, AcademicYear, Course, Membership, Person, Role
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.profiles import profile_json
-from coursehub.contract import MANAGED_USERS_GROUP, student_group, team_group
 from coursehub.errors import UsageError
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError
+from coursehub.hub.hubread import read_hub_state
+from coursehub.hub.pacing import PacePolicy, Pacer
 from coursehub.hub.reconcile import (
     CourseSpec,
-    HubGroup,
-    HubState,
     SyncPlan,
     SyncReport,
     apply_sync,
@@ -106,9 +115,12 @@ def sync_catalog(
     course_ids: Collection[str] | None = None,
     prune: bool = False,
     dry_run: bool = False,
-    chunk_size: int = 500,
+    chunk_size: int | None = None,
     on_plan: Callable[[SyncPlan], None] | None = None,
     now: datetime | None = None,
+    pace: PacePolicy | None = None,
+    progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> SyncOutcome:
     """Reconcile the catalog (or some courses of it) into the hub; record and return the outcome.
 
@@ -127,11 +139,18 @@ def sync_catalog(
     dry_run
         Plan only: apply nothing, record nothing.
     chunk_size
-        Users created per request.
+        Most users per request (default: ``pace.max_batch``).
     on_plan
         Called with the plan before it is applied (the CLI prints it).
     now
         Time recorded as ``last_sync_at`` (default: now, UTC).
+    pace
+        Batch sizes and pauses (default :class:`~coursehub.hub.pacing.PacePolicy`).
+    progress
+        Called with the number of items each request carried out (``plan.size`` in all).
+    stop
+        Set it to stop the run between two requests (recorded like an
+        interrupted run: ``report.aborted`` says so; the next sync resumes).
 
     Raises
     ------
@@ -144,19 +163,23 @@ def sync_catalog(
     courses = course_specs(session, course_ids)
     ids = tuple(c.course_id for c in courses)
     scope = None if course_ids is None else ids
+    desired = desired_from_courses(courses)
     try:
-        actual = read_hub_state(client, scope, with_users=prune)
+        actual = read_hub_state(client, desired, scope, prune=prune)
     except (HubUnreachableError, HubError) as exc:
         report = SyncReport(aborted=f"{READ_FAILED}{exc}")
         if dry_run:
             return SyncOutcome(ids, None, report, dry_run=True)
         return SyncOutcome(ids, None, report, _record(session, ids, report, now))
-    plan = plan_sync(desired_from_courses(courses), actual, prune=prune)
+    plan = plan_sync(desired, actual, prune=prune)
     if on_plan is not None:
         on_plan(plan)
     if dry_run:
         return SyncOutcome(ids, plan, SyncReport(), dry_run=True)
-    report = apply_sync(plan, client, chunk_size=chunk_size)
+    pace = pace or PacePolicy()
+    if chunk_size is not None:
+        pace = replace(pace, max_batch=chunk_size, first_batch=min(pace.first_batch, chunk_size))
+    report = apply_sync(plan, client, Pacer(pace, stop, progress))
     return SyncOutcome(ids, plan, report, _record(session, ids, report, now))
 
 
@@ -169,50 +192,6 @@ def _record(
         record_sync(session, course, statuses[course.course_id], at=when)
     session.flush()
     return statuses
-
-
-def read_hub_state(
-    client: HubClient, course_ids: Iterable[str] | None = None, *, with_users: bool = False
-) -> HubState:
-    """Read what a plan needs from the hub.
-
-    Parameters
-    ----------
-    client
-        The hub's API client.
-    course_ids
-        None: every group (``GET /groups``, paginated). Else only the
-        groups of these courses and :data:`~coursehub.contract.MANAGED_USERS_GROUP`
-        (``GET /groups/{name}``; a missing group is absent).
-    with_users
-        Also read every user (``GET /users``) for their admin flag: needed
-        to prune. Without it the users are the members of the groups read
-        and ``admins_known`` is False.
-
-    Raises
-    ------
-    HubError, HubUnreachableError
-        When the hub refuses or does not answer a read.
-    """
-    if course_ids is None:
-        models = client.list_groups()
-    else:
-        names = [MANAGED_USERS_GROUP]
-        names += [name for cid in course_ids for name in (student_group(cid), team_group(cid))]
-        models = [m for m in map(client.get_group, names) if m is not None]
-    groups = {
-        m["name"]: HubGroup(m["name"], frozenset(m.get("users") or ()), m.get("properties") or {})
-        for m in models
-    }
-    if not with_users:
-        members = frozenset(u for g in groups.values() for u in g.users)
-        return HubState(users=members, groups=groups, admins_known=False)
-    users = client.list_users()
-    return HubState(
-        users=frozenset(u["name"] for u in users),
-        admins=frozenset(u["name"] for u in users if u.get("admin")),
-        groups=groups,
-    )
 
 
 def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> list[CourseSpec]:
@@ -228,6 +207,7 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
             selectinload(Course.year),
             selectinload(Course.portal),
             selectinload(Course.profile),
+            selectinload(Course.material),
         )
         .order_by(Course.course_id)
     )
@@ -269,4 +249,6 @@ def course_properties(course: Course) -> dict[str, Any]:
     }
     if course.profile is not None:
         props["profile"] = profile_json(course.profile)
+    if (material := material_properties(course.course_id, course.material)) is not None:
+        props["material"] = material  # read at spawn time by coursehub.spawn.material
     return props

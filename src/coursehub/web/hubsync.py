@@ -15,23 +15,31 @@ course (a profile edit, used by several courses) syncs the whole catalog.
 A hub that cannot be read is an outcome like any other: recorded on the
 courses in scope, nothing applied.
 
-In the request, not in a thread: the change is committed first, the sync
-runs with few attempts and a short timeout per request
-(``HUB_SYNC_ATTEMPTS``, ``HUB_SYNC_TIMEOUT_S``), and the user sees its
-outcome at once. A thread would outlive the request without a place to
-report to, and die with a WSGI worker.
+In a background thread, waited for a bounded time: the change is
+committed first, then the sync is handed to the app's
+:class:`~coursehub.hub.background.BackgroundSync` (one sync at a time per
+process; scopes queued meanwhile are merged into the next one) and the
+request waits for it at most ``HUB_SYNC_WAIT_S`` seconds (5 s). A one-course
+change is done by then and the user sees its outcome at once; a larger sync
+(a profile edit syncs the whole catalog, or a big roster import) goes on in
+the background, the answer says so (:data:`RUNNING`), and each course records
+its outcome when it is done (``last_sync_status``, shown on its page). The
+sync's requests use few attempts and a short timeout (``HUB_SYNC_ATTEMPTS``,
+``HUB_SYNC_TIMEOUT_S``) and are paced (:mod:`coursehub.hub.pacing`). A sync
+cut short by the end of a WSGI worker loses nothing: the next sync resumes it.
 
 Configuration keys (``COURSEHUB_<KEY>`` variables): ``HUB_SYNC`` (on by
 default; ``0``/``false``/``off`` turns it off), ``HUB_SYNC_URL`` and
 ``HUB_SYNC_TOKEN`` (default: the hub service's ``JUPYTERHUB_API_URL`` and
 ``JUPYTERHUB_API_TOKEN``, or ``COURSEHUB_HUB_API_URL``), ``HUB_SYNC_ATTEMPTS``,
-``HUB_SYNC_TIMEOUT_S``. The token needs the scopes of ``coursehub hub sync``:
+``HUB_SYNC_TIMEOUT_S``, ``HUB_SYNC_WAIT_S``. The token needs the scopes of ``coursehub hub sync``:
 ``admin:users``, ``admin:groups``, ``list:users``, ``read:users``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -41,11 +49,19 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from coursehub.errors import UsageError
+from coursehub.hub.background import BackgroundSync, SyncJob, SyncTracker
 from coursehub.hub.hubclient import HubClient, RetryPolicy, normalize_api_url
 from coursehub.hub.reconcile import SyncReport, render_course_errors
 from coursehub.hub.sync import SyncOutcome, sync_catalog
+from coursehub.web.aftersync import after_sync
+from coursehub.web.database import SESSIONS_KEY
+
+log = logging.getLogger(__name__)
 
 SETTINGS_KEY = "coursehub.hubsync"
+WORKER_KEY = "coursehub.hubsync.worker"
+#: Status of a change whose sync goes on after the answer.
+RUNNING = "running: the hub sync goes on in the background; the course page shows its outcome"
 #: Status of a change made while the sync is off.
 OFF = "off"
 #: Status of a course that the sync leaves out (archived, or of a closed year).
@@ -62,6 +78,7 @@ class HubSyncSettings:
     attempts: int = 2
     timeout_s: float = 5.0
     off_reason: str = ""
+    wait_s: float = 5.0
 
     @property
     def enabled(self) -> bool:
@@ -86,6 +103,11 @@ class HubSyncOutcome:
     def failed(self) -> bool:
         """True when the sync ran and left the course in error."""
         return self.status.startswith("error")
+
+    @property
+    def running(self) -> bool:
+        """True when the sync goes on in the background."""
+        return self.status == RUNNING
 
     def header(self) -> str:
         """Return the status as an HTTP header value (ASCII, one line, 200 characters at most)."""
@@ -116,8 +138,8 @@ def plan_hub_sync(config: Mapping[str, Any]) -> HubSyncSettings:
     Raises
     ------
     UsageError
-        For a URL that is not http(s), ``HUB_SYNC_ATTEMPTS`` < 1 or a
-        ``HUB_SYNC_TIMEOUT_S`` that is not positive.
+        For a URL that is not http(s), ``HUB_SYNC_ATTEMPTS`` < 1, a
+        ``HUB_SYNC_TIMEOUT_S`` that is not positive or a negative ``HUB_SYNC_WAIT_S``.
     """
     if not parse_flag(config.get("HUB_SYNC", True)):
         return HubSyncSettings(None, off_reason="turned off (COURSEHUB_HUB_SYNC)")
@@ -131,12 +153,29 @@ def plan_hub_sync(config: Mapping[str, Any]) -> HubSyncSettings:
         raise UsageError(f"COURSEHUB_HUB_SYNC_ATTEMPTS must be >= 1, got {attempts}")
     if timeout_s <= 0:
         raise UsageError(f"COURSEHUB_HUB_SYNC_TIMEOUT_S must be > 0, got {timeout_s:g}")
-    return HubSyncSettings(normalize_api_url(str(url)), str(token), attempts, timeout_s)
+    wait_s = float(config.get("HUB_SYNC_WAIT_S", 5.0))
+    if wait_s < 0:
+        raise UsageError(f"COURSEHUB_HUB_SYNC_WAIT_S must be >= 0, got {wait_s:g}")
+    url = normalize_api_url(str(url))
+    return HubSyncSettings(url, str(token), attempts, timeout_s, wait_s=wait_s)
 
 
 def init_app(app: Flask) -> None:
-    """Decide the app's sync settings once (see :func:`plan_hub_sync`)."""
-    app.extensions[SETTINGS_KEY] = plan_hub_sync(app.config)
+    """Decide the app's sync settings once (see :func:`plan_hub_sync`); make its worker."""
+    settings = app.extensions[SETTINGS_KEY] = plan_hub_sync(app.config)
+    if settings.enabled:
+        factory = app.extensions[SESSIONS_KEY]
+
+        def run(course_ids: Collection[str] | None, tracker: SyncTracker) -> SyncOutcome:
+            with factory() as session:
+                return run_sync(settings, session, course_ids, tracker=tracker)
+
+        app.extensions[WORKER_KEY] = BackgroundSync(run)
+
+
+def hub_sync_worker() -> BackgroundSync:
+    """Return the current app's background sync (its ``state()`` tells what it does)."""
+    return cast(BackgroundSync, current_app.extensions[WORKER_KEY])
 
 
 def hub_sync_settings() -> HubSyncSettings:
@@ -147,40 +186,60 @@ def hub_sync_settings() -> HubSyncSettings:
 def run_sync(
     settings: HubSyncSettings,
     session: Session,
-    course_ids: list[str] | None,
+    course_ids: Collection[str] | None,
     now: datetime | None = None,
+    tracker: SyncTracker | None = None,
 ) -> SyncOutcome:
-    """Sync ``course_ids`` (None: the whole catalog) with the app's settings; never raises
-    for the hub's answers (:func:`coursehub.hub.sync.sync_catalog`, never pruning)."""
+    """Sync ``course_ids`` (None: the whole catalog) with the app's settings and commit;
+    never raises for the hub's answers (:func:`coursehub.hub.sync.sync_catalog`, never
+    pruning). Raises :class:`~sqlalchemy.exc.SQLAlchemyError` (rolled back) when the
+    catalog cannot be read or written."""
     assert settings.api_url is not None
-    with HubClient(settings.api_url, settings.token, retry=settings.retry()) as client:
-        return sync_catalog(session, client, course_ids=course_ids, now=now)
+    hooks: dict[str, Any] = {}
+    if tracker is not None:
+        hooks = {"on_plan": tracker.on_plan, "progress": tracker.progress, "stop": tracker.stop}
+    scope = None if course_ids is None else sorted(course_ids)
+    try:
+        with HubClient(settings.api_url, settings.token, retry=settings.retry()) as client:
+            outcome = sync_catalog(session, client, course_ids=scope, now=now, **hooks)
+            after_sync(session, client, outcome.course_ids)  # team shares, data folders
+        session.commit()
+    except SQLAlchemyError:
+        session.rollback()
+        raise
+    return outcome
 
 
 def apply_hub_sync(session: Session, course_id: str | None) -> HubSyncOutcome:
-    """Sync a committed change into the hub; record and return the outcome.
+    """Sync a committed change into the hub; return the outcome, or :data:`RUNNING`.
 
-    Syncs the course ``course_id`` only (None: the whole catalog); every
-    synced course gets ``last_sync_at``/``last_sync_status`` (committed
-    here). Returns the outcome of ``course_id`` (None: of the whole run):
-    ``"off"`` when the sync is off, :data:`NOT_SYNCED` for a course the sync
-    leaves out. Hub failures are recorded, never raised.
+    Hands the sync of the course ``course_id`` (None: the whole catalog) to
+    the app's background worker and waits for it at most
+    ``HUB_SYNC_WAIT_S``; every synced course gets ``last_sync_at``/
+    ``last_sync_status`` (committed by the worker). Returns the outcome of
+    ``course_id`` (None: of the whole run): ``"off"`` when the sync is off,
+    :data:`NOT_SYNCED` for a course the sync leaves out, :data:`RUNNING`
+    when the sync goes on. Hub failures are recorded, never raised.
     """
     settings = hub_sync_settings()
     if not settings.enabled:
         return HubSyncOutcome(OFF)
     when = datetime.now(UTC)
-    outcome: SyncOutcome | None = None
-    try:
-        outcome = run_sync(settings, session, None if course_id is None else [course_id], when)
-        session.commit()
-    except SQLAlchemyError:
-        session.rollback()
-        current_app.logger.exception("hub sync: could not read the catalog or record its status")
+    job = hub_sync_worker().submit(None if course_id is None else [course_id])
+    if not job.wait(settings.wait_s):
+        return HubSyncOutcome(RUNNING, when)
+    session.expire_all()  # the worker's session recorded the statuses
+    return job_outcome(job, course_id, when)
+
+
+def job_outcome(job: SyncJob, course_id: str | None, when: datetime) -> HubSyncOutcome:
+    """Return the outcome of ``course_id`` (None: of the run) in a finished ``job``."""
+    outcome = job.outcome
     if outcome is None:
+        log.error("hub sync: could not read the catalog or record its status: %s", job.error)
         return HubSyncOutcome("error: the catalog could not be read for the hub sync", when)
     if not outcome.ok:
-        current_app.logger.warning("hub sync incomplete: %s", outcome.report)
+        log.warning("hub sync incomplete: %s", outcome.report)
     status = render_outcome(list(outcome.course_ids), outcome.report, course_id)
     return HubSyncOutcome(status, when)
 
@@ -203,6 +262,12 @@ def flash_outcome(outcome: HubSyncOutcome, quiet: bool = True) -> None:
             f"Saved, but the hub is not up to date: {outcome.status}. "
             "Students may not see the change until a sync succeeds.",
             "warning",
+        )
+    elif outcome.running:
+        flash(
+            "Saved. The hub sync goes on in the background; each course page shows "
+            "its outcome when it is done.",
+            "info",
         )
     elif not quiet and outcome.status == OFF:
         flash(f"Hub sync is off: {hub_sync_settings().off_reason}.", "warning")
