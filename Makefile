@@ -3,26 +3,50 @@
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
-# The CPU build of PyTorch; a GPU host installs its CUDA build first (README).
-TORCH_SPEC ?= torch==2.13.0
+# Options of `coursehub demo`, e.g. make demo ARGS="--port 8100 --data-dir /srv/demo".
+ARGS ?=
+# PyTorch build: cpu (default, ~200 MB) or cuda (PyPI's Linux x86-64 wheel, a CUDA
+# build of several GB). PyTorch's install selector (https://pytorch.org/get-started/locally/)
+# gives the CPU build from its own index, https://download.pytorch.org/whl/cpu.
+TORCH ?= cpu
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX_cpu := --index-url https://download.pytorch.org/whl/cpu
+TORCH_INDEX_cuda :=
+# Whether the torch in the venv is the build asked for (torch.version.cuda is None on CPU builds).
+TORCH_IS_cpu := torch.version.cuda is None
+TORCH_IS_cuda := torch.version.cuda is not None
+ifeq ($(filter $(TORCH),cpu cuda),)
+$(error TORCH must be cpu or cuda, got '$(TORCH)')
+endif
+# Keeps a torch of the asked build (offline: a venv that has it needs no index);
+# replaces one of the other build.
+TORCH_INSTALL = $(BIN)/python -c "import sys, torch; sys.exit(0 if $(TORCH_IS_$(TORCH)) else 1)" 2>/dev/null || { \
+	$(BIN)/python -m pip uninstall -q -y torch 2>/dev/null; \
+	$(BIN)/python -m pip install -q $(TORCH_INDEX_$(TORCH)) "torch==$(TORCH_VERSION)"; }
 
-.PHONY: setup demo test lint system-deps
+.PHONY: setup torch demo test lint system-deps
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed torch
 
+# torch before the extras, so that `workload` finds it instead of pulling PyPI's CUDA build.
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(TORCH_INSTALL)
 	$(BIN)/python -m pip install -q -e '.[workload,notebook,web,hub,dev]'
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 	touch $@
 
+# Switch builds in an existing venv: make setup TORCH=cuda
+torch: $(VENV)/.installed
+	$(TORCH_INSTALL)
+
 # Debian packages for the integration tests and the demo (as root): a real
 # PostgreSQL server, Chromium for the browser tests, Node.js and npm for the
-# proxy, git. Only what is missing is installed: a host whose Node.js comes
-# from elsewhere (e.g. NodeSource, which bundles npm and conflicts with
-# Debian's npm package) keeps it.
+# proxy, git, python3-venv. Only what is missing is installed: a host whose
+# Node.js comes from elsewhere (NodeSource, nvm, a tarball; NodeSource bundles
+# npm and conflicts with Debian's npm package) keeps it. DRY_RUN=1 only prints
+# the apt-get command.
 system-deps:
 	@pkgs=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs="$$pkgs postgresql"; \
@@ -30,14 +54,16 @@ system-deps:
 	command -v node >/dev/null || pkgs="$$pkgs nodejs"; \
 	command -v npm >/dev/null || pkgs="$$pkgs npm"; \
 	command -v git >/dev/null || pkgs="$$pkgs git"; \
-	if [ -n "$$pkgs" ]; then \
-		echo "installing:$$pkgs"; \
+	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || pkgs="$$pkgs python3-venv"; \
+	if [ -z "$$pkgs" ]; then echo "system packages: all present"; \
+	elif [ -n "$(DRY_RUN)" ]; then echo "would run: apt-get install -y --no-install-recommends$$pkgs"; \
+	else echo "installing:$$pkgs"; \
 		apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs; \
-	else echo "system packages: all present"; fi
+	fi
 
 demo: setup
-	$(BIN)/coursehub demo
+	$(BIN)/coursehub demo $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest

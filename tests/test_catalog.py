@@ -350,7 +350,14 @@ def test_identity_changes_list_old_and_new_and_ignore_empty_values():
 @pytest.mark.parametrize(
     ("actor", "target", "current", "new", "leads", "error"),
     [
-        (TEACHER, "mbuffat", Role.LEAD, Role.STUDENT, ["mbuffat"], r"mbuffat\) or a hub admin"),
+        (
+            TEACHER,
+            "mbuffat",
+            Role.LEAD,
+            Role.STUDENT,
+            ["mbuffat"],
+            r"mbuffat\), a manager of its portal or a hub admin",
+        ),
         (TEACHER, "mbuffat", Role.LEAD, None, ["mbuffat", "x"], "only a lead"),
         (TEACHER, "tdupont", Role.TEACHER, Role.LEAD, ["mbuffat"], "only a lead"),
         (TEACHER, "new", None, Role.LEAD, ["mbuffat"], "only a lead"),

@@ -35,6 +35,15 @@ Public API (names are stable; the web app, ``hub sync`` and nbgrader use them)
     ``update_course``, ``archive_course``, ``record_sync``; ``add_group``,
     ``get_group``, ``remove_group``, ``check_group_name``, ``parse_group_kind``;
     ``set_material``; ``catalog_tree`` (years -> portals -> courses).
+``coursehub.catalog.admin``
+    ``ensure_year``, ``set_current_year``, ``current_year``, ``archive_year``,
+    ``next_year_label``; ``ensure_portal``, ``rename_portal``, ``add_manager``,
+    ``remove_manager``, ``managed_portals``, ``is_manager``; ``open_course``
+    (a known lead, an open year), ``archive_course``, ``check_writable`` /
+    ``ReadOnlyError`` (archived course or year), ``creation_refusal``.
+``coursehub.catalog.rollover``
+    ``copy_course``, ``rollover`` (idempotent), pure ``plan_rollover`` and
+    ``render_steps``; the files go with ``coursehub.admin.carry``.
 ``coursehub.catalog.readmodel``
     A course as pages and the API show it, each in one bounded query:
     ``load_course`` (with year, portal, profile, material), ``load_own``,
@@ -86,5 +95,6 @@ Transactions: service functions flush and never commit; the caller commits
 commits, or rolls back everything and re-raises.
 
 Command line: ``coursehub db upgrade|current|seed`` and ``coursehub roster
-import`` (:mod:`coursehub.catalog.cli`).
+import`` (:mod:`coursehub.catalog.cli`); ``coursehub year|portal|course``
+(:mod:`coursehub.admin.cli`).
 """

@@ -22,7 +22,8 @@ def register(subparsers: Any) -> None:
     _register_roster(subparsers)
 
 
-def _add_url(parser: argparse.ArgumentParser) -> None:
+def add_database_url(parser: argparse.ArgumentParser) -> None:
+    """Add ``--database-url`` (default: ``$COURSEHUB_DATABASE_URL`` or the data directory's)."""
     parser.add_argument(
         "--database-url",
         help="SQLAlchemy URL of the catalog (default: $COURSEHUB_DATABASE_URL, else a SQLite "
@@ -37,7 +38,7 @@ def _register_db(subparsers: Any) -> None:
     current = commands.add_parser("current", help="show the catalog's schema revision")
     seed = commands.add_parser("seed", help="add the demo year, portal, course and students")
     for sub, func in ((upgrade, run_upgrade), (current, run_current), (seed, run_seed)):
-        _add_url(sub)
+        add_database_url(sub)
         sub.set_defaults(func=func)
 
 
@@ -74,7 +75,7 @@ def _register_roster(subparsers: Any) -> None:
         help="hub username: the student number (default) or the part of the e-mail before '@'; "
         "either way lower case and stripped, as the hub normalises usernames",
     )
-    _add_url(sub)
+    add_database_url(sub)
     sub.set_defaults(func=run_roster_import)
 
 

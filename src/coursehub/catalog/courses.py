@@ -15,6 +15,7 @@ from sqlalchemy import delete, inspect, select, update
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
+from coursehub.catalog.material import check_branch, check_repo_url, check_subdir
 from coursehub.catalog.models import (
     AcademicYear,
     Course,
@@ -44,7 +45,10 @@ def parse_year_label(label: str) -> int:
     """
     match = _YEAR_LABEL.match(label.strip())
     if not match or int(match[2]) != int(match[1]) + 1:
-        raise ValidationError(f"academic year {label!r} must look like 2025-2026")
+        raise ValidationError(
+            f"academic year {label!r} must be YYYY-YYYY with the second year the first + 1, "
+            "e.g. 2025-2026"
+        )
     return int(match[1])
 
 
@@ -299,6 +303,7 @@ def set_material(
     """Set (or replace) the git repository holding a course's notebooks."""
     if not git_url.strip():
         raise ValidationError(f"course {course.course_id}: the git URL is empty")
+    git_url, branch, subpath = check_repo_url(git_url), check_branch(branch), check_subdir(subpath)
     if course.material is None:
         course.material = CourseMaterial(git_url=git_url.strip())
     course.material.git_url = git_url.strip()

@@ -138,7 +138,13 @@ class TimestampMixin:
 
 
 class AcademicYear(Base):
-    """An academic year, e.g. ``label="2025-2026"``, ``start_year=2025``."""
+    """An academic year, e.g. ``label="2025-2026"``, ``start_year=2025``.
+
+    ``is_active`` false means archived: the year's courses are read-only and
+    the hub sync leaves them out (a pruning sync removes their groups).
+    ``is_current`` marks the year new courses go to by default (at most one,
+    kept so by :func:`coursehub.catalog.admin.set_current_year`).
+    """
 
     __tablename__ = "academic_years"
 
@@ -146,8 +152,14 @@ class AcademicYear(Base):
     label: Mapped[str] = mapped_column(String(9), unique=True)
     start_year: Mapped[int] = mapped_column(Integer, unique=True)
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    is_current: Mapped[bool] = mapped_column(Boolean, default=False)
 
     courses: Mapped[list[Course]] = relationship(back_populates="year")
+
+    @property
+    def archived(self) -> bool:
+        """Whether the year is archived (not active)."""
+        return not self.is_active
 
     def __repr__(self) -> str:
         return f"AcademicYear({self.label!r})"
@@ -163,9 +175,23 @@ class Portal(Base):
     name: Mapped[str] = mapped_column(String(200))
 
     courses: Mapped[list[Course]] = relationship(back_populates="portal")
+    managers: Mapped[list[Person]] = relationship(
+        secondary="portal_managers", order_by="Person.username", viewonly=True
+    )
 
     def __repr__(self) -> str:
         return f"Portal({self.code!r})"
+
+
+class PortalManager(Base):
+    """A manager of a portal: creates and archives its courses and names their leads."""
+
+    __tablename__ = "portal_managers"
+    __table_args__ = (UniqueConstraint("portal_pk", "person_pk"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    portal_pk: Mapped[int] = mapped_column(ForeignKey("portals.id", ondelete="CASCADE"))
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
 
 
 class ResourceProfile(Base):
@@ -174,7 +200,8 @@ class ResourceProfile(Base):
     ``cpu_limit`` in CPUs (may be fractional), ``mem_limit`` in bytes,
     ``n_threads`` threads per process (default ``floor(cpu_limit)``, see
     :func:`coursehub.resources.threads_for_cpu_limit`), ``gpus`` GPUs per user
-    and ``jobs_per_gpu`` concurrent runner jobs sharing one GPU.
+    and ``jobs_per_gpu`` concurrent runner jobs sharing one GPU; ``partition``,
+    ``account`` and ``qos`` place its Slurm jobs (NULL: the cluster's default).
     """
 
     __tablename__ = "resource_profiles"
@@ -193,6 +220,9 @@ class ResourceProfile(Base):
     n_threads: Mapped[int] = mapped_column(Integer)
     gpus: Mapped[int] = mapped_column(Integer, default=0)
     jobs_per_gpu: Mapped[int] = mapped_column(Integer, default=1)
+    partition: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    account: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    qos: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     courses: Mapped[list[Course]] = relationship(back_populates="profile")
 
@@ -207,7 +237,7 @@ class Course(TimestampMixin, Base):
     nbgrader's identifier, unique, derived from the code and the year
     (:func:`coursehub.catalog.courses.make_course_id`). ``last_sync_at`` and
     ``last_sync_status`` record the last hub synchronisation (None before the
-    first).
+    first). ``copied_from_pk``: the course it was rolled over from, if any.
     """
 
     __tablename__ = "courses"
@@ -224,6 +254,9 @@ class Course(TimestampMixin, Base):
     profile_pk: Mapped[int | None] = mapped_column(ForeignKey("resource_profiles.id"))
     last_sync_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     last_sync_status: Mapped[str | None] = mapped_column(String(200))
+    copied_from_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("courses.id", ondelete="SET NULL")
+    )
 
     year: Mapped[AcademicYear] = relationship(back_populates="courses")
     portal: Mapped[Portal] = relationship(back_populates="courses")
@@ -328,6 +361,16 @@ class CourseMaterial(Base):
     git_url: Mapped[str] = mapped_column(String(500))
     branch: Mapped[str] = mapped_column(String(200), default="main")
     subpath: Mapped[str] = mapped_column(String(500), default="")
+    # the mirror's state (coursehub.catalog.material); the credential itself is a private file
+    credential: Mapped[str] = mapped_column(String(16), default="")
+    state: Mapped[str] = mapped_column(String(16), default="new")
+    commit: Mapped[str] = mapped_column(String(64), default="")
+    source: Mapped[str] = mapped_column(String(1300), default="")
+    pull_url: Mapped[str] = mapped_column(String(1000), default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+    requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_update_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     course: Mapped[Course] = relationship(back_populates="material")
 

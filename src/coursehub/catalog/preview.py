@@ -8,11 +8,68 @@ make, ``- username ...`` a removal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from coursehub.catalog.enrolment import IdentityChange, RosterPlan
+    from coursehub.catalog.enrolment import IdentityChange, RosterPlan, RosterUpdate
     from coursehub.catalog.roster import RosterRow
+
+#: What a field reads as in the web preview.
+FIELD_LABELS = {
+    "first_name": "first name",
+    "last_name": "last name",
+    "email": "e-mail",
+    "student_number": "student number",
+    "group": "group",
+}
+
+
+class FieldChange(NamedTuple):
+    """One changed field of a student already in the course: ``old -> new``.
+
+    ``old`` is None when it is empty or not shown to the importer (``shown`` False).
+    """
+
+    field: str
+    old: str | None
+    new: str | None
+    shown: bool = True
+
+    @property
+    def label(self) -> str:
+        """The field as people read it ("last name", "e-mail")."""
+        return FIELD_LABELS.get(self.field, self.field.replace("_", " "))
+
+
+def plan_update_changes(
+    plan: RosterPlan, old_groups: Mapping[str, str | None]
+) -> dict[int, list[FieldChange]]:
+    """Return ``row -> [FieldChange, ...]`` for each update of ``plan`` (pure).
+
+    Identity fields take their old values from the plan's identity changes;
+    the group from ``old_groups`` (username -> the student's group now, "" or
+    None without one).
+    """
+    by_row = {c.row: c for c in plan.identity_changes}
+    return {u.row.row: _update_changes(u, by_row.get(u.row.row), old_groups) for u in plan.updates}
+
+
+def _update_changes(
+    update: RosterUpdate, identity: IdentityChange | None, old_groups: Mapping[str, str | None]
+) -> list[FieldChange]:
+    olds = {name: (old, new) for name, old, new in (identity.changes if identity else ())}
+    shown = identity.old_shown if identity else True
+    changes = []
+    for name in update.fields:
+        if name == "group":
+            changes.append(
+                FieldChange(name, old_groups.get(update.row.username) or None, update.row.group)
+            )
+        else:
+            old, new = olds.get(name, (None, getattr(update.row, name, None)))
+            changes.append(FieldChange(name, old, new, shown))
+    return changes
 
 
 def render_plan(plan: RosterPlan) -> str:

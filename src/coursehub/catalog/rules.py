@@ -33,11 +33,18 @@ FIELD_NAMES = {
 
 @dataclass(frozen=True)
 class Actor:
-    """Who asks for a change: a hub ``admin``, or a user with ``role`` in the course (or None)."""
+    """Who asks for a change: a hub ``admin``, or a user with ``role`` in the course (or None),
+    who may be a ``manager`` of the course's portal (they name its leads, as a lead does)."""
 
     name: str = ""
     admin: bool = False
     role: Role | None = None
+    manager: bool = False
+
+    @property
+    def names_leads(self) -> bool:
+        """Whether this actor may make or unmake the course's leads (admin, manager, lead)."""
+        return self.admin or self.manager or self.role == Role.LEAD
 
 
 #: The command line and the seeds: a hub admin's rights.
@@ -76,7 +83,7 @@ def may_change_identity(
     """
     if actor.admin:
         return True
-    if person_role == Role.LEAD and actor.role != Role.LEAD:
+    if person_role == Role.LEAD and not actor.names_leads:
         return False
     return course_pk is not None and person_courses == {course_pk}
 
@@ -100,16 +107,17 @@ def check_role_change(
     ------
     ForbiddenError
         If the change makes or unmakes a lead and ``actor`` is neither a lead
-        of the course nor a hub admin.
+        of the course, a manager of its portal nor a hub admin.
     ConflictError
         If it removes or demotes the course's last lead.
     """
     if current == new or Role.LEAD not in (current, new):
         return
     who = ", ".join(leads) if leads else "none"
-    if not (actor.admin or actor.role == Role.LEAD):
+    if not actor.names_leads:
         raise ForbiddenError(
-            f"only a lead of {course_id} (now: {who}) or a hub admin may make or unmake "
+            f"only a lead of {course_id} (now: {who}), a manager of its portal or a hub admin "
+            "may make or unmake "
             f"leads; {username} stays {current.value if current else 'out of the course'}"
         )
     if current == Role.LEAD and leads == [username]:

@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Students listed by name in the banner (the others are summarised).
 SHOWN_STUDENTS = 3
+#: Banner sections: (role, heading), in the order printed.
+SECTIONS = (
+    ("admin", "Administrator (hub and course app: years, portals, every course)"),
+    ("manager", "Portal manager (creates and archives the portal's courses, names leads)"),
+    ("team", "Teaching team (lead, teacher, grader)"),
+)
 
 
-def list_accounts(database_url: str) -> list[tuple[str, str, str, str]]:
-    """Return ``(username, display name, role, course_id)`` of every member, team first."""
+class DemoAccount(NamedTuple):
+    """One demo login: ``role`` is admin, manager, lead, teacher, grader or student;
+    ``where`` the course_id or portal it applies to ("" for the admin)."""
+
+    username: str
+    name: str
+    role: str
+    where: str
+
+
+def list_accounts(database_url: str) -> list[DemoAccount]:
+    """Return the demo's logins: administrator, portal manager, then course members, team first."""
     from sqlalchemy import select
 
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.catalog.models import Course, Membership, Person
+    from coursehub.catalog.readmodel import render_display_name
+    from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
 
     engine = make_engine(database_url)
     try:
@@ -31,16 +50,61 @@ def list_accounts(database_url: str) -> list[tuple[str, str, str, str]]:
                 .join(Course, Course.id == Membership.course_pk)
                 .order_by(Membership.role == "student", Course.course_id, Person.username)
             ).all()
+            staff = {
+                p.username: render_display_name(p.first_name, p.last_name, p.username)
+                for p in session.scalars(
+                    select(Person).where(Person.username.in_([DEMO_ADMIN[0], DEMO_MANAGER[0]]))
+                )
+            }
     finally:
         engine.dispose()
-    return [(u, f"{first} {last}".strip(), role, course) for u, first, last, role, course in rows]
+    accounts = [
+        DemoAccount(DEMO_ADMIN[0], staff.get(DEMO_ADMIN[0], DEMO_ADMIN[0]), "admin", ""),
+        DemoAccount(
+            DEMO_MANAGER[0], staff.get(DEMO_MANAGER[0], DEMO_MANAGER[0]), "manager", DEMO_MANAGER[3]
+        ),
+    ]
+    accounts += [
+        DemoAccount(u, render_display_name(first, last, u), str(role), course)
+        for u, first, last, role, course in rows
+    ]
+    return accounts
+
+
+def render_accounts(
+    accounts: Sequence[DemoAccount], shown_students: int = SHOWN_STUDENTS
+) -> list[str]:
+    """Return the banner's account lines: a section per role, the first students by name (pure)."""
+    lines: list[str] = []
+    for section, heading in SECTIONS:
+        chosen = [a for a in accounts if _section(a.role) == section]
+        if chosen:
+            lines.append(f"  {heading}:")
+            lines += [f"    {a.username:<10} {a.name} ({_describe(a)})" for a in chosen]
+    students = [a for a in accounts if a.role == "student"]
+    lines.append(f"  Students ({len(students)}):")
+    lines += [f"    {a.username:<10} {a.name} ({a.where})" for a in students[:shown_students]]
+    if len(students) > shown_students:
+        lines.append(
+            f"    ... and {len(students) - shown_students} more (usernames = student numbers)"
+        )
+    return lines
+
+
+def _section(role: str) -> str:
+    return role if role in ("admin", "manager", "student") else "team"
+
+
+def _describe(account: DemoAccount) -> str:
+    if account.role == "admin":
+        return "admin"
+    if account.role == "manager":
+        return f"manager of portal {account.where}"
+    return f"{account.role}, {account.where}"
 
 
 def render_banner(url: str, password: str, database_url: str, log_path: Path, report: Any) -> str:
     """Return the start-up text: where to go, who can log in, with which password."""
-    accounts = list_accounts(database_url)
-    team = [a for a in accounts if a[2] != "student"]
-    students = [a for a in accounts if a[2] == "student"]
     lines = [
         "",
         f"coursehub demo is running: {url}/hub/login",
@@ -49,20 +113,16 @@ def render_banner(url: str, password: str, database_url: str, log_path: Path, re
         f"  hub sync:    {_describe_report(report)}",
         "",
         f"  Password of every account (DEMO ONLY, shared by all users): {password}",
-        "  Teaching team:",
+        *render_accounts(list_accounts(database_url)),
+        "",
+        "Press Ctrl-C to stop the hub, its servers and services (data is kept).",
     ]
-    lines += [f"    {u:<10} {name} ({role}, {course})" for u, name, role, course in team]
-    lines.append(f"  Students ({len(students)}):")
-    lines += [f"    {u:<10} {name} ({course})" for u, name, _, course in students[:SHOWN_STUDENTS]]
-    if len(students) > SHOWN_STUDENTS:
-        lines.append(
-            f"    ... and {len(students) - SHOWN_STUDENTS} more (usernames = student numbers)"
-        )
-    lines += ["", "Press Ctrl-C to stop the hub, its servers and services (data is kept)."]
     return "\n".join(lines)
 
 
 def _describe_report(report: Any) -> str:
+    if isinstance(report, str):  # a sync still running (coursehub.hub.background)
+        return report
     if report.ok:
         return "ok"
     return f"with errors: {report.errors or report.aborted}"

@@ -64,12 +64,14 @@ from coursehub.demo.setup import (
     DemoSecrets,
     demo_spawn_limit,
     find_proxy,
+    formgrader_names,
     grading_layouts,
     load_secrets,
     prepare_catalog,
     render_demo_config,
 )
 from coursehub.errors import CoursehubError
+from coursehub.hub.background import sync_in_background
 from coursehub.hub.hubclient import HubClient
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
 from coursehub.hub.sync import SyncOutcome, sync_catalog
@@ -150,8 +152,16 @@ class DemoHub:
         formgraders = grading_layouts(self.data_dir)
         ports = pick_ports(self.ip, self.port, len(formgraders))
         check_ports(ports.listening())
+        names = formgrader_names(database_url, [fg.course_id for fg in formgraders])
         text = render_demo_config(
-            self.data_dir, self.port, self.ip, database_url, self.spawn_limit, formgraders, ports
+            self.data_dir,
+            self.port,
+            self.ip,
+            database_url,
+            self.spawn_limit,
+            formgraders,
+            ports,
+            names,
         )
         config.write_text(text)
         env = {
@@ -325,7 +335,7 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
     previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)
-        report = hub.sync(database_url).report
+        report = sync_in_background(lambda: hub.sync(database_url), data_dir / "hub-sync.json")
         print(
             render_banner(hub.url, hub.secrets.password, database_url, hub.log_path, report),
             flush=True,

@@ -29,6 +29,11 @@ DEMO_TEAM: tuple[tuple[str, str, str, str, str], ...] = (
     ("gmartin", "Gaël", "Martin", "MLMECA", "grader"),
     ("sleclerc", "Sébastien", "Leclerc", "NUMFLU", "lead"),
 )
+#: (username, first name, last name) of the demo's administrator: a hub admin, hence
+#: an admin of the course app (every year, portal and course).
+DEMO_ADMIN: tuple[str, str, str] = ("admin", "Camille", "Roux")
+#: (username, first name, last name, portal code) of the demo's portal manager.
+DEMO_MANAGER: tuple[str, str, str, str] = ("lgarnier", "Lucie", "Garnier", "MECA")
 #: (code, title, portal code, profile name) of the demo courses.
 DEMO_COURSES: tuple[tuple[str, str, str, str], ...] = (
     ("MLMECA", "Machine Learning for Mechanics", "MECA", "m2-mlmeca"),
@@ -85,6 +90,24 @@ def seed_catalog(session: Any) -> list[str]:
     session.commit()
     import_roster(session, courses["MLMECA"].course_id, roster_bytes())
     return [course.course_id for course in courses.values()]
+
+
+def ensure_staff(session: Any) -> None:
+    """Put the demo's administrator and portal manager in the catalog (idempotent; commits).
+
+    The administrator is a person of the catalog (a hub admin through the
+    demo's hub configuration); the manager manages :data:`DEMO_MANAGER`'s portal.
+    """
+    from coursehub.catalog.admin import add_manager
+    from coursehub.catalog.courses import get_portal
+    from coursehub.catalog.people import ensure_person
+
+    username, first, last = DEMO_ADMIN
+    ensure_person(session, username, first, last)
+    username, first, last, portal = DEMO_MANAGER
+    ensure_person(session, username, first, last)
+    add_manager(session, get_portal(session, portal), username)
+    session.commit()
 
 
 def ensure_notebook(home: str | Path) -> Path | None:

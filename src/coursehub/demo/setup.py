@@ -9,7 +9,7 @@ import json
 import os
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,11 +70,13 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
     """Migrate the catalog and seed it on first start; return ``(database_url, seeded_now)``.
 
     Seeding also sets the first course up for nbgrader under ``data_dir/nbgrader``
-    and releases its demo assignment.
+    and releases its demo assignment. Every start puts the administrator and
+    the portal manager in the catalog (:func:`coursehub.demo.seed.ensure_staff`),
+    so that a data directory seeded by an older version gets them too.
     """
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.catalog.schema import upgrade_database
-    from coursehub.demo.seed import is_seeded, seed_catalog
+    from coursehub.demo.seed import ensure_staff, is_seeded, seed_catalog
     from coursehub.grading.demo import setup_demo_grading
 
     url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
@@ -83,8 +85,10 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
         upgrade_database(engine)
         with session_scope(engine) as session:
             if is_seeded(session):
+                ensure_staff(session)
                 return url, False
             course_ids = seed_catalog(session)
+            ensure_staff(session)
             setup_demo_grading(
                 session,
                 course_ids[0],
@@ -130,6 +134,30 @@ def grading_layouts(data_dir: Path) -> list[CourseLayout]:
     ]
 
 
+def formgrader_names(database_url: str, course_ids: Sequence[str]) -> dict[str, str]:
+    """Return ``course_id -> "Grading: <course title>"`` for the Services menu.
+
+    A course_id the catalog does not know keeps its id in the name.
+    """
+    from sqlalchemy import select
+
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.models import Course
+
+    if not course_ids:
+        return {}
+    engine = make_engine(database_url)
+    try:
+        with session_scope(engine) as session:
+            rows = session.execute(
+                select(Course.course_id, Course.title).where(Course.course_id.in_(course_ids))
+            ).all()
+    finally:
+        engine.dispose()
+    titles = {course_id: title for course_id, title in rows}
+    return {c: f"Grading: {titles.get(c, c)}" for c in course_ids}
+
+
 def render_demo_config(
     data_dir: Path,
     port: int,
@@ -138,6 +166,7 @@ def render_demo_config(
     spawn_limit: int,
     formgraders: Sequence[CourseLayout] = (),
     ports: DemoPorts | None = None,
+    service_names: Mapping[str, str] | None = None,
 ) -> str:
     """Return the demo hub's ``jupyterhub_config.py``.
 
@@ -145,10 +174,15 @@ def render_demo_config(
     :func:`coursehub.demo.ports.pick_ports`). Each course of ``formgraders``
     gets its formgrader as a hub service named after it
     (:func:`coursehub.grading.hubservice.render_formgrader_config`, token
-    from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group.
+    from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group, and
+    shown in the Services menu by its name in ``service_names`` (course_id ->
+    name, :func:`formgrader_names`; default: the course_id). The demo's
+    administrator is a hub admin; the portal manager, in no course, is
+    created by the hub at start.
     """
+    from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
     from coursehub.grading.hubservice import render_formgrader_config
-    from coursehub.hub.config import HubSettings, render_hub_config
+    from coursehub.hub.config import HubSettings, render_hub_config, render_service_names
 
     ports = ports or pick_ports(ip, port, len(formgraders))
     settings = replace(
@@ -165,6 +199,8 @@ def render_demo_config(
         database_url=database_url,
         concurrent_spawn_limit=spawn_limit,
         formgrader_courses=tuple(layout.course_id for layout in formgraders),
+        admin_users=(DEMO_ADMIN[0],),
+        allowed_users=(DEMO_ADMIN[0], DEMO_MANAGER[0]),
     )
     text = render_hub_config(settings)
     if formgraders:
@@ -174,4 +210,5 @@ def render_demo_config(
             ports=list(ports.formgraders),
             allow_root=os.geteuid() == 0,
         )
+        text += "\n" + render_service_names(service_names or {})
     return text

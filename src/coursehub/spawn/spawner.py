@@ -53,6 +53,8 @@ from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
 from coursehub.resources.gpus import gpu_inventory
 from coursehub.spawn.identity import check_hub_id, hub_id_from_config
+from coursehub.spawn.jupytertools import plan_config_path, plan_tools
+from coursehub.spawn.material import apply_material
 from coursehub.spawn.profiles import (
     DEFAULT_PROFILE,
     NO_COURSE_REFUSED,
@@ -301,14 +303,21 @@ class CourseProfiles:
         """
         profile = self.choose(spawner, user_options or {})
         gpu_ids = self._assign(spawner, profile)
-        override = spawner_override(profile, self.kind, gpu_ids, admin_environment(spawner))
+        admin_env = admin_environment(spawner)
+        override = spawner_override(profile, self.kind, gpu_ids, admin_env)
+        tools = tools_of(spawner)
+        override["environment"]["JUPYTER_CONFIG_PATH"] = plan_config_path(
+            tools, _text_or_none(admin_env.get("JUPYTER_CONFIG_PATH"))
+        )
         apply_override(spawner, override)
+        apply_material(spawner, user_options)
         spawner.log.info(
-            "coursehub: %s starts with profile %s (%s)%s",
+            "coursehub: %s starts with profile %s (%s)%s, %s tools",
             spawner._log_name,
             profile.name,
             profile.describe(),
             f" on GPU {gpu_ids}" if gpu_ids else "",
+            tools,
         )
 
     def _assign(self, spawner: Any, profile: CourseProfile) -> list[int]:
@@ -326,6 +335,17 @@ class CourseProfiles:
         """``Spawner.post_stop_hook``: free the GPUs of the stopped server."""
         self.gpus.release(server_key(spawner, self.hub_id))
         self.gpus.release(legacy_server_key(spawner))
+
+
+def tools_of(spawner: Any) -> str:
+    """Return the Jupyter tools of the spawner's user (see :mod:`coursehub.spawn.jupytertools`)."""
+    groups = [group.name for group in spawner.user.groups]
+    return plan_tools(groups, admin=bool(getattr(spawner.user, "admin", False)))
+
+
+def _text_or_none(value: Any) -> str | None:
+    # an admin's environment value may be a callable (JupyterHub calls it with the spawner)
+    return value if isinstance(value, str) and value else None
 
 
 def chain_hooks(*hooks: Callable[[Any], Any] | None) -> Callable[[Any], None]:

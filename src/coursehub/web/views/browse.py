@@ -1,13 +1,15 @@
 """Browse the catalogue: academic years, then portals, then courses.
 
-Each user sees only the courses they belong to (any role); hub admins see
-every course.
+Each user sees only the courses they belong to (any role) and those of the
+portals they manage; hub admins see every course.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, abort, g, render_template
 
+from coursehub.catalog.admin import managed_portals
+from coursehub.catalog.courses import list_courses
 from coursehub.catalog.models import Course
 from coursehub.catalog.people import visible_courses
 from coursehub.web.database import get_session
@@ -16,9 +18,17 @@ bp = Blueprint("browse", __name__)
 
 
 def my_courses() -> list[Course]:
-    """Return the courses the signed-in user may see, newest year first."""
+    """Return the courses the signed-in user may see, newest year first: theirs and those of
+    the portals they manage (every course for an admin)."""
     identity = g.identity
-    return visible_courses(get_session(), identity.name, is_admin=identity.admin)
+    session = get_session()
+    courses = visible_courses(session, identity.name, is_admin=identity.admin)
+    if identity.admin:
+        return courses
+    seen = {c.id for c in courses}
+    for portal in managed_portals(session, identity.name):
+        courses += [c for c in list_courses(session, portal=portal) if c.id not in seen]
+    return sorted(courses, key=lambda c: (-c.year.start_year, c.code))
 
 
 def plan_tree(courses: list[Course]) -> dict[str, dict[str, list[Course]]]:

@@ -8,6 +8,9 @@ from werkzeug.wrappers import Response
 from coursehub.catalog.enrolment import RosterPlan, apply_roster
 from coursehub.catalog.errors import RosterError
 from coursehub.catalog.models import Course
+from coursehub.catalog.names import same_identifiers, sort_by_name
+from coursehub.catalog.preview import plan_update_changes
+from coursehub.catalog.readmodel import load_groups, load_members
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
@@ -28,10 +31,22 @@ bp = Blueprint("roster", __name__)
 def render_preview(
     course: Course, req: RosterRequest, plan: RosterPlan, status: int = 200
 ) -> tuple[str, int]:
-    """Show the plan with a confirm form carrying the signed upload."""
+    """Show the plan (changed fields as old -> new) with a confirm form carrying the upload."""
     token = sign_preview(current_app.config["SECRET_KEY"], course.course_id, req, plan_digest(plan))
     form = RosterConfirmForm(payload=token)
-    return render_template("roster/preview.html", course=course, plan=plan, form=form), status
+    old_groups: dict[str, str | None] = {}
+    if any("group" in u.fields for u in plan.updates):
+        session = get_session()
+        names = load_groups(session, course, counts=False).names
+        old_groups = {m.username: m.group_name for m in load_members(session, course, names)}
+    page = {
+        "changes": plan_update_changes(plan, old_groups),
+        "removals": sort_by_name(list(plan.removals)),
+        # usernames are student numbers (the default rule): one column, not two equal ones
+        "one_id_column": same_identifiers([(r.username, r.student_number) for r in plan.additions]),
+    }
+    html = render_template("roster/preview.html", course=course, plan=plan, form=form, **page)
+    return html, status
 
 
 @bp.route("/courses/<course_id>/roster", methods=["GET", "POST"])

@@ -1,0 +1,20 @@
+"""Templates the hub process renders with coursehub's changes (``c.JupyterHub.template_paths``).
+
+``hub_templates/page.html`` extends JupyterHub's own ``page.html`` (JupyterHub's
+"Working with templates and UI": ``{% extends "templates/page.html" %}``) and
+shows each service of the Services menu by its ``info["display_name"]``
+(e.g. "Courses", "Grading: Machine Learning for Mechanics"), falling back to
+its name.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+#: The key of a service's ``info`` read by the Services menu.
+DISPLAY_NAME = "display_name"
+
+
+def template_dir() -> str:
+    """Return the directory of coursehub's hub templates (for ``JupyterHub.template_paths``)."""
+    return str(resources.files("coursehub.spawn").joinpath("hub_templates"))

@@ -1,0 +1,194 @@
+"""A portal's pages (its managers and hub admins): its courses by year with their leads,
+archive and restore, "Copy to next year" per course and "Roll over" for the portal.
+
+A course's leads copy their own course too (from its page). Copies and
+rollovers carry the assignment sources (:mod:`coursehub.admin.carry`), then
+sync the new courses into the hub.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from coursehub.admin.carry import carry_course, carry_year
+from coursehub.catalog.admin import (
+    add_manager,
+    archive_course,
+    managed_portals,
+    remove_manager,
+)
+from coursehub.catalog.courses import get_portal, list_courses, list_portals, list_years
+from coursehub.catalog.models import Portal
+from coursehub.catalog.people import course_leads
+from coursehub.catalog.readmodel import load_course as read_course
+from coursehub.catalog.readmodel import load_own
+from coursehub.errors import CoursehubError
+from coursehub.web.access import Access, may_copy, require_admin, require_portal
+from coursehub.web.database import get_session
+from coursehub.web.hubsync import apply_hub_sync, flash_outcome
+from coursehub.web.views import commit_or_show, load_course
+
+bp = Blueprint("portals", __name__)
+
+
+def portal_for(code: str, what: str) -> Portal:
+    """Return the portal; 404 if unknown, 403 (saying who may ``what``) unless the user is an
+    admin or one of its managers."""
+    session = get_session()
+    portal = get_portal(session, code)
+    require_portal(session, g.identity, portal, what)
+    return portal
+
+
+@bp.get("/portals/")
+def mine() -> str:
+    """The portals the user manages (every portal for an admin)."""
+    session = get_session()
+    if g.identity.admin:
+        portals = list_portals(session)
+    else:
+        portals = managed_portals(session, g.identity.name)
+    if not portals:
+        abort(403, description="only an admin or a portal's managers have portal pages")
+    return render_template("admin/portals.html", portals=portals)
+
+
+@bp.get("/portals/<code>/")
+def show(code: str) -> str:
+    """The portal's courses by year (archived ones too), with their leads and actions."""
+    session = get_session()
+    portal = portal_for(code, "see this portal's page")
+    courses = list_courses(session, portal=portal, include_archived=True)
+    years = list_years(session)
+    return render_template(
+        "admin/portal.html",
+        portal=portal,
+        courses=courses,
+        leads={c.id: course_leads(session, c) for c in courses},
+        years=years,
+        open_years=[y.label for y in years if y.is_active],
+    )
+
+
+def field(name: str) -> str:
+    return (request.form.get(name) or "").strip()
+
+
+@bp.post("/portals/<code>/managers")
+def add_portal_manager(code: str) -> Response:
+    """Make a user a manager of the portal (admins)."""
+    require_admin(g.identity, "name a portal's managers")
+    session = get_session()
+    username = field("username")
+    with commit_or_show(session) as saved:
+        add_manager(session, get_portal(session, code), username)
+    if saved:
+        flash(f"{username} manages portal {code}.", "success")
+    return redirect(url_for("portals.show", code=code))
+
+
+@bp.post("/portals/<code>/managers/<username>/delete")
+def remove_portal_manager(code: str, username: str) -> Response:
+    """Take a manager off the portal (admins)."""
+    require_admin(g.identity, "name a portal's managers")
+    session = get_session()
+    with commit_or_show(session) as saved:
+        remove_manager(session, get_portal(session, code), username)
+    if saved:
+        flash(f"{username} no longer manages portal {code}.", "success")
+    return redirect(url_for("portals.show", code=code))
+
+
+def run_rollover(from_year: str, to_year: str, portal: str | None, with_team: bool) -> None:
+    """Roll a year (a portal of it) over, flash what was copied, sync the new courses."""
+    session = get_session()
+    try:
+        steps = carry_year(session, from_year, to_year, portal=portal, with_team=with_team)
+    except CoursehubError as exc:
+        flash(str(exc), "error")
+        return
+    copied = [new.course_id for _, new in steps if new is not None]
+    skipped = [step.target for step, new in steps if new is None]
+    flash(
+        f"Rolled over {from_year} to {to_year}: copied {', '.join(copied) or 'nothing'}"
+        + (f"; already there: {', '.join(skipped)}" if skipped else "")
+        + ".",
+        "success",
+    )
+    for course_id in copied:
+        flash_outcome(apply_hub_sync(session, course_id))
+
+
+@bp.post("/portals/<code>/rollover")
+def rollover(code: str) -> Response:
+    """Copy the portal's courses of year ``from`` to year ``to``."""
+    portal = portal_for(code, "roll its courses over")
+    run_rollover(field("from"), field("to"), portal.code, bool(request.form.get("with_team")))
+    return redirect(url_for("portals.show", code=portal.code))
+
+
+def course_back(course_id: str) -> Response:
+    """Return to the page the form came from (the portal's page or the course's)."""
+    if request.form.get("back") == "portal":
+        return redirect(url_for("portals.show", code=request.form.get("portal", "")))
+    return redirect(url_for("courses.show", course_id=course_id))
+
+
+@bp.post("/courses/<course_id>/archive")
+def archive_course_view(course_id: str) -> Response:
+    """Archive a course (read-only, out of the hub): its portal's managers, admins."""
+    course, _ = load_course(course_id, Access.PORTAL)
+    session = get_session()
+    with commit_or_show(session) as saved:
+        archive_course(session, course)
+    if saved:
+        flash(f"Course {course_id} archived: it is read-only now.", "success")
+    return course_back(course_id)
+
+
+@bp.post("/courses/<course_id>/restore")
+def restore_course(course_id: str) -> Response:
+    """Restore an archived course: its portal's managers, admins."""
+    course, _ = load_course(course_id, Access.PORTAL)
+    session = get_session()
+    with commit_or_show(session) as saved:
+        archive_course(session, course, archived=False)
+    if saved:
+        flash(f"Course {course_id} restored.", "success")
+        flash_outcome(apply_hub_sync(session, course_id))
+    return course_back(course_id)
+
+
+@bp.post("/courses/<course_id>/copy")
+def copy_course(course_id: str) -> Response:
+    """Copy a course to the year posted as ``to_year`` (its leads, its portal's managers,
+    admins), with its teachers and graders if ``with_team``."""
+    course, access = load_course(course_id, Access.VIEW)
+    role = course_role(course_id)
+    if not may_copy(access, role):
+        abort(
+            403,
+            description=f"only a lead of {course_id}, a manager of portal {course.portal.code} "
+            "or an admin can copy this course",
+        )
+    session = get_session()
+    try:
+        new = carry_course(
+            session, course_id, field("to_year"), with_team=bool(request.form.get("with_team"))
+        )
+    except CoursehubError as exc:
+        flash(str(exc), "error")
+        return course_back(course_id)
+    flash(f"Course {course_id} copied to {new.course_id}.", "success")
+    flash_outcome(apply_hub_sync(session, new.course_id))
+    if request.form.get("back") == "portal":
+        return course_back(course_id)
+    return redirect(url_for("courses.show", course_id=new.course_id))
+
+
+def course_role(course_id: str) -> str | None:
+    """The signed-in user's role in the course (None: none)."""
+    session = get_session()
+    own = load_own(session, read_course(session, course_id), g.identity.name)
+    return own.role.value if own else None

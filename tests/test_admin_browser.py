@@ -1,0 +1,108 @@
+"""Real Chromium: an admin creates a year, a portal with a manager and a course; the course's
+lead copies it to the next year; the manager rolls the portal over (nothing left to copy)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from coursehub.web import create_app
+from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing"),
+]
+
+
+@pytest.fixture
+def serve(tmp_path, sqlite_template, monkeypatch):
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    path = tmp_path / "catalog.sqlite"
+    shutil.copyfile(sqlite_template, path)
+    seed_web_catalog(f"sqlite:///{path}")
+    apps = []
+
+    def start(user: str, admin: bool = False):
+        config = {
+            "DATABASE_URL": f"sqlite:///{path}",
+            "DEV_USER": user,
+            "DEV_ADMIN": admin,
+            "SECRET_KEY": "browser-test",
+        }
+        apps.append(create_app(config, environ={}))
+        return live_server(apps[-1])
+
+    yield start
+    for app in apps:
+        dispose_app(app)
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_admin_sets_up_a_year_portal_and_course_then_the_lead_and_manager_roll_it_over(
+    serve, browser
+):
+    with serve("root", admin=True) as base:
+        page = browser.new_page()
+        page.goto(base + "/")
+        page.get_by_role("link", name="Administration").click()
+        page.get_by_label("New academic year").fill("2026-2028")
+        page.get_by_role("button", name="Create year").click()
+        page.get_by_text("must be YYYY-YYYY with the second year the first + 1").wait_for()
+        page.get_by_label("New academic year").fill("2026-2027")
+        page.get_by_role("button", name="Create year").click()
+        page.get_by_text("Academic year 2026-2027 created.").wait_for()
+        page.get_by_label("Portal code").fill("PHYS")
+        page.get_by_label("Portal title").fill("Physique")
+        page.get_by_label("Manager (hub username, optional)").fill("pmanager")
+        page.get_by_role("button", name="Create portal").click()
+        page.get_by_text("Portal PHYS created.").wait_for()
+        page.get_by_role("link", name="PHYS").click()
+        page.get_by_role("link", name="New course in PHYS").click()
+        page.get_by_label("UE code").fill("WAVES")
+        page.get_by_label("Academic year").select_option("2025-2026")
+        page.get_by_label("Title").fill("Waves")
+        page.get_by_label("Lead (hub username)").fill("mbuffat")
+        page.get_by_role("button", name="Create course").click()
+        page.get_by_text("Course waves-2025 created.").wait_for()
+        page.close()
+
+    with serve("mbuffat") as base:
+        page = browser.new_page()
+        page.goto(base + "/courses/waves-2025/")
+        page.get_by_role("button", name="Copy to next year (2026-2027)").click()
+        page.get_by_text("Course waves-2025 copied to waves-2026.").wait_for()
+        assert "mbuffat" in page.inner_text("section[aria-labelledby=team-title]")
+        page.close()
+
+    with serve("pmanager") as base:
+        page = browser.new_page()
+        page.goto(base + "/")
+        page.get_by_role("link", name="My portals").click()
+        page.get_by_role("link", name="Physique").click()
+        page.get_by_label("From year").select_option("2025-2026")
+        page.get_by_label("To year").select_option("2026-2027")
+        page.get_by_role("button", name="Roll over PHYS").click()
+        page.get_by_text("already there: waves-2026").wait_for()
+        response = page.goto(base + "/admin/")
+        assert response is not None and response.status == 403
+        assert "only a hub admin can administer academic years and portals" in page.inner_text(
+            "main"
+        )
+        page.close()

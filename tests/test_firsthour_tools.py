@@ -1,0 +1,103 @@
+"""Students see student tools only: per-server Jupyter config from the user's hub groups."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+
+from coursehub.spawn.jupytertools import (
+    STUDENT,
+    TEAM,
+    config_dir,
+    plan_config_path,
+    plan_tools,
+    shipped_files,
+)
+from coursehub.spawn.spawner import CourseProfiles
+from helpers import free_port, wait_until
+
+
+@pytest.mark.parametrize(
+    ("groups", "admin", "tools"),
+    [
+        (["nbgrader-mlmeca-2025"], False, STUDENT),
+        (["nbgrader-mlmeca-2025", "formgrade-numflu-2025"], False, TEAM),
+        (["formgrade-mlmeca-2025"], False, TEAM),
+        ([], False, STUDENT),
+        (["coursehub-users", "formgrade"], False, STUDENT),
+        ([], True, TEAM),
+    ],
+)
+def test_tools_follow_the_users_course_teams(groups, admin, tools):
+    assert plan_tools(groups, admin) == tools
+
+
+def test_a_students_config_path_puts_coursehubs_directories_before_the_admins():
+    path = plan_config_path(STUDENT, "/srv/nbgrader/jupyter").split(os.pathsep)
+    assert path == [config_dir("student"), config_dir("common"), "/srv/nbgrader/jupyter"]
+    assert plan_config_path(TEAM).split(os.pathsep) == [config_dir("common")]
+    with pytest.raises(ValueError, match="tools must be"):
+        plan_config_path("teacher")
+
+
+def test_the_shipped_config_files_are_the_rendered_ones():
+    root = Path(config_dir("common")).parent
+    for relative, document in shipped_files().items():
+        assert json.loads((root / relative).read_text()) == document, relative
+
+
+def make_spawner(groups, admin=False):
+    user = SimpleNamespace(
+        name="alice",
+        admin=admin,
+        groups=[SimpleNamespace(name=g, properties={}) for g in groups],
+        url="/user/alice/",
+    )
+    return SimpleLocalProcessSpawner(user=user, name="")
+
+
+def test_the_spawner_gives_a_student_the_student_directory_and_keeps_the_admins(tmp_path):
+    profiles = CourseProfiles("local", gpu_ids=[], state_path=tmp_path / "gpus.json")
+    spawner = make_spawner(["nbgrader-mlmeca-2025"])
+    spawner.environment = {"JUPYTER_CONFIG_PATH": "/srv/nbgrader/jupyter"}
+    profiles.apply(spawner, {})
+    assert spawner.environment["JUPYTER_CONFIG_PATH"] == plan_config_path(
+        STUDENT, "/srv/nbgrader/jupyter"
+    )
+    spawner.user.groups.append(SimpleNamespace(name="formgrade-mlmeca-2025", properties={}))
+    profiles.apply(spawner, {})  # made a grader: the next start has the team's tools
+    assert spawner.environment["JUPYTER_CONFIG_PATH"] == plan_config_path(
+        TEAM, "/srv/nbgrader/jupyter"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("tools", "formgrader"), [(STUDENT, False), (TEAM, True)])
+def test_a_real_server_loads_nbgraders_instructor_extensions_for_the_team_only(
+    tools, formgrader, tmp_path
+):
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": plan_config_path(tools), "HOME": str(tmp_path)}
+    log = tmp_path / "server.log"
+    command = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}"]
+    command += ["--ServerApp.jpserver_extensions=coursehub.spawn.busyactivity=True"]
+    command += ["--allow-root"] if os.geteuid() == 0 else []
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
+    try:
+        wait_until(lambda: "is running at" in log.read_text(), 60, 0.3, what="jupyter server")
+    finally:
+        server.terminate()
+        server.wait(30)
+    text = log.read_text()
+    loaded = "nbgrader.server_extensions.formgrader | extension was successfully loaded"
+    assert (loaded in text) is formgrader
+    assert "nbgrader.server_extensions.assignment_list | extension was successfully loaded" in text
+    assert "coursehub.spawn.busyactivity | extension was successfully loaded" in text
