@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(TORCH_INSTALL)
-	$(BIN)/python -m pip install -q -e '.[workload,notebook,web,hub,dev]'
+	$(BIN)/python -m pip install -q -e '.[workload,notebook,web,hub,dev,books]'
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 	touch $@
 
@@ -43,9 +43,10 @@ torch: $(VENV)/.installed
 
 # Debian packages for the integration tests and the demo (as root): a real
 # PostgreSQL server, Chromium for the browser tests, Node.js and npm for the
-# proxy, git, python3-venv. Only what is missing is installed: a host whose
-# Node.js comes from elsewhere (NodeSource, nvm, a tarball; NodeSource bundles
-# npm and conflicts with Debian's npm package) keeps it. DRY_RUN=1 only prints
+# proxy, git, acl (course data folders), python3-venv. Only what is missing
+# is installed: a host whose Node.js comes from elsewhere (NodeSource, nvm, a
+# tarball; NodeSource bundles npm and conflicts with Debian's npm package)
+# keeps it. DRY_RUN=1 only prints
 # the apt-get command.
 system-deps:
 	@pkgs=""; \
@@ -54,6 +55,7 @@ system-deps:
 	command -v node >/dev/null || pkgs="$$pkgs nodejs"; \
 	command -v npm >/dev/null || pkgs="$$pkgs npm"; \
 	command -v git >/dev/null || pkgs="$$pkgs git"; \
+	command -v setfacl >/dev/null || pkgs="$$pkgs acl"; \
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || pkgs="$$pkgs python3-venv"; \
 	if [ -z "$$pkgs" ]; then echo "system packages: all present"; \
 	elif [ -n "$(DRY_RUN)" ]; then echo "would run: apt-get install -y --no-install-recommends$$pkgs"; \

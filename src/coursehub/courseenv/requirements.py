@@ -1,0 +1,65 @@
+"""A course's declared requirements: PEP 508 lines only, checked before anything is built.
+
+The build runs as root on the host (:mod:`coursehub.courseenv.build`), and a
+teacher is trusted in their course only: the requirements may name packages
+and versions from the site's configured index, nothing else. pip options
+(``-e``, ``--index-url``, ``-r``...), URLs and local paths are refused here,
+and the build installs wheels only (``--only-binary=:all:``) so that no
+package runs code at install time (a wheel is unpacked, never executed:
+PEP 427).
+"""
+
+from __future__ import annotations
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from coursehub.errors import UsageError
+
+#: Most requirement lines a course may declare.
+MAX_REQUIREMENTS = 200
+
+
+def parse_requirements(text: str, where: str) -> list[str]:
+    """Return the normalised requirement lines of ``text`` (pure).
+
+    Blank lines and ``#`` comments are skipped; each other line must be a
+    PEP 508 requirement without URL (``numpy>=1.26``, ``scikit-learn==1.5.*``,
+    ``torch; sys_platform == "linux"``).
+
+    Raises
+    ------
+    UsageError
+        Naming ``where`` and the line number: a pip option, a URL or path,
+        an invalid requirement, a package named twice, or more than
+        :data:`MAX_REQUIREMENTS` lines.
+    """
+    found: list[str] = []
+    names: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        at = f"{where}, line {number}"
+        if line.startswith("-"):
+            raise UsageError(f"{at}: pip options are not allowed ({line.split()[0]})")
+        if "://" in line or line.startswith((".", "/", "~")):
+            raise UsageError(f"{at}: only package names from the index, not URLs or paths")
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise UsageError(f"{at}: not a requirement: {exc}") from None
+        if requirement.url:
+            raise UsageError(f"{at}: only package names from the index, not URLs or paths")
+        key = requirement.name.lower().replace("_", "-").replace(".", "-")
+        if key in names:
+            raise UsageError(f"{at}: {requirement.name} is already named on line {names[key]}")
+        names[key] = number
+        found.append(str(requirement))
+    if len(found) > MAX_REQUIREMENTS:
+        raise UsageError(f"{where}: {len(found)} requirements, at most {MAX_REQUIREMENTS}")
+    return found
+
+
+def render_requirements(lines: list[str]) -> str:
+    """Return a requirements file's text for ``lines`` (one a line, final newline)."""
+    return "".join(f"{line}\n" for line in lines)

@@ -1,0 +1,240 @@
+"""Update a course's mirror: fetch the teacher's branch, check it, publish the course's folder.
+
+:func:`update_mirror`, under an exclusive lock per course:
+
+1. fetch ``branch`` of the teacher's repository into the private bare
+   mirror (``refs/coursehub/fetched``), with the course's credential;
+2. refuse a force-pushed branch (the last good commit is no longer an
+   ancestor, ``git merge-base --is-ancestor``) unless ``accept_rewrite``;
+3. find the folder's tree (``git cat-file -t COMMIT:FOLDER`` is ``tree``);
+4. publish: when the tree differs from the published head, make a commit of
+   that tree whose parent is the published head (``git commit-tree``) and
+   push it to the published repository (a fast-forward). The students'
+   history is append-only whatever the teacher does to theirs, so
+   nbgitpuller's merge (``git merge -Xours``) always has a common ancestor.
+
+Any failure raises :class:`MaterialError` before step 4's push: the
+published repository, the last good material, is left as it was and still
+served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursehub.atomicfile import write_atomically
+from coursehub.errors import CoursehubError
+from coursehub.material.credential import plan_credential_env
+from coursehub.material.gitcmd import (
+    FETCH_TIMEOUT_S,
+    GitCommandError,
+    explain_git_error,
+    plan_git_env,
+    run_git,
+)
+from coursehub.material.layout import MaterialLayout, render_gitconfig
+
+#: Branch of the published repository (:data:`coursehub.catalog.material.PUBLISHED_BRANCH`).
+PUBLISHED_REF = "refs/heads/main"
+FETCHED_REF = "refs/coursehub/fetched"
+LAST_GOOD_REF = "refs/coursehub/last-good"
+PUBLISHED_COPY_REF = "refs/coursehub/published"
+
+
+class MaterialError(CoursehubError):
+    """An update that failed; the message says why and that the last good material stays."""
+
+
+class UpdateRunningError(CoursehubError):
+    """Another update of the same course holds its lock."""
+
+
+@dataclass(frozen=True)
+class MirrorSource:
+    """What to mirror: the course, the teacher's repository, branch and folder, credential kind."""
+
+    course_id: str
+    url: str
+    branch: str
+    subdir: str
+    credential: str = ""
+
+
+@dataclass(frozen=True)
+class MirrorResult:
+    """A good update: the teacher's ``commit``, the ``published`` commit, its ``pull_url``."""
+
+    commit: str
+    published: str
+    pull_url: str
+    changed: bool
+
+
+@contextlib.contextmanager
+def course_lock(layout: MaterialLayout, course_id: str) -> Iterator[None]:
+    """Hold the course's update lock (``flock``); raise :class:`UpdateRunningError` if taken."""
+    with open(layout.lock(course_id), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UpdateRunningError(
+                f"an update of {course_id}'s material is already running"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def update_mirror(
+    layout: MaterialLayout,
+    source: MirrorSource,
+    last_commit: str = "",
+    accept_rewrite: bool = False,
+) -> MirrorResult:
+    """Fetch, check and publish the material of ``source.course_id`` (see the module).
+
+    Parameters
+    ----------
+    layout
+        Where the mirrors live (created if missing).
+    source
+        The repository to mirror.
+    last_commit
+        The teacher's commit of the last good update from this same source
+        ("" for none or another source): a new head that does not contain it
+        is a rewritten (force-pushed) branch.
+    accept_rewrite
+        Publish a rewritten branch anyway (on top of the students' history).
+
+    Raises
+    ------
+    MaterialError
+        Unreachable repository, refused credential, missing branch or folder,
+        rewritten branch: the message says which, and that the last good
+        material is still served.
+    UpdateRunningError
+        If another update of the course is running.
+    """
+    layout.ensure()
+    with course_lock(layout, source.course_id):
+        commit = _fetch(layout, source)
+        if last_commit and not accept_rewrite:
+            _check_not_rewritten(layout, source, last_commit, commit)
+        tree = _folder_tree(layout, source, commit)
+        return _publish(layout, source, commit, tree)
+
+
+def _local_env(layout: MaterialLayout) -> dict[str, str]:
+    return plan_git_env(layout.home, protocols="file")
+
+
+def _fetch(layout: MaterialLayout, source: MirrorSource) -> str:
+    upstream = layout.upstream(source.course_id)
+    local = _local_env(layout)
+    if not (upstream / "HEAD").exists():
+        run_git(["init", "--bare", "--quiet", "--template=", str(upstream)], local)
+    extra = plan_credential_env(layout, source.course_id, source.credential)
+    env = plan_git_env(layout.home, extra)
+    refspec = f"+refs/heads/{source.branch}:{FETCHED_REF}"
+    args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", source.url, refspec]
+    try:
+        run_git(args, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
+    except GitCommandError as exc:
+        reason = explain_git_error(exc.stderr, source.url, source.branch, source.credential)
+        raise MaterialError(_kept(reason)) from None
+    return _rev(upstream, FETCHED_REF, local)
+
+
+def _check_not_rewritten(
+    layout: MaterialLayout, source: MirrorSource, last_commit: str, commit: str
+) -> None:
+    upstream = layout.upstream(source.course_id)
+    if last_commit == commit:
+        return
+    done = run_git(
+        ["merge-base", "--is-ancestor", last_commit, commit],
+        _local_env(layout),
+        cwd=upstream,
+        check=False,
+    )
+    if done.returncode == 1:
+        raise MaterialError(
+            _kept(
+                f"branch {source.branch} of {source.url} was force-pushed: its head "
+                f"{commit[:12]} no longer contains the last published commit {last_commit[:12]}; "
+                f"to publish the new history run 'coursehub material update {source.course_id} "
+                "--accept-rewrite' (students keep their own edits)"
+            )
+        )
+    # other status: the last commit is unknown here (a mirror made anew): nothing to compare
+
+
+def _folder_tree(layout: MaterialLayout, source: MirrorSource, commit: str) -> str:
+    upstream = layout.upstream(source.course_id)
+    env = _local_env(layout)
+    name = f"{commit}:{source.subdir}" if source.subdir else f"{commit}^{{tree}}"
+    done = run_git(["cat-file", "-t", name], env, cwd=upstream, check=False)
+    if done.returncode != 0 or done.stdout.strip() != "tree":
+        raise MaterialError(
+            _kept(
+                f"folder {source.subdir!r} does not exist on branch {source.branch} "
+                f"of {source.url} (commit {commit[:12]})"
+            )
+        )
+    return _rev(upstream, name, env)
+
+
+def _publish(layout: MaterialLayout, source: MirrorSource, commit: str, tree: str) -> MirrorResult:
+    upstream = layout.upstream(source.course_id)
+    published = layout.published_repo(source.course_id)
+    env = _local_env(layout)
+    if not (published / "HEAD").exists():
+        run_git(["init", "--bare", "--quiet", "--template=", "--shared=0644", str(published)], env)
+        run_git(["symbolic-ref", "HEAD", PUBLISHED_REF], env, cwd=published)
+        repositories = [p.resolve() for p in layout.published.glob("*.git")]
+        write_atomically(layout.gitconfig, render_gitconfig(repositories), mode=0o644)
+    head = _rev(published, PUBLISHED_REF, env, missing_ok=True)
+    if head:
+        run_git(
+            ["fetch", "--quiet", "--", str(published), f"+{PUBLISHED_REF}:{PUBLISHED_COPY_REF}"],
+            env,
+            cwd=upstream,
+        )
+        if _rev(upstream, f"{head}^{{tree}}", env) == tree:
+            run_git(["update-ref", LAST_GOOD_REF, commit], env, cwd=upstream)
+            return MirrorResult(commit, head, layout.pull_url(source.course_id), changed=False)
+    message = (
+        f"{source.course_id}: material from branch {source.branch}"
+        f"{', folder ' + source.subdir if source.subdir else ''}\n\nSource commit: {commit}\n"
+    )
+    parents = ["-p", head] if head else []
+    new = run_git(["commit-tree", tree, *parents, "-m", message], env, cwd=upstream).stdout.strip()
+    run_git(["push", "--quiet", "--", str(published), f"{new}:{PUBLISHED_REF}"], env, cwd=upstream)
+    run_git(["update-ref", LAST_GOOD_REF, commit], env, cwd=upstream)
+    return MirrorResult(commit, new, layout.pull_url(source.course_id), changed=True)
+
+
+def _rev(repo: Path, name: str, env: dict[str, str], missing_ok: bool = False) -> str:
+    done = run_git(["rev-parse", "--verify", "--quiet", name], env, cwd=repo, check=not missing_ok)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _kept(reason: str) -> str:
+    return f"{reason}; the last good material is still served"
+
+
+def published_head(layout: MaterialLayout, course_id: str) -> str:
+    """The commit students get now ("" before the first good update)."""
+    published = layout.published_repo(course_id)
+    if not (published / "HEAD").exists():
+        return ""
+    try:
+        return _rev(published, PUBLISHED_REF, _local_env(layout), missing_ok=True)
+    except (GitCommandError, subprocess.SubprocessError):
+        return ""

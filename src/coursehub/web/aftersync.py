@@ -1,0 +1,52 @@
+"""What follows each hub sync of the course app: team shares, then data folders.
+
+Called by :func:`coursehub.web.hubsync.run_sync` with the sync's client,
+after :func:`coursehub.hub.sync.sync_catalog`, for the courses it synced:
+
+* :func:`coursehub.teamaccess.shares.sync_team_shares`: a new student's
+  server is shared with the team, a former student's share revoked (a team
+  change needs nothing: the hub reads the team group's members at each request);
+* :func:`coursehub.coursedata.ensure.ensure_data`, when the app runs as root
+  with ``COURSEHUB_SHARED_ROOT`` set: the course's Unix groups follow the roster.
+
+Failures are logged, never raised: the sync's own outcome is what the course page shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+
+from sqlalchemy.orm import Session
+
+from coursehub.coursedata.ensure import ensure_data
+from coursehub.courselayout import SHARED_ROOT_ENV, shared_root
+from coursehub.errors import CoursehubError
+from coursehub.hub.hubclient import HubClient
+from coursehub.teamaccess.shares import sync_team_shares
+
+log = logging.getLogger(__name__)
+
+
+def after_sync(session: Session, client: HubClient, course_ids: Iterable[str]) -> None:
+    """Refresh the team shares and, as root with a shared root, the data folders."""
+    course_ids = sorted(course_ids)
+    for course_id in course_ids:
+        try:
+            report = sync_team_shares(client, course_id)
+        except CoursehubError as exc:
+            log.warning("team shares of %s not refreshed: %s", course_id, exc)
+            continue
+        for student, message in report.errors:
+            log.warning("team share of %s in %s: %s", student, course_id, message)
+    if os.geteuid() != 0 or not os.environ.get(SHARED_ROOT_ENV) or not course_ids:
+        return
+    try:
+        outcomes = ensure_data(session, shared_root(), course_ids)
+    except CoursehubError as exc:
+        log.warning("data folders not refreshed: %s", exc)
+        return
+    for outcome in outcomes:
+        if outcome.error:
+            log.warning("data folder: %s", outcome.error)

@@ -1,0 +1,88 @@
+"""The JSON API of a course's material, under ``/api/v1/courses/<course_id>/material``.
+
+``GET`` (anyone who sees the course): the repository, the mirror's state
+and the students' pull link; ``PUT`` (the course's lead and teachers):
+set the repository and its credential (sent in the body over the hub's
+HTTPS, stored as a private file, never answered back); ``POST .../update``
+(the teaching team): start an update in the background (202). A blueprint
+nested in :data:`coursehub.web.api.bp`: same tokens, errors and read-only
+rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
+
+from coursehub.catalog.material import render_pull_link, render_state
+from coursehub.catalog.models import Course
+from coursehub.errors import UsageError
+from coursehub.material.credential import parse_credential
+from coursehub.material.service import set_course_material
+from coursehub.web import api
+from coursehub.web.access import Access
+from coursehub.web.materialjobs import material_layout, start_update
+from coursehub.web.payloads import parse_fields
+from coursehub.web.saving import committing
+
+bp = Blueprint("material", __name__)
+api.bp.register_blueprint(bp)  # before the app registers api.bp: endpoints "api.material.*"
+
+
+def init_app(app: Flask) -> None:
+    """Exempt the blueprint from CSRF (token-authenticated, like its parent)."""
+    app.extensions["csrf"].exempt(bp)
+
+
+def render_material(course: Course) -> dict[str, Any]:
+    """The material's JSON: :func:`~coursehub.catalog.material.render_state` and ``pull_link``."""
+    base = str(current_app.config.get("HUB_BASE_URL") or "/")
+    return render_state(course) | {"pull_link": render_pull_link(base, course)}
+
+
+@bp.get("/courses/<course_id>/material")
+def show(course_id: str) -> Response:
+    """The course's material and its mirror's state."""
+    _session, course, _access = api.api_course(course_id, Access.VIEW)
+    return jsonify(render_material(course))
+
+
+@bp.put("/courses/<course_id>/material")
+def put(course_id: str) -> Response:
+    """Set the repository, branch, folder and (``credential``: its text) credential."""
+    session, course, _access = api.api_course(course_id, Access.MANAGE)
+    data = parse_fields(
+        request.get_json(silent=True),
+        {"repo": str},
+        {"branch": str, "subdir": str, "credential": str, "drop_credential": bool},
+    )
+    secret = data.get("credential")
+    credential = parse_credential(secret.encode(), "the request") if secret else None
+    if credential is not None and data.get("drop_credential"):
+        raise UsageError("send credential or drop_credential, not both")
+    with committing(session):
+        set_course_material(
+            session,
+            course,
+            material_layout(),
+            data["repo"],
+            data.get("branch") or "main",
+            data.get("subdir") or "",
+            credential=credential,
+            drop_credential=bool(data.get("drop_credential")),
+        )
+    return jsonify(render_material(course))
+
+
+@bp.post("/courses/<course_id>/material/update")
+def update(course_id: str) -> tuple[Response, int]:
+    """Start an update now (202); 409 if one runs, or the course has no repository."""
+    session, course, _access = api.api_course(course_id, Access.READ_ROSTER)
+    raw = request.get_json(silent=True)
+    data = parse_fields(raw if raw is not None else {}, {}, {"accept_rewrite": bool})
+    if course.material is None:
+        return jsonify(error=f"course {course_id} has no repository yet"), 409
+    if not start_update(session, course, bool(data.get("accept_rewrite"))):
+        return jsonify(error=f"an update of {course_id}'s material is already running"), 409
+    return jsonify(render_material(course)), 202

@@ -1,0 +1,105 @@
+"""Course spaces at spawn time, against the real spawner classes: data folder and kernels path."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+
+from coursehub.contract import make_profile
+from coursehub.courselayout import data_dir, jupyter_data_dir
+from coursehub.spawn.coursespaces import CourseSpaces, apply_data_links
+from coursehub.spawn.profiles import spawner_override
+from coursehub.spawn.spawner import apply_override
+from test_spawner_classes import make_spawner
+
+ROOT = "/srv/coursehub"
+PROFILE = make_profile("m2", cpu_limit=1, mem_limit="2G", n_threads=1)
+
+
+def groups(*names):
+    return [SimpleNamespace(name=n, properties={}) for n in names]
+
+
+def local_spawner(tmp_path, *group_names):
+    user = SimpleNamespace(name="alice", groups=groups(*group_names), url="/user/alice/")
+    spawner = SimpleLocalProcessSpawner(user=user, name="")
+    spawner.home_dir_template = str(tmp_path / "homes" / "{username}")
+    return spawner
+
+
+def test_a_local_server_gets_a_link_to_each_of_its_courses_data_folder(tmp_path):
+    spawner = local_spawner(tmp_path, "nbgrader-a-2025", "formgrade-b-2025", "other")
+    CourseSpaces("local", root=ROOT)(spawner)
+    home = tmp_path / "homes" / "alice"
+    assert os.readlink(home / "a-2025-data") == str(data_dir(ROOT, "a-2025"))
+    assert os.readlink(home / "b-2025-data") == str(data_dir(ROOT, "b-2025"))
+    assert spawner.environment["JUPYTER_PATH"].split(":") == [
+        str(jupyter_data_dir(ROOT, "a-2025")),
+        str(jupyter_data_dir(ROOT, "b-2025")),
+    ]
+
+
+def test_leaving_a_course_removes_its_link_and_kernel_path_at_the_next_start(tmp_path):
+    spawner = local_spawner(tmp_path, "nbgrader-a-2025", "nbgrader-b-2025")
+    spaces = CourseSpaces("local", root=ROOT)
+    spaces(spawner)
+    spawner.user.groups = groups("nbgrader-b-2025")
+    apply_override(spawner, spawner_override(PROFILE, "local", []))  # the profile hook runs first
+    spaces(spawner)
+    home = tmp_path / "homes" / "alice"
+    assert not os.path.lexists(home / "a-2025-data")
+    assert os.path.islink(home / "b-2025-data")
+    assert "a-2025" not in spawner.environment["JUPYTER_PATH"]
+
+
+def test_a_students_own_file_named_like_the_link_is_left_alone(tmp_path):
+    home = tmp_path / "home"
+    (home / "a-2025-data").mkdir(parents=True)
+    (home / "a-2025-data" / "mine.txt").write_text("mine")
+    apply_data_links(home, ROOT, {"a-2025": "students"})
+    assert (home / "a-2025-data" / "mine.txt").read_text() == "mine"
+
+
+def test_a_home_replaced_by_a_symlink_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "home").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        apply_data_links(tmp_path / "home", ROOT, {"a-2025": "students"})
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_systemd_binds_the_data_folder_into_the_unit_and_keeps_the_profiles_properties():
+    spawner = make_spawner("systemd")
+    spawner.user.groups = groups("nbgrader-a-2025")
+    spawner.unit_extra_properties = {"DeviceAllow": "/dev/null rw"}
+    CourseSpaces("systemd", root=ROOT)(spawner)
+    props = spawner.unit_extra_properties
+    assert props["DeviceAllow"] == "/dev/null rw"
+    assert props["BindReadOnlyPaths"] == f"{ROOT}/courses/a-2025/data:/home/alice/a-2025-data"
+    assert "BindPaths" not in props
+
+
+def test_slurm_jobs_link_the_folder_themselves_after_the_admins_prologue():
+    spawner = make_spawner("slurm")
+    spawner.req_prologue = "module load python"
+    spawner.user.groups = groups("formgrade-a-2025")
+    spaces = CourseSpaces("slurm", root=ROOT)
+    spaces(spawner)
+    spaces(spawner)  # a second start does not repeat the lines
+    lines = spawner.req_prologue.splitlines()
+    assert lines[0] == "module load python"
+    assert len(lines) == 2 and "ln -s /srv/coursehub/courses/a-2025/data" in lines[1]
+
+
+def test_kubernetes_pods_mount_the_shared_volume_read_only_for_students():
+    spawner = make_spawner("kubernetes")
+    spawner.user.groups = groups("nbgrader-a-2025")
+    CourseSpaces("kubernetes", root=ROOT, claim_name="shared")(spawner)
+    assert spawner.volumes == [
+        {"name": "coursehub-shared", "persistentVolumeClaim": {"claimName": "shared"}}
+    ]
+    data = spawner.volume_mounts[0]
+    assert (data["mountPath"], data["readOnly"]) == ("/home/jovyan/a-2025-data", True)

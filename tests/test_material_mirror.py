@@ -1,0 +1,347 @@
+"""A course's material from a private repository: mirror, students' pulls, bad inputs.
+
+The private repository is served by ``git http-backend`` behind basic auth
+(tests/material_gitserver.py); students pull the published mirror with
+nbgitpuller's ``gitpuller`` command in a home of their own, with nothing but
+the variables a student's server gets (:mod:`coursehub.spawn.material`).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from coursehub.catalog.db import make_engine, session_factory
+from coursehub.catalog.readmodel import load_course
+from coursehub.cli import main
+from coursehub.material.credential import parse_credential
+from coursehub.material.layout import MaterialLayout
+from coursehub.material.mirror import published_head
+from coursehub.material.service import run_update, set_course_material
+from coursehub.spawn.material import plan_material_env
+from coursehub.web.testing import seed_web_catalog
+from material_gitserver import commit_files, git, serve_git, teacher_repo
+
+COURSE = "mlmeca-2025"
+FILES = {
+    "notebooks/tp1.py": "print('tp1')\n",
+    "notebooks/data.csv": "x\n1\n",
+    "solutions/tp1.py": "ANSWER = 42\n",
+}
+
+
+@dataclass
+class Repo:
+    url: str
+    token: str
+    work: Path
+
+
+@pytest.fixture
+def private_repo(tmp_path: Path):
+    root = tmp_path / "server"
+    root.mkdir()
+    work = teacher_repo(root, "mlmeca", FILES)
+    token = "glpat-" + secrets.token_hex(16)
+    with serve_git(root, "deploy", token) as base:
+        yield Repo(f"{base}/mlmeca.git", token, work)
+
+
+@pytest.fixture
+def layout():
+    """A material folder others may traverse (as /srv/coursehub/material would be)."""
+    root = Path(tempfile.mkdtemp(prefix="chmat-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    yield MaterialLayout(root / "material")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def sessions(database_url: str):
+    seed_web_catalog(database_url)
+    engine = make_engine(database_url)
+    yield session_factory(engine)
+    engine.dispose()
+
+
+def set_repo(sessions, layout, url, token=None, branch="main", subdir="notebooks"):
+    credential = parse_credential(f"deploy:{token}".encode(), "test") if token else None
+    with sessions() as session:
+        course = load_course(session, COURSE)
+        set_course_material(session, course, layout, url, branch, subdir, credential=credential)
+        session.commit()
+
+
+def material_of(sessions):
+    with sessions() as session:
+        return load_course(session, COURSE).material
+
+
+def student_env(home: Path, layout: MaterialLayout) -> dict[str, str]:
+    """What a student's server has for git: its own home, a PATH, the safe.directory entries."""
+    materials = {COURSE: {"repo": layout.pull_url(COURSE), "branch": "main", "target": "x"}}
+    return {"PATH": "/usr/bin:/bin", "HOME": str(home), **plan_material_env(materials)}
+
+
+def student_pull(home: Path, layout: MaterialLayout, user: str | None = None) -> Path:
+    """Run nbgitpuller's ``gitpuller`` as the student (``user``) would in their server."""
+    target = home / f"{COURSE}-material"
+    python, env = sys.executable, student_env(home, layout)
+    if user is not None:
+        # the test's venv interpreter is a link into /root: the student runs the same
+        # Python (same version and site-packages), as a shared install would be seen
+        python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+        env["PYTHONPATH"] = sysconfig.get_paths()["purelib"]
+    done = subprocess.run(
+        [python, "-m", "nbgitpuller.pull", layout.pull_url(COURSE), "main", str(target)],
+        env=env,
+        cwd=home,
+        user=user,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return target
+
+
+def files_holding(folder: Path, needle: str) -> list[Path]:
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            try:
+                if needle.encode() in path.read_bytes():
+                    found.append(path)
+            except PermissionError:
+                continue
+    return found
+
+
+def test_a_private_repository_is_mirrored_and_pulled_without_its_token(
+    private_repo, layout, sessions, tmp_path
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    outcome = run_update(sessions, COURSE, layout)
+    assert outcome.ok, outcome.message
+    material = material_of(sessions)
+    assert (material.state, material.error, material.credential) == ("ok", "", "token")
+    assert material.commit == git("rev-parse", "HEAD", cwd=private_repo.work)
+    home = tmp_path / "student"
+    home.mkdir()
+    target = student_pull(home, layout)
+    assert sorted(p.name for p in target.iterdir() if p.name != ".git") == ["data.csv", "tp1.py"]
+    assert not files_holding(home, "ANSWER = 42")  # the other folders never reach students
+    assert not files_holding(home, private_repo.token)
+    assert not files_holding(layout.published, private_repo.token)
+    assert private_repo.token not in " ".join(student_env(home, layout).values())
+    assert private_repo.url not in (target / ".git" / "config").read_text()
+    assert oct(layout.credential(COURSE).stat().st_mode & 0o777) == "0o600"
+    assert oct(layout.private.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_students_edit_survives_a_teachers_update(private_repo, layout, sessions, tmp_path):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    home = tmp_path / "student"
+    home.mkdir()
+    target = student_pull(home, layout)
+    (target / "tp1.py").write_text("print('my answer')\n")
+    commit_files(private_repo.work, {"notebooks/tp2.py": "print('tp2')\n"}, "tp2")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    assert run_update(sessions, COURSE, layout).ok
+    student_pull(home, layout)
+    assert (target / "tp1.py").read_text() == "print('my answer')\n"
+    assert (target / "tp2.py").read_text() == "print('tp2')\n"
+
+
+def test_a_wrong_token_is_named_and_the_last_good_material_is_still_served(
+    private_repo, layout, sessions
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    served = published_head(layout, COURSE)
+    set_repo(sessions, layout, private_repo.url, "glpat-wrongwrongwrong")
+    outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok
+    assert "refused the credential" in outcome.message
+    assert "last good material is still served" in outcome.message
+    assert "glpat-wrong" not in outcome.message
+    material = material_of(sessions)
+    assert material.state == "error" and material.error == outcome.message
+    assert published_head(layout, COURSE) == served
+    assert material.pull_url
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"token": None}, "asks for a user name and token"),
+        ({"branch": "nope"}, "branch nope does not exist"),
+        ({"subdir": "missing"}, "folder 'missing' does not exist on branch main"),
+        ({"url": "http://127.0.0.1:9/mlmeca.git"}, "unreachable: connection refused"),
+    ],
+)
+def test_bad_inputs_are_explained_and_keep_the_last_good_material(
+    private_repo, layout, sessions, change, expected
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    served = published_head(layout, COURSE)
+    if change.get("token", "") is None:
+        with sessions() as session:
+            course = load_course(session, COURSE)
+            set_course_material(
+                session, course, layout, private_repo.url, subdir="notebooks", drop_credential=True
+            )
+            session.commit()
+    else:
+        set_repo(
+            sessions,
+            layout,
+            change.get("url", private_repo.url),
+            private_repo.token,
+            change.get("branch", "main"),
+            change.get("subdir", "notebooks"),
+        )
+    outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok
+    assert expected in outcome.message
+    assert published_head(layout, COURSE) == served
+
+
+def test_a_force_push_keeps_the_last_good_mirror_until_accepted(
+    private_repo, layout, sessions, tmp_path
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    served = published_head(layout, COURSE)
+    home = tmp_path / "student"
+    home.mkdir()
+    target = student_pull(home, layout)
+    (target / "notes.txt").write_text("mine\n")
+    git("commit", "--quiet", "--amend", "-m", "rewritten", cwd=private_repo.work)
+    commit_files(private_repo.work, {"notebooks/tp1.py": "print('tp1 v2')\n"}, "v2")
+    git("push", "--quiet", "--force", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok and "force-pushed" in outcome.message
+    assert published_head(layout, COURSE) == served
+    assert run_update(sessions, COURSE, layout, accept_rewrite=True).ok
+    student_pull(home, layout)  # the students' history only grows: a plain merge
+    assert (target / "tp1.py").read_text() == "print('tp1 v2')\n"
+    assert (target / "notes.txt").read_text() == "mine\n"
+
+
+def test_the_cli_sets_updates_and_shows_the_material(
+    private_repo, layout, database_url, tmp_path, capsys
+):
+    seed_web_catalog(database_url)
+    token_file = tmp_path / "token"
+    token_file.write_text(f"deploy:{private_repo.token}\n")
+    common = ["--database-url", database_url, "--material-dir", str(layout.root)]
+    assert (
+        main(
+            [
+                "material",
+                "set",
+                COURSE,
+                "--repo",
+                private_repo.url,
+                "--subdir",
+                "notebooks",
+                "--credential",
+                str(token_file),
+                *common,
+            ]
+        )
+        == 0
+    )
+    assert main(["material", "update", COURSE, *common]) == 0
+    assert main(["material", "show", COURSE, *common]) == 0
+    out = capsys.readouterr().out
+    assert "state           ok" in out and "file://" in out
+    assert private_repo.token not in out
+    assert (
+        main(["material", "set", COURSE, "--repo", private_repo.url, "--branch", "gone", *common])
+        == 0
+    )
+    assert main(["material", "update", COURSE, *common]) == 2
+    err = capsys.readouterr().err
+    assert "coursehub: error: mlmeca-2025: branch gone does not exist" in err
+    assert "Traceback" not in err
+
+
+def test_the_cli_refuses_a_token_in_the_url(layout, database_url, capsys):
+    seed_web_catalog(database_url)
+    url = "https://deploy:glpat-secret123@gitlab.example.org/meca/mlmeca.git"
+    status = main(
+        [
+            "material",
+            "set",
+            COURSE,
+            "--repo",
+            url,
+            "--database-url",
+            database_url,
+            "--material-dir",
+            str(layout.root),
+        ]
+    )
+    assert status == 2
+    assert "holds a user name or token" in capsys.readouterr().err
+
+
+@pytest.fixture
+def student_account():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a Unix user")
+    name = f"chtest{uuid.uuid4().hex[:8]}"
+    home = Path(tempfile.mkdtemp(prefix="chstudent-", dir="/tmp"))
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", str(home), name], check=True)
+    entry = pwd.getpwnam(name)
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    os.chmod(home, 0o700)
+    yield name, home
+    subprocess.run(["userdel", name], check=False)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.root
+def test_a_student_account_pulls_and_finds_no_credential_anywhere_it_can_read(
+    private_repo, layout, sessions, student_account
+):
+    name, home = student_account
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    target = student_pull(home, layout, user=name)
+    assert (target / "tp1.py").exists()
+    search = subprocess.run(
+        [
+            "grep",
+            "-rlF",
+            "--",
+            private_repo.token,
+            str(layout.root),
+            str(home),
+            "/proc/self/environ",
+        ],
+        env=student_env(home, layout),
+        user=name,
+        capture_output=True,
+        text=True,
+    )
+    assert search.stdout == ""  # nothing found (grep: 1 with "Permission denied" on private/)
+    assert "Permission denied" in search.stderr
+    refused = subprocess.run(
+        ["cat", str(layout.credential(COURSE))], user=name, capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and private_repo.token not in refused.stdout
