@@ -52,7 +52,8 @@ def register_config(commands: Any) -> None:
         "config",
         help="print a complete, commented hub configuration for a real deployment",
         description="Print jupyterhub_config.py (systemd, local, slurm) or Zero to JupyterHub "
-        "Helm values (kubernetes) with course profiles, the course app service and the culler.",
+        "Helm values (kubernetes) with course profiles, the course app service and the culler; "
+        "--lti FILE adds sign-in from the LMS (LTI 1.3, docs/lti.md).",
     )
     config.add_arguments(parser)
     parser.set_defaults(func=config.run)
@@ -90,8 +91,16 @@ def run_sync(args: argparse.Namespace) -> int:
     """Plan the sync, print it, apply it unless ``--dry-run``; return 0, or 1 on a hub error.
 
     One :func:`coursehub.hub.sync.sync_catalog`: a hub that cannot be read
-    is reported (and recorded on every course) with nothing applied.
+    is reported (and recorded on every course) with nothing applied. While
+    the plan is applied a progress bar (tqdm, on stderr) counts the users,
+    groups and memberships done; the first Ctrl-C stops the sync after the
+    request in flight (the next sync resumes it), a second one at once.
     """
+    import signal
+    import threading
+
+    from tqdm import tqdm
+
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.catalog.schema import check_schema
     from coursehub.hub.hubclient import RetryPolicy, client_from_env
@@ -102,15 +111,37 @@ def run_sync(args: argparse.Namespace) -> int:
     client = client_from_env(args.hub_url, args.token_env, retry=RetryPolicy(args.attempts))
     engine = make_engine()
     check_schema(engine)
-    with client, session_scope(engine) as session:
-        outcome = sync_catalog(
-            session,
-            client,
-            prune=args.prune,
-            dry_run=args.dry_run,
-            on_plan=lambda plan: print(render_plan(plan, args.verbose, client.api_url), flush=True),
-        )
-    engine.dispose()
+    stop = threading.Event()
+    bars: list[tqdm[Any]] = []
+
+    def on_plan(plan: SyncPlan) -> None:
+        print(render_plan(plan, args.verbose, client.api_url), flush=True)
+        if not args.dry_run and not plan.is_empty:
+            bars.append(tqdm(total=plan.size, unit="item", desc="hub sync", leave=True))
+
+    def on_interrupt(_signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("\nstopping after the request in flight (Ctrl-C again: at once)", flush=True)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        with client, session_scope(engine) as session:
+            outcome = sync_catalog(
+                session,
+                client,
+                prune=args.prune,
+                dry_run=args.dry_run,
+                on_plan=on_plan,
+                progress=lambda n: bars[0].update(n) if bars else None,
+                stop=stop,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for bar in bars:
+            bar.close()
+        engine.dispose()
     if outcome.plan is None or not (outcome.dry_run or outcome.plan.is_empty):
         print(render_report(outcome.report))
     return 0 if outcome.ok else 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -29,8 +30,13 @@ from coursehub.contract import (
     CourseProfile,
 )
 from coursehub.errors import UsageError
+from coursehub.hub.ltiplatforms import read_registrations
 from coursehub.resources.units import format_mem
 
+#: The course app's name in the hub's Services menu.
+COURSE_APP_DISPLAY_NAME = "Courses"
+#: Path of the course app's LTI launch API below its service URL (coursehub.web.ltiapi).
+LTI_LAUNCH_PATH = "/services/coursehub/api/v1/lti/launch"
 #: Port of the course app service on the hub machine.
 SERVICE_PORT = 10101
 #: Concurrent spawns per CPU of the machine that runs the servers (see plan_spawn_limit).
@@ -123,6 +129,17 @@ class HubSettings:
         Demo: the courses whose formgrader the hub runs as a service; the
         course app gets them in ``COURSEHUB_FORMGRADER_COURSES`` and links
         only to those.
+    admin_users
+        Hub admins (``Authenticator.admin_users``), admins of the course app too.
+    allowed_users
+        Accounts the hub creates at start besides those the course sync adds
+        (``Authenticator.allowed_users``), e.g. portal managers in no course.
+    service_display_name
+        The course app's name in the hub's Services menu.
+    lti_platforms
+        LTI 1.3 platform registrations (:func:`coursehub.hub.ltiplatforms.parse_registrations`);
+        non-empty: the hub also accepts LMS launches
+        (:class:`coursehub.spawn.lti.CoursehubLTIAuthenticator`) beside its login form.
     """
 
     kind: str = "systemd"
@@ -144,6 +161,10 @@ class HubSettings:
     no_course: str = "default"
     demo: bool = False
     formgrader_courses: tuple[str, ...] = ()
+    admin_users: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    service_display_name: str = COURSE_APP_DISPLAY_NAME
+    lti_platforms: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -212,6 +233,11 @@ def render_hub_config(settings: HubSettings) -> str:
         )
     if settings.demo and settings.kind != "local":
         raise UsageError("the demo configuration uses the local spawner only")
+    if settings.lti_platforms and settings.kind == "kubernetes":
+        raise UsageError(
+            "--lti renders for the systemd, local and slurm spawners; on Kubernetes add the "
+            "authenticator to hub.extraConfig by hand (docs/lti.md)"
+        )
     if settings.no_course not in NO_COURSE_CHOICES:
         raise UsageError(
             f"no_course must be one of {', '.join(NO_COURSE_CHOICES)}, got {settings.no_course!r}"
@@ -228,6 +254,8 @@ def render_hub_config(settings: HubSettings) -> str:
         "start_timeout_s": _start_timeout_s(settings),
         "idle_notice": render_idle_notice(settings.cull_idle_s),
         "busy_arg": busy_server_arg(),
+        "lti_launch_url": settings.service_url.rstrip("/") + LTI_LAUNCH_PATH,
+        "lti_password_class": "shared-password" if settings.demo else "pam",
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),
@@ -238,6 +266,26 @@ def render_hub_config(settings: HubSettings) -> str:
         "singleuser_image_tag": settings.extra.get("singleuser_image_tag", "latest"),
     }
     return env.from_string(source).render(context)
+
+
+def render_service_names(names: Mapping[str, str]) -> str:
+    """Return ``jupyterhub_config.py`` lines naming services in the hub's Services menu (pure).
+
+    ``names`` maps a service name (e.g. a formgrader's course_id) to what
+    people read (e.g. "Grading: Machine Learning for Mechanics"); the lines
+    set ``info["display_name"]`` of those services configured above them,
+    which coursehub's ``page.html`` shows (:mod:`coursehub.spawn.hubpages`).
+    """
+    if not names:
+        return ""
+    return (
+        "# --- Names shown in the hub's Services menu (coursehub.spawn.hubpages) ---\n"
+        f"SERVICE_DISPLAY_NAMES = {dict(names)!r}\n"
+        "for _service in c.JupyterHub.services:\n"
+        "    if _service['name'] in SERVICE_DISPLAY_NAMES:\n"
+        "        _service.setdefault('info', {})['display_name'] = "
+        "SERVICE_DISPLAY_NAMES[_service['name']]\n"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -286,6 +334,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "that runs the servers, at least 2)",
     )
     parser.add_argument(
+        "--lti",
+        metavar="FILE",
+        help="also accept LTI 1.3 launches from the LMS platforms registered in FILE "
+        "(TOML, one [[platform]] per registration; see docs/lti.md)",
+    )
+    parser.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of printing"
     )
 
@@ -294,6 +348,8 @@ def run(args: argparse.Namespace) -> int:
     """Print (or write) the configuration asked for on the command line."""
     if args.cull_idle < 1 or args.spawn_limit < 1:
         raise UsageError("--cull-idle and --spawn-limit must be positive")
+    lti = getattr(args, "lti", None)
+    platforms = tuple(read_registrations(lti)) if lti else ()
     settings = replace(
         HubSettings(),
         kind=args.spawner,
@@ -303,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
         cull_idle_s=args.cull_idle,
         concurrent_spawn_limit=args.spawn_limit,
         no_course=args.no_course,
+        lti_platforms=platforms,
     )
     text = render_hub_config(settings)
     if args.output:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Engine
 
+import coursehub.catalog.lti  # noqa: F401  (registers the LTI tables on Base.metadata)
+from coursehub.catalog import usage as _usage  # noqa: F401  (registers the usage tables)
 from coursehub.catalog.db import make_engine
 from coursehub.catalog.models import Base
 

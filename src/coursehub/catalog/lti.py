@@ -1,0 +1,276 @@
+"""LTI 1.3 in the catalog: LMS course contexts linked to courses, LMS accounts, used nonces.
+
+An LMS (Moodle, Canvas...) launches the hub with an ``id_token`` whose
+context claim names the LMS course (IMS LTI 1.3, section 5.4.1,
+https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Three tables:
+
+``lti_links`` (:class:`LtiLink`)
+    One row per LMS context (``issuer``, ``deployment_id``, ``context_id``).
+    The first launch from an unknown context records it *pending*
+    (``course_pk`` None) with the context's title and a random
+    :attr:`LtiLink.code`; a hub admin, or the lead of a course from its page,
+    confirms it (:func:`confirm_link`), after which launches from the
+    context enrol people in that course. A context is linked to one course.
+``lti_accounts`` (:class:`LtiAccount`)
+    The LMS user (``issuer``, ``subject``: the ``sub`` claim, stable in the
+    LMS) behind a catalog person, so that two LMS users whose usernames
+    collide are never merged (:mod:`coursehub.catalog.ltilaunch`).
+``lti_nonces`` (:class:`LtiNonce`)
+    Every launch's ``nonce``, until its ``id_token`` expires: a second
+    launch with the same one is a replay (OpenID Connect Core 1.0, section
+    15.5.2, https://openid.net/specs/openid-connect-core-1_0.html#NonceNotes).
+
+Functions flush and never commit, as in :mod:`coursehub.catalog.people`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String, UniqueConstraint, delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
+
+from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.models import Base, Course, Person, UTCDateTime, utcnow
+
+#: Alphabet of link codes: no 0/O, 1/I/L, read aloud or typed from a screen without doubt.
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+#: Characters in a link code (31**8, about 8.5e11 codes).
+CODE_LENGTH = 8
+#: Longest issuer, client, deployment and context identifier kept (LTI sets no bound;
+#: Moodle's are URLs and small integers).
+MAX_ID = 255
+
+
+class LtiLink(Base):
+    """An LMS course context and the course it is linked to (None while pending)."""
+
+    __tablename__ = "lti_links"
+    __table_args__ = (UniqueConstraint("issuer", "deployment_id", "context_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(MAX_ID))
+    deployment_id: Mapped[str] = mapped_column(String(MAX_ID))
+    context_id: Mapped[str] = mapped_column(String(MAX_ID))
+    context_title: Mapped[str] = mapped_column(String(300), default="")
+    code: Mapped[str] = mapped_column(String(16), unique=True)
+    course_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("courses.id", ondelete="CASCADE"), index=True
+    )
+    first_launch_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    first_launch_by: Mapped[str] = mapped_column(String(128), default="")
+    confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    confirmed_by: Mapped[str | None] = mapped_column(String(128))
+
+    course: Mapped[Course | None] = relationship()
+
+    @property
+    def pending(self) -> bool:
+        """Whether no course is linked yet."""
+        return self.course_pk is None
+
+    def __repr__(self) -> str:
+        return f"LtiLink({self.context_title!r}, {self.code!r})"
+
+
+class LtiAccount(Base):
+    """The LMS user ``subject`` of ``issuer`` behind a catalog person."""
+
+    __tablename__ = "lti_accounts"
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(MAX_ID))
+    subject: Mapped[str] = mapped_column(String(MAX_ID))
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
+
+    person: Mapped[Person] = relationship()
+
+
+class LtiNonce(Base):
+    """A launch's nonce, kept until its ``id_token`` expires."""
+
+    __tablename__ = "lti_nonces"
+    __table_args__ = (UniqueConstraint("issuer", "nonce"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(MAX_ID))
+    nonce: Mapped[str] = mapped_column(String(MAX_ID))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+@dataclass(frozen=True)
+class Context:
+    """An LMS course context as a launch names it."""
+
+    issuer: str
+    deployment_id: str
+    context_id: str
+    title: str = ""
+
+
+def new_code() -> str:
+    """Return a random link code, e.g. ``"K7QX-3MZP"`` (:data:`CODE_ALPHABET`)."""
+    raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+    return f"{raw[:4]}-{raw[4:]}"
+
+
+def parse_code(text: str) -> str:
+    """Return a link code as stored (upper case, ``XXXX-XXXX``) from what someone typed (pure).
+
+    ``parse_code(" k7qx3mzp ") == "K7QX-3MZP"``; anything else gives ``""``.
+    """
+    raw = "".join(ch for ch in text.upper() if ch not in " -")
+    if len(raw) != CODE_LENGTH or any(ch not in CODE_ALPHABET for ch in raw):
+        return ""
+    return f"{raw[:4]}-{raw[4:]}"
+
+
+def find_link(session: Session, context: Context) -> LtiLink | None:
+    """Return the link of ``context`` (pending or not), or None."""
+    return session.scalar(
+        select(LtiLink).where(
+            LtiLink.issuer == context.issuer,
+            LtiLink.deployment_id == context.deployment_id,
+            LtiLink.context_id == context.context_id,
+        )
+    )
+
+
+def record_pending(session: Session, context: Context, username: str) -> LtiLink:
+    """Return the link of ``context``, recording it pending (with a new code) if unknown.
+
+    A pending link's title follows the LMS (the newest launch's title).
+    """
+    link = find_link(session, context)
+    if link is None:
+        link = LtiLink(
+            issuer=context.issuer,
+            deployment_id=context.deployment_id,
+            context_id=context.context_id,
+            context_title=context.title[:300],
+            code=new_code(),
+            first_launch_by=username[:128],
+        )
+        session.add(link)
+    elif link.pending and context.title:
+        link.context_title = context.title[:300]
+    session.flush()
+    return link
+
+
+def get_pending(session: Session, code: str) -> LtiLink:
+    """Return the pending link with ``code`` (as typed, see :func:`parse_code`).
+
+    Raises
+    ------
+    NotFoundError
+        If no pending link has that code (a typo, or already linked).
+    """
+    stored = parse_code(code)
+    link = session.scalar(select(LtiLink).where(LtiLink.code == stored)) if stored else None
+    if link is None or not link.pending:
+        raise NotFoundError(
+            f"no LMS course waits for a link with code {code.strip()[:20]!r}: check the code "
+            "the LMS launch page showed (it is used once)"
+        )
+    return link
+
+
+def confirm_link(
+    session: Session, link: LtiLink, course: Course, by: str, now: datetime | None = None
+) -> LtiLink:
+    """Link the pending ``link`` to ``course``, confirmed by ``by``.
+
+    Raises
+    ------
+    ConflictError
+        If the link is already confirmed (to this or another course).
+    """
+    if not link.pending:
+        where = link.course.course_id if link.course is not None else "a course"
+        raise ConflictError(f"the LMS course {link.context_title!r} is already linked to {where}")
+    link.course_pk = course.id
+    link.confirmed_at = now or utcnow()
+    link.confirmed_by = by[:128]
+    session.flush()
+    return link
+
+
+def unlink(session: Session, course: Course, link_pk: int) -> LtiLink:
+    """Remove the link ``link_pk`` of ``course``; later launches from it are pending again.
+
+    Raises
+    ------
+    NotFoundError
+        If ``course`` has no such link.
+    """
+    link = session.get(LtiLink, link_pk)
+    if link is None or link.course_pk != course.id:
+        raise NotFoundError(f"course {course.course_id} has no LMS link {link_pk}")
+    session.delete(link)
+    session.flush()
+    return link
+
+
+def links_of(session: Session, course: Course) -> list[LtiLink]:
+    """Return the LMS contexts linked to ``course``, by title."""
+    query = select(LtiLink).where(LtiLink.course_pk == course.id).order_by(LtiLink.context_title)
+    return list(session.scalars(query))
+
+
+def pending_links(session: Session) -> list[LtiLink]:
+    """Return every pending link, oldest first (for hub admins)."""
+    query = select(LtiLink).where(LtiLink.course_pk.is_(None)).order_by(LtiLink.first_launch_at)
+    return list(session.scalars(query))
+
+
+def use_nonce(
+    session: Session, issuer: str, nonce: str, expires_at: datetime, now: datetime | None = None
+) -> bool:
+    """Record ``nonce`` of ``issuer`` as used; return False if it was used already.
+
+    Nonces whose token expired are forgotten first (a token past ``exp`` is
+    refused anyway). Runs in a SAVEPOINT, so a concurrent twin loses cleanly.
+    """
+    now = now or utcnow()
+    session.execute(delete(LtiNonce).where(LtiNonce.expires_at < now))
+    seen = session.scalar(
+        select(LtiNonce.id).where(LtiNonce.issuer == issuer, LtiNonce.nonce == nonce)
+    )
+    if seen is not None:
+        return False
+    try:
+        with session.begin_nested():
+            session.add(LtiNonce(issuer=issuer, nonce=nonce, expires_at=expires_at))
+    except IntegrityError:
+        return False
+    return True
+
+
+def account_person(session: Session, issuer: str, subject: str) -> Person | None:
+    """Return the person the LMS user ``subject`` of ``issuer`` launched as before, or None."""
+    query = (
+        select(Person)
+        .join(LtiAccount, LtiAccount.person_pk == Person.id)
+        .where(LtiAccount.issuer == issuer, LtiAccount.subject == subject)
+    )
+    return session.scalar(query)
+
+
+def account_subjects(session: Session, issuer: str, person: Person) -> list[str]:
+    """Return the LMS users of ``issuer`` who launched as ``person``."""
+    query = select(LtiAccount.subject).where(
+        LtiAccount.issuer == issuer, LtiAccount.person_pk == person.id
+    )
+    return list(session.scalars(query))
+
+
+def bind_account(session: Session, issuer: str, subject: str, person: Person) -> None:
+    """Record that the LMS user ``subject`` of ``issuer`` is ``person`` (once)."""
+    if account_person(session, issuer, subject) is None:
+        session.add(LtiAccount(issuer=issuer, subject=subject, person=person))
+        session.flush()

@@ -1,0 +1,314 @@
+"""LTI 1.3 sign-in from the LMS, in the hub process, beside the hub's password login.
+
+:class:`CoursehubLTIAuthenticator` is jupyterhub-ltiauthenticator's
+``LTI13Authenticator`` (https://github.com/jupyterhub/ltiauthenticator) with
+three changes:
+
+- Several platform registrations (:attr:`~CoursehubLTIAuthenticator.platforms`,
+  each an issuer with its client ids, deployment ids, authorization and
+  key-set URLs, rendered by ``coursehub hub config --lti``) instead of one:
+  the login initiation picks the registration by its ``iss`` (and
+  ``client_id``), the launch by the ``id_token``'s ``iss``; a launch from an
+  unregistered deployment is refused (upstream does not check
+  ``deployment_id``).
+- The course app decides who the person is: :meth:`authenticate` posts the
+  verified claims to its ``POST /api/v1/lti/launch`` (``launch_url``, with
+  ``launch_token``), which records the nonce (a replay is refused), maps the
+  LMS course to a course and the course roles to a catalog role, enrols the
+  person and syncs that course into the hub: no hub restart. This process
+  never imports the catalog (docs/architecture.md).
+- The hub's own login page stays: ``/hub/login`` is the form of
+  :attr:`~CoursehubLTIAuthenticator.password_authenticator_class` (PAM by
+  default), for admins and teams; the LMS uses ``/hub/lti13/oauth_login``
+  and ``/hub/lti13/oauth_callback``. A subclass rather than
+  jupyterhub-multiauthenticator, which prefixes every username with its
+  service name (``lti13:p2500001``): the roster's ``p2500001`` and the
+  LMS's would then be two hub users.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+from jupyterhub.auth import Authenticator
+from jupyterhub.utils import maybe_future, url_path_join
+from ltiauthenticator.lti13.auth import LTI13Authenticator
+from ltiauthenticator.lti13.error import TokenError
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
+from ltiauthenticator.lti13.validator import LTI13LaunchValidator
+from ltiauthenticator.utils import convert_request_to_dict
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httputil import url_concat
+from tornado.web import HTTPError
+from traitlets import Dict, Float, List, Unicode, import_item
+
+DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
+#: Key of the authentication model marking a launch the course app accepted.
+ACCEPTED = "coursehub_lti_accepted"
+#: Username claims the course app understands (``coursehub.catalog.ltilaunch``).
+DEFAULT_USERNAME_CLAIM = "email_local_part"
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One LMS registration: what the platform gave the tool when it was registered."""
+
+    issuer: str
+    client_ids: tuple[str, ...]
+    deployment_ids: tuple[str, ...]
+    authorize_url: str
+    jwks_url: str
+    username_claim: str = DEFAULT_USERNAME_CLAIM
+    student_number_claim: str = ""
+
+
+def parse_platform(entry: dict[str, Any]) -> Platform:
+    """Return the :class:`Platform` of one ``platforms`` entry (pure).
+
+    Raises
+    ------
+    ValueError
+        A missing issuer, client id, deployment id or URL (the hub refuses to start).
+    """
+    missing = [
+        key
+        for key in ("issuer", "client_ids", "deployment_ids", "authorize_url", "jwks_url")
+        if not entry.get(key)
+    ]
+    if missing:
+        raise ValueError(f"LTI platform {entry.get('issuer')!r}: missing {', '.join(missing)}")
+    return Platform(
+        issuer=str(entry["issuer"]),
+        client_ids=tuple(str(c) for c in entry["client_ids"]),
+        deployment_ids=tuple(str(d) for d in entry["deployment_ids"]),
+        authorize_url=str(entry["authorize_url"]),
+        jwks_url=str(entry["jwks_url"]),
+        username_claim=str(entry.get("username_claim") or DEFAULT_USERNAME_CLAIM),
+        student_number_claim=str(entry.get("student_number_claim") or ""),
+    )
+
+
+def find_platform(
+    platforms: list[Platform] | tuple[Platform, ...], issuer: str, client_id: str | None = None
+) -> Platform | None:
+    """Return the registration of ``issuer`` (and ``client_id`` when given), or None (pure)."""
+    for platform in platforms:
+        if platform.issuer == issuer and (not client_id or client_id in platform.client_ids):
+            return platform
+    return None
+
+
+def unknown_platform(issuer: str) -> HTTPError:
+    """The refusal of a launch from an unregistered platform."""
+    return HTTPError(
+        400,
+        f"this hub has no LTI registration for the platform {issuer[:200]!r}: ask the hub "
+        "admin to register it (coursehub hub config --lti)",
+    )
+
+
+class CoursehubLoginInitHandler(LTI13LoginInitHandler):
+    """OIDC login initiation: redirect to the authorization URL of the platform in ``iss``."""
+
+    def authorize_redirect(
+        self,
+        redirect_uri: str,
+        login_hint: str,
+        nonce: str,
+        client_id: str | None,
+        state: str,
+        lti_message_hint: str | None = None,
+    ) -> None:
+        """Send the browser to the platform's authorization endpoint (LTI 1.3 security
+        framework, section 5.1.1.2, https://www.imsglobal.org/spec/security/v1p0/)."""
+        issuer = self.get_argument("iss", "")
+        platform = find_platform(self.authenticator.platform_list, issuer, client_id)
+        if platform is None:
+            raise unknown_platform(issuer)
+        args = {
+            "response_type": "id_token",
+            "scope": "openid",
+            "response_mode": "form_post",
+            "prompt": "none",
+            "client_id": client_id or platform.client_ids[0],
+            "redirect_uri": redirect_uri,
+            "login_hint": login_hint,
+            "nonce": nonce,
+            "state": state,
+        }
+        if lti_message_hint is not None:
+            args["lti_message_hint"] = lti_message_hint
+        self.redirect(url_concat(platform.authorize_url, args))
+
+
+class CoursehubCallbackHandler(LTI13CallbackHandler):
+    """The launch: verify the ``id_token`` against its own platform's registration."""
+
+    platform: Platform | None = None
+    coursehub_next_url: str | None = None
+
+    def decode_and_validate_launch_request(self) -> dict[str, Any]:
+        """Upstream's checks (state, signature by the platform's key set, issuer, audience,
+        expiry, required claims, ``azp``, nonce against the cookie), with this
+        registration's values, plus the deployment id."""
+        validator = LTI13LaunchValidator(parent=self.app)
+        args = convert_request_to_dict(self.request.arguments)
+        validator.validate_auth_response(args)
+        self.check_state()
+        encoded = args["id_token"]
+        try:
+            unverified = jwt.decode(encoded, options={"verify_signature": False})
+        except jwt.PyJWTError as exc:
+            raise TokenError(f"the id_token cannot be read: {exc}") from None
+        issuer = str(unverified.get("iss") or "")
+        platform = find_platform(self.authenticator.platform_list, issuer)
+        if platform is None:
+            raise unknown_platform(issuer)
+        id_token: dict[str, Any] = validator.verify_and_decode_jwt(
+            encoded_jwt=encoded,
+            issuer=platform.issuer,
+            audience=list(platform.client_ids),
+            jwks_endpoint=platform.jwks_url,
+            jwks_algorithms=self.authenticator.jwks_algorithms,
+        )
+        validator.validate_id_token(id_token)
+        validator.validate_azp_claim(id_token, platform.client_ids)
+        deployment = str(id_token.get(DEPLOYMENT_CLAIM) or "")
+        if deployment not in platform.deployment_ids:
+            raise HTTPError(
+                403,
+                f"the LMS deployment {deployment[:100]!r} of {platform.issuer} is not registered "
+                "with this hub: ask the hub admin to add it (coursehub hub config --lti)",
+            )
+        self.check_nonce(id_token)
+        self.platform = platform
+        return id_token
+
+    async def redirect_to_next_url(self, user: Any) -> None:
+        """Go to the deep link the course app built (a hub path), else upstream's next URL."""
+        target = self.coursehub_next_url
+        if target and target.startswith(self.hub.base_url) and "//" not in target:
+            self.redirect(target)
+            return
+        await super().redirect_to_next_url(user)
+
+
+class CoursehubLTIAuthenticator(LTI13Authenticator):
+    """LTI 1.3 launches for several platforms, the course app deciding, plus a password login."""
+
+    login_service = ""  # the hub's login page shows the password form
+
+    platforms = List(
+        Dict(),
+        config=True,
+        help="Platform registrations: dicts with issuer, client_ids, deployment_ids, "
+        "authorize_url, jwks_url, username_claim, student_number_claim.",
+    )
+    launch_url = Unicode(
+        config=True, help="The course app's POST /api/v1/lti/launch URL, as the hub reaches it."
+    )
+    launch_token = Unicode(config=True, help="Token the course app expects on launch requests.")
+    launch_timeout_s = Float(
+        30.0, config=True, help="Seconds the course app may take to enrol and sync."
+    )
+    password_authenticator_class = Unicode(
+        "pam",
+        config=True,
+        help="Authenticator of the hub's login form (entry point name or import path).",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.platform_list = tuple(parse_platform(dict(p)) for p in self.platforms)
+        cls = _load_authenticator(self.password_authenticator_class)
+        self.password_authenticator = cls(parent=self)
+
+    def login_url(self, base_url: str) -> str:
+        """The hub's own login page (the password form)."""
+        return str(Authenticator.login_url(self, base_url))
+
+    def get_handlers(self, app: Any) -> list[tuple[str, Any]]:
+        """The LMS's two endpoints: login initiation and launch (redirect URI)."""
+        return [
+            ("/lti13/oauth_login", CoursehubLoginInitHandler),
+            ("/lti13/oauth_callback", CoursehubCallbackHandler),
+        ]
+
+    def lti_login_url(self, base_url: str) -> str:
+        """The OIDC login initiation URL to register in the LMS."""
+        return str(url_path_join(base_url, "lti13", "oauth_login"))
+
+    async def authenticate(self, handler: Any, data: Any = None) -> Any:
+        """A launch: ask the course app; a login form: the password authenticator."""
+        if isinstance(handler, CoursehubCallbackHandler):
+            return await self.launch(handler, data or {})
+        return await maybe_future(self.password_authenticator.authenticate(handler, data))
+
+    def check_allowed(self, username: str, authentication: Any = None) -> Any:
+        """Launches the course app accepted; else the hub's allowed users, or the password
+        authenticator's own rule (e.g. PAM's ``allowed_groups``)."""
+        if isinstance(authentication, dict) and authentication.get(ACCEPTED):
+            return True
+        if super().check_allowed(username, authentication):
+            return True
+        return self.password_authenticator.check_allowed(username, authentication)
+
+    async def launch(self, handler: CoursehubCallbackHandler, claims: dict[str, Any]) -> Any:
+        """Post the verified claims to the course app; return the hub user it names.
+
+        Raises
+        ------
+        tornado.web.HTTPError
+            403 with the course app's message for a refusal; 503 when the
+            course app cannot be reached or answers otherwise.
+        """
+        platform = handler.platform
+        assert platform is not None
+        body = {
+            "issuer": platform.issuer,
+            "username_claim": platform.username_claim,
+            "student_number_claim": platform.student_number_claim,
+            "claims": claims,
+        }
+        request = HTTPRequest(
+            self.launch_url,
+            method="POST",
+            body=json.dumps(body),
+            headers={
+                "Authorization": f"token {self.launch_token}",
+                "Content-Type": "application/json",
+            },
+            request_timeout=self.launch_timeout_s,
+        )
+        response = await AsyncHTTPClient().fetch(request, raise_error=False)
+        try:
+            answer = json.loads(response.body or b"{}")
+        except ValueError:
+            answer = {}
+        if response.code == 200 and answer.get("name"):
+            handler.coursehub_next_url = answer.get("next")
+            self.log.info(
+                "LTI launch: %s as %s of %s", answer["name"], answer["role"], answer["course_id"]
+            )
+            return {
+                "name": answer["name"],
+                "auth_state": {"lti_course_id": answer["course_id"], "lti_role": answer["role"]},
+                ACCEPTED: True,
+            }
+        if response.code in (400, 403) and answer.get("error"):
+            raise HTTPError(403, str(answer["error"]))
+        self.log.error("LTI launch: the course app answered %s: %s", response.code, answer)
+        raise HTTPError(503, "the course app could not check this launch: try again in a minute")
+
+
+def _load_authenticator(name: str) -> Any:
+    """Return the authenticator class of an entry point name (``pam``) or an import path."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="jupyterhub.authenticators"):
+        if entry.name.lower() == name.lower():
+            return entry.load()
+    return import_item(name)

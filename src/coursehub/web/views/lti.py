@@ -1,0 +1,96 @@
+"""A course's LMS links (LTI 1.3): confirm a pending LMS course, list and remove links.
+
+The first launch from an LMS course that is linked to no course records it
+pending with a code (:mod:`coursehub.catalog.lti`) and shows the code to the
+person launching. The course's lead types it here, sees the LMS course's
+title and confirms; a hub admin also sees every pending LMS course and links
+one to this course directly. Only the course's leads and hub admins use
+these pages: a link decides who gets enrolled in the course.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from coursehub.catalog.lti import (
+    LtiLink,
+    confirm_link,
+    get_pending,
+    links_of,
+    pending_links,
+    unlink,
+)
+from coursehub.catalog.models import Course, Role
+from coursehub.errors import CoursehubError
+from coursehub.web.access import Access, role_in_course
+from coursehub.web.database import get_session
+from coursehub.web.views import commit_or_show, load_course, show_error
+
+bp = Blueprint("lti", __name__)
+
+
+def load_lead_course(course_id: str) -> Course:
+    """Return the course if the user is one of its leads or a hub admin, else 403."""
+    course, access = load_course(course_id, Access.MANAGE)
+    if access < Access.ADMIN and role_in_course(get_session(), g.identity, course) != Role.LEAD:
+        abort(403, description="only the course's leads and hub admins link LMS courses to it")
+    return course
+
+
+def render_page(course: Course, found: LtiLink | None = None, status: int = 200) -> tuple[str, int]:
+    """The page: this course's links, the code form (or the link to confirm), admins' list."""
+    session = get_session()
+    pending = pending_links(session) if g.identity.admin else []
+    return render_template(
+        "lti/course.html",
+        course=course,
+        links=links_of(session, course),
+        pending=pending,
+        found=found,
+    ), status
+
+
+@bp.get("/courses/<course_id>/lti")
+def index(course_id: str) -> tuple[str, int]:
+    """List the course's LMS links, with the form that links another."""
+    return render_page(load_lead_course(course_id))
+
+
+@bp.post("/courses/<course_id>/lti/link")
+def link(course_id: str) -> Response | tuple[str, int]:
+    """Find the pending LMS course of a code; with ``confirm``, link it to this course."""
+    course = load_lead_course(course_id)
+    session = get_session()
+    code = request.form.get("code", "")
+    try:
+        pending = get_pending(session, code)
+    except CoursehubError as exc:
+        show_error(exc)
+        return render_page(course, status=404)
+    if not request.form.get("confirm"):
+        return render_page(course, found=pending)
+    with commit_or_show(session) as saved:
+        confirm_link(session, pending, course, g.identity.name)
+    if saved:
+        flash(
+            f"LMS course {pending.context_title!r} linked: its launches now enrol people "
+            f"in {course.course_id}.",
+            "success",
+        )
+    return redirect(url_for("lti.index", course_id=course_id))
+
+
+@bp.post("/courses/<course_id>/lti/<int:link_pk>/unlink")
+def remove(course_id: str, link_pk: int) -> Response:
+    """Remove a link; launches from that LMS course wait for a new link (members stay)."""
+    course = load_lead_course(course_id)
+    session = get_session()
+    with commit_or_show(session) as saved:
+        gone = unlink(session, course, link_pk)
+    if saved:
+        flash(
+            f"LMS course {gone.context_title!r} unlinked; its members stay in the course.",
+            "success",
+        )
+    return redirect(url_for("lti.index", course_id=course_id))

@@ -1,0 +1,451 @@
+"""LTI 1.3 launches end to end: a small LMS platform drives the real authenticator in a real hub.
+
+The platform (:class:`Platform`) has its own RSA key pair and serves, on
+127.0.0.1, its key set (JWKS) and the OIDC authorization endpoint, which
+answers with the auto-submitted form carrying the signed ``id_token`` (IMS
+Security Framework 1.0, section 5.1.1). The "browser" is a ``requests``
+session: it posts the login initiation to the hub, follows the redirect to
+the platform, and posts the platform's form to the hub's redirect URI, as a
+browser would. The hub runs :class:`coursehub.spawn.lti.CoursehubLTIAuthenticator`,
+which asks the course app (served on 127.0.0.1 on a SQLite catalog), which
+enrols and syncs the course into the same hub.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+import pytest
+import requests
+from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import func, select
+
+from coursehub.catalog.courses import get_course
+from coursehub.catalog.db import make_engine, session_scope
+from coursehub.catalog.enrolment import import_roster
+from coursehub.catalog.lti import Context, LtiLink, confirm_link, find_link
+from coursehub.catalog.models import Membership, Person
+from coursehub.hub.hubclient import HubClient
+from coursehub.web.database import ENGINE_KEY
+from coursehub.web.testing import live_server, make_test_app, seed_web_catalog
+from helpers import free_port
+from hubfixture import RunningHub, find_proxy
+
+pytestmark = pytest.mark.integration
+
+CLIENT_ID = "coursehub-tool"
+DEPLOYMENT_ID = "3"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
+LEARNER = f"{MEMBERSHIP}#Learner"
+INSTRUCTOR = f"{MEMBERSHIP}#Instructor"
+TA = f"{MEMBERSHIP}#TeachingAssistant"
+TA_SUBROLE = f"{MEMBERSHIP}/Instructor#TeachingAssistant"
+INSTITUTION_INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"
+SYSTEM_ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"
+LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+LINKED_CONTEXT = "moodle-course-42"
+
+
+@dataclass
+class LaunchSpec:
+    """What the LMS puts in one launch, and how a test tampers with it."""
+
+    username: str
+    roles: list[str]
+    context_id: str = LINKED_CONTEXT
+    context_title: str = "Machine learning for mechanics (Moodle)"
+    email: str | None = None
+    student_number: str | None = None
+    notebook: str | None = None
+    subject: str = field(default_factory=lambda: secrets.token_hex(8))
+    audience: str = CLIENT_ID
+    issuer: str | None = None
+    deployment_id: str = DEPLOYMENT_ID
+    lifetime_s: int = 300
+    foreign_key: bool = False
+
+
+class Platform:
+    """A minimal LTI 1.3 platform: key pair, JWKS endpoint, OIDC authorization endpoint."""
+
+    def __init__(self) -> None:
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.launches: dict[str, LaunchSpec] = {}
+        platform = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                if parts.path == "/jwks":
+                    self.answer(200, "application/json", json.dumps(platform.jwks()))
+                elif parts.path == "/auth":
+                    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                    self.answer(200, "text/html", platform.authorize(query))
+                else:
+                    self.answer(404, "text/plain", "not found")
+
+            def answer(self, status: int, kind: str, text: str) -> None:
+                body = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.issuer = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def jwks(self) -> dict[str, Any]:
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        return {"keys": [{**jwk, "kid": "platform-key", "alg": "RS256", "use": "sig"}]}
+
+    def authorize(self, query: dict[str, str]) -> str:
+        """The authorization endpoint: the auto-submitted form with the signed id_token."""
+        spec = self.launches[query["lti_message_hint"]]
+        now = int(time.time())
+        custom = {"username": spec.username}
+        if spec.student_number:
+            custom["student_number"] = spec.student_number
+        if spec.notebook:
+            custom["notebook"] = spec.notebook
+        claims: dict[str, Any] = {
+            "iss": spec.issuer or self.issuer,
+            "aud": spec.audience,
+            "sub": spec.subject,
+            "iat": now - 5,
+            "exp": now + spec.lifetime_s,
+            "nonce": query["nonce"],
+            "email": spec.email,
+            "given_name": spec.username.capitalize(),
+            "family_name": "Testeur",
+            LTI + "message_type": "LtiResourceLinkRequest",
+            LTI + "version": "1.3.0",
+            LTI + "deployment_id": spec.deployment_id,
+            LTI + "target_link_uri": query["redirect_uri"],
+            LTI + "resource_link": {"id": "activity-7"},
+            LTI + "roles": spec.roles,
+            LTI + "context": {
+                "id": spec.context_id,
+                "label": "MLMECA",
+                "title": spec.context_title,
+            },
+            LTI + "custom": custom,
+        }
+        key = self.other_key if spec.foreign_key else self.key
+        token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "platform-key"})
+        return (
+            f'<form method="post" action="{html.escape(query["redirect_uri"])}">'
+            f'<input type="hidden" name="id_token" value="{token}">'
+            f'<input type="hidden" name="state" value="{html.escape(query["state"])}">'
+            "</form><script>document.forms[0].submit()</script>"
+        )
+
+
+@dataclass
+class Setup:
+    hub: RunningHub
+    platform: Platform
+    catalog_url: str
+    course_id: str
+
+
+@pytest.fixture(scope="module")
+def lti(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Setup]:
+    """A platform, a course app on a seeded catalog, and a hub with the LTI authenticator."""
+    proxy = find_proxy()
+    if proxy is None:
+        pytest.skip("configurable-http-proxy not found (make setup)")
+    workdir = tmp_path_factory.mktemp("lti")
+    catalog = workdir / "catalog.sqlite"
+    catalog.write_bytes(sqlite_template.read_bytes())
+    url = f"sqlite:///{catalog}"
+    course_id = seed_web_catalog(url)
+    platform = Platform()
+    ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
+    hub = RunningHub(workdir / "hub", proxy, ports)
+    hub.workdir.mkdir()
+    launch_token = secrets.token_hex(16)
+    app = make_test_app(
+        url, HUB_SYNC_URL=hub.api_url, HUB_SYNC_TOKEN=hub.token, LTI_LAUNCH_TOKEN=launch_token
+    )
+    platforms = [
+        {
+            "issuer": platform.issuer,
+            "client_ids": [CLIENT_ID],
+            "deployment_ids": [DEPLOYMENT_ID],
+            "authorize_url": platform.issuer + "/auth",
+            "jwks_url": platform.issuer + "/jwks",
+            "username_claim": "custom_username",
+            "student_number_claim": "custom_student_number",
+        }
+    ]
+    with live_server(app) as app_url:
+        hub.extra_config = f"""
+c.JupyterHub.authenticator_class = "coursehub.spawn.lti.CoursehubLTIAuthenticator"
+c.CoursehubLTIAuthenticator.password_authenticator_class = "dummy"
+c.CoursehubLTIAuthenticator.platforms = {platforms!r}
+c.CoursehubLTIAuthenticator.launch_url = {app_url + "/api/v1/lti/launch"!r}
+c.CoursehubLTIAuthenticator.launch_token = {launch_token!r}
+c.Authenticator.allow_all = False
+c.Authenticator.allow_existing_users = True
+"""
+        hub.start()
+        try:
+            yield Setup(hub, platform, url, course_id)
+        finally:
+            hub.stop()
+            platform.close()
+            app.extensions[ENGINE_KEY].dispose()
+
+
+@dataclass
+class Outcome:
+    """The hub's answer to the launch form, and what a replay needs."""
+
+    response: requests.Response
+    cookies: requests.cookies.RequestsCookieJar
+    form: dict[str, str]
+    action: str
+
+
+def launch(setup: Setup, spec: LaunchSpec, issuer: str | None = None) -> Outcome:
+    """Run one launch as a browser: login initiation, platform form, form post to the hub."""
+    browser = requests.Session()
+    hint = secrets.token_hex(8)
+    setup.platform.launches[hint] = spec
+    start = browser.post(
+        setup.hub.url + "/hub/lti13/oauth_login",
+        data={
+            "iss": issuer or setup.platform.issuer,
+            "login_hint": spec.subject,
+            "target_link_uri": setup.hub.url + "/hub/",
+            "client_id": CLIENT_ID,
+            "lti_deployment_id": DEPLOYMENT_ID,
+            "lti_message_hint": hint,
+        },
+        allow_redirects=False,
+        timeout=30,
+    )
+    if start.status_code != 302:
+        return Outcome(start, browser.cookies, {}, "")
+    page = browser.get(start.headers["Location"], timeout=30).text
+    action = html.unescape(re.search(r'action="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    form = {
+        name: html.unescape(value)
+        for name, value in re.findall(r'name="(\w+)" value="([^"]*)"', page)
+    }
+    cookies = browser.cookies.copy()
+    response = browser.post(action, data=form, allow_redirects=False, timeout=60)
+    return Outcome(response, cookies, form, action)
+
+
+def hub_groups(setup: Setup, username: str) -> set[str]:
+    with HubClient(setup.hub.api_url, setup.hub.admin_token) as client:
+        model = client.find_user(username)
+    return set(model["groups"]) if model else set()
+
+
+def catalog_role(setup: Setup, username: str) -> str | None:
+    engine = make_engine(setup.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, setup.course_id)
+            query = (
+                select(Membership.role)
+                .join(Membership.person)
+                .where(Membership.course_pk == course.id, Person.username == username)
+            )
+            role = session.scalar(query)
+            return None if role is None else str(role)
+    finally:
+        engine.dispose()
+
+
+def n_people(setup: Setup) -> int:
+    engine = make_engine(setup.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            return int(session.scalar(select(func.count()).select_from(Person)) or 0)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def linked(lti: Setup) -> Setup:
+    """The LMS course LINKED_CONTEXT linked to the demo course (a first launch, then a lead)."""
+    first = launch(lti, LaunchSpec("mbuffat", [INSTRUCTOR]))
+    assert first.response.status_code == 403, first.response.text
+    engine = make_engine(lti.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            link = find_link(session, Context(lti.platform.issuer, DEPLOYMENT_ID, LINKED_CONTEXT))
+            assert link is not None and link.pending and link.code in first.response.text
+            confirm_link(session, link, get_course(session, lti.course_id), "mbuffat")
+    finally:
+        engine.dispose()
+    return lti
+
+
+@pytest.mark.parametrize(
+    ("roles", "role", "group"),
+    [
+        ([LEARNER], "student", "nbgrader-{}"),
+        ([INSTRUCTOR, INSTITUTION_INSTRUCTOR], "teacher", "formgrade-{}"),
+        ([TA], "grader", "formgrade-{}"),
+        ([TA_SUBROLE], "grader", "formgrade-{}"),
+        ([INSTITUTION_INSTRUCTOR, SYSTEM_ADMIN, LEARNER], "student", "nbgrader-{}"),
+    ],
+    ids=["learner", "instructor", "teaching-assistant", "ta-subrole", "institution-ignored"],
+)
+def test_a_launch_enrols_the_person_with_the_course_role_and_syncs_the_hub(
+    linked, roles, role, group
+):
+    username = f"lti{secrets.token_hex(3)}"
+    outcome = launch(linked, LaunchSpec(username, roles, email=f"{username}@univ.example.org"))
+    assert outcome.response.status_code == 302, outcome.response.text
+    assert catalog_role(linked, username) == role
+    assert group.format(linked.course_id) in hub_groups(linked, username)
+    assert "jupyterhub-hub-login" in outcome.response.cookies  # signed in
+
+
+def test_a_launch_without_a_course_role_is_refused_and_changes_nothing(linked):
+    before = n_people(linked)
+    outcome = launch(linked, LaunchSpec("ltinorole", [INSTITUTION_INSTRUCTOR, SYSTEM_ADMIN]))
+    assert outcome.response.status_code == 403
+    assert "no role in this LMS course" in outcome.response.text
+    assert n_people(linked) == before
+
+
+@pytest.mark.parametrize(
+    ("tamper", "status", "message"),
+    [
+        ({"audience": "another-tool"}, 401, "audience"),
+        ({"lifetime_s": -60}, 400, "expired"),
+        ({"foreign_key": True}, 400, "Signature verification failed"),
+        ({"deployment_id": "99"}, 403, "deployment '99'"),
+        ({"issuer": "http://127.0.0.1:9/other-lms"}, 400, "no LTI registration"),
+    ],
+    ids=["wrong-audience", "expired", "bad-signature", "unknown-deployment", "unknown-issuer"],
+)
+def test_a_forged_or_foreign_id_token_is_refused(linked, tamper, status, message):
+    before = n_people(linked)
+    outcome = launch(linked, LaunchSpec("ltiforged", [LEARNER], **tamper))
+    assert outcome.response.status_code == status, outcome.response.text
+    assert message.lower() in html.unescape(outcome.response.text).lower()
+    assert n_people(linked) == before
+
+
+def test_a_login_initiation_from_an_unknown_issuer_is_refused(linked):
+    outcome = launch(linked, LaunchSpec("ltistranger", [LEARNER]), issuer="https://lms.evil")
+    assert outcome.response.status_code == 400
+    assert "no LTI registration for the platform" in outcome.response.text
+
+
+def test_a_replayed_launch_is_refused_even_with_the_captured_cookies(linked):
+    outcome = launch(linked, LaunchSpec("ltireplay", [LEARNER]))
+    assert outcome.response.status_code == 302
+    replay = requests.post(
+        outcome.action,
+        data=outcome.form,
+        cookies=outcome.cookies,
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert replay.status_code == 403
+    assert "this launch was already used" in replay.text
+
+
+def test_an_unlinked_lms_course_says_whom_to_ask_and_enrols_nobody(linked):
+    before = n_people(linked)
+    spec = LaunchSpec("ltinewcomer", [LEARNER], context_id="moodle-99", context_title="Topology")
+    outcome = launch(linked, spec)
+    assert outcome.response.status_code == 403
+    assert "is not linked to a course" in outcome.response.text
+    assert "lead of the course" in outcome.response.text
+    assert n_people(linked) == before
+    assert hub_groups(linked, "ltinewcomer") == set()
+    engine = make_engine(linked.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            link = session.scalar(select(LtiLink).where(LtiLink.context_id == "moodle-99"))
+            assert link is not None and link.pending and link.context_title == "Topology"
+    finally:
+        engine.dispose()
+
+
+def test_a_roster_student_and_the_same_student_from_the_lms_are_one_person(linked):
+    engine = make_engine(linked.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            header = "N° étudiant;Nom;Prénom;Courriel;Groupe\r\n"
+            row = "p2600042;Lambert;Zoé;zoe.lambert@etu.example.org;G1\r\n"
+            import_roster(session, linked.course_id, (header + row).encode("utf-8-sig"))
+    finally:
+        engine.dispose()
+    before = n_people(linked)
+    spec = LaunchSpec(
+        " P2600042 ",
+        [LEARNER],
+        email="Zoe.Lambert@etu.example.org",
+        student_number="p2600042",
+    )
+    outcome = launch(linked, spec)
+    assert outcome.response.status_code == 302, outcome.response.text
+    assert n_people(linked) == before
+    assert catalog_role(linked, "p2600042") == "student"
+    assert f"nbgrader-{linked.course_id}" in hub_groups(linked, "p2600042")
+
+
+def test_a_launch_colliding_with_another_person_is_refused_not_merged(linked):
+    spec = LaunchSpec("p2500002", [LEARNER], email="someone.else@univ.example.org")
+    outcome = launch(linked, spec)
+    assert outcome.response.status_code == 403
+    assert "exists with another e-mail" in outcome.response.text
+    first = launch(linked, LaunchSpec("ltitwin", [LEARNER], subject="lms-user-a"))
+    assert first.response.status_code == 302
+    second = launch(linked, LaunchSpec("ltitwin", [LEARNER], subject="lms-user-b"))
+    assert second.response.status_code == 403
+    assert "another LMS account already signs in as ltitwin" in second.response.text
+
+
+def test_a_deep_link_opens_the_notebook_through_nbgitpuller(linked):
+    spec = LaunchSpec("ltideep", [LEARNER], notebook="week1/pendulum.ipynb")
+    outcome = launch(linked, spec)
+    assert outcome.response.status_code == 302, outcome.response.text
+    location = urlsplit(outcome.response.headers["Location"])
+    query = {k: v[0] for k, v in parse_qs(location.query).items()}
+    assert location.path == "/hub/user-redirect/git-pull"
+    assert query == {
+        "repo": "https://gitlab.example.org/meca/mlmeca.git",
+        "branch": "main",
+        "targetpath": linked.course_id,
+        "urlpath": f"lab/tree/{linked.course_id}/notebooks/week1/pendulum.ipynb",
+    }
+
+
+def test_a_deep_link_outside_the_material_is_refused(linked):
+    outcome = launch(linked, LaunchSpec("ltideep2", [LEARNER], notebook="../../etc/passwd"))
+    assert outcome.response.status_code == 403
+    assert "not a notebook path" in outcome.response.text
