@@ -52,6 +52,7 @@ from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
 from tornado import web
 from traitlets import Enum, HasTraits, Int, List, Unicode, default, validate
 
+from coursehub.meter.hubhook import close_server_usage, open_server_usage
 from coursehub.resources.cgroupfs import CGROUP_ROOT, PROC_CGROUP, locate_controller
 from coursehub.resources.cgroups import (
     CgroupUnavailableError,
@@ -306,6 +307,7 @@ class CgroupSpawnerMixin(HasTraits):
                 except OSError as error:
                     self.log.warning("coursehub: cannot remove cgroup %s: %s", name, error)
                 raise
+        cgroup = open_server_usage(self, cgroup)
         self._cgroup_record = record_cgroup(self.hub_id, cgroup.plan)
         self.log.info("coursehub: %s runs in cgroup %s", self.user.name, cgroup.plan.job_dirs[0])
         return cgroup
@@ -370,6 +372,7 @@ class CgroupSpawnerMixin(HasTraits):
         self._cgroup_record = None
         if cgroup is None:
             return
+        close_server_usage(self)
         try:
             cgroup.remove()
         except OSError as exc:

@@ -1,0 +1,125 @@
+"""One usage record: a JSON object on one line, written by the hub or the runner.
+
+A *unit* is one server or one runner job. Its records are ``open`` (it
+started), ``sample`` (its counters now) and ``close`` (it ended, with its
+exit reason). Counters are cumulative since the unit started, so a lost
+record loses nothing but the time between two records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from coursehub.errors import CoursehubError
+
+#: Record kinds, in a unit's life order.
+EVENTS = ("open", "sample", "close")
+#: Unit kinds.
+UNIT_KINDS = ("server", "job")
+#: Longest text field kept (user names, course ids, reasons are cut there).
+MAX_TEXT = 200
+
+
+class RecordError(CoursehubError):
+    """A usage line that is not a usage record."""
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """What one server or job had used at time ``at``.
+
+    Attributes
+    ----------
+    event
+        ``open``, ``sample`` or ``close``.
+    unit_id
+        Unique id of the server or job (``server:<hub id>:<user>:<name>:<start>``, a job id).
+    kind
+        ``server`` or ``job``.
+    user
+        Hub user name.
+    course_id
+        The course the unit ran for (``""`` when none).
+    at
+        Unix time of the record, in seconds.
+    started_at
+        Unix time the unit started, in seconds.
+    cpu_s
+        CPU-seconds used since start (user + system).
+    mem_peak_bytes
+        Peak memory since start, in bytes.
+    gpu_s
+        GPU-seconds held since start (wall time times GPUs held).
+    gpu_peak_bytes
+        Peak GPU memory, in bytes (0 without a GPU).
+    exit_reason
+        On ``close``: ``"exit 0"``, ``"stopped"``, the runner's kill reason...
+    """
+
+    event: str
+    unit_id: str
+    kind: str
+    user: str
+    course_id: str
+    at: float
+    started_at: float
+    cpu_s: float = 0.0
+    mem_peak_bytes: int = 0
+    gpu_s: float = 0.0
+    gpu_peak_bytes: int = 0
+    exit_reason: str = ""
+
+
+_NUMBERS = {"at", "started_at", "cpu_s", "gpu_s"}
+_INTS = {"mem_peak_bytes", "gpu_peak_bytes"}
+
+
+def render_record(record: UsageRecord) -> str:
+    """Return ``record`` as one JSON line ending in ``\\n`` (keys sorted, ASCII only)."""
+    return json.dumps(asdict(record), sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def parse_record(line: str) -> UsageRecord:
+    """Parse one JSON line into a :class:`UsageRecord`.
+
+    Raises
+    ------
+    RecordError
+        If the line is not a JSON object with the record's fields and types,
+        a known ``event`` and ``kind``, and finite, non-negative counters.
+    """
+    try:
+        data: Any = json.loads(line)
+    except ValueError as exc:
+        raise RecordError(f"not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RecordError("not a JSON object")
+    values: dict[str, Any] = {}
+    for spec in fields(UsageRecord):
+        if spec.name not in data:
+            if spec.name in _NUMBERS | _INTS | {"exit_reason"}:
+                continue
+            raise RecordError(f"missing field {spec.name!r}")
+        values[spec.name] = _check(spec.name, data[spec.name])
+    if values["event"] not in EVENTS:
+        raise RecordError(f"event must be one of {', '.join(EVENTS)}, got {values['event']!r}")
+    if values["kind"] not in UNIT_KINDS:
+        raise RecordError(f"kind must be one of {', '.join(UNIT_KINDS)}, got {values['kind']!r}")
+    if not values["unit_id"] or not values["user"]:
+        raise RecordError("unit_id and user must not be empty")
+    return UsageRecord(**values)
+
+
+def _check(name: str, value: Any) -> Any:
+    if name in _NUMBERS | _INTS:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RecordError(f"{name} must be a number, got {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise RecordError(f"{name} must be finite and not negative, got {value!r}")
+        return int(value) if name in _INTS else float(value)
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be text, got {value!r}")
+    return value[:MAX_TEXT]

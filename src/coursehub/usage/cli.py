@@ -1,0 +1,111 @@
+"""``coursehub usage``: read the usage files into the catalog, report, apply the retention."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from coursehub.errors import UsageError
+
+#: Where ``ingest`` and ``prune`` look when no folder is given: ``$COURSEHUB_USAGE_DIR``.
+FOLDER_HELP = "the usage folder (default: $COURSEHUB_USAGE_DIR)"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coursehub usage ingest|report|prune`` to ``subparsers``."""
+    parser = subparsers.add_parser("usage", help="usage accounting: ingest, report, retention")
+    commands = parser.add_subparsers(dest="usage_command", metavar="COMMAND", required=True)
+    ingest = commands.add_parser("ingest", help="read the hub's and runner's usage files")
+    ingest.add_argument("folder", metavar="FOLDER", nargs="?", type=Path, help=FOLDER_HELP)
+    report = commands.add_parser("report", help="CPU-hours, GPU-hours and peak memory")
+    report.add_argument("course", metavar="COURSE_ID", nargs="?", help="only this course")
+    report.add_argument("--since", metavar="DATE", help="only from this day on (YYYY-MM-DD)")
+    report.add_argument("--by", choices=("student", "day", "course"), default="student")
+    output = report.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print JSON")
+    output.add_argument("--csv", action="store_true", help="print CSV")
+    prune = commands.add_parser("prune", help="apply the retention (docs/usage.md)")
+    prune.add_argument("folder", metavar="FOLDER", nargs="?", type=Path, help=FOLDER_HELP)
+    for sub, func in ((ingest, run_ingest), (report, run_report), (prune, run_prune)):
+        sub.add_argument("--database-url", help="SQLAlchemy URL of the catalog")
+        sub.set_defaults(func=func)
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    from coursehub.meter.sampler import usage_folder
+
+    folder = args.folder or usage_folder()
+    if folder is None:
+        raise UsageError("no usage folder: give FOLDER or set COURSEHUB_USAGE_DIR")
+    if not Path(folder).is_dir():
+        raise UsageError(f"usage folder {folder} does not exist")
+    return Path(folder)
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.schema import check_schema
+
+    engine = make_engine(args.database_url)
+    check_schema(engine)
+    return engine, session_scope(engine)
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    """Apply what was appended to the usage files; print counts and refused lines."""
+    from coursehub.catalog.usage import ingest_folder
+
+    folder = _folder(args)
+    engine, scope = _session(args)
+    try:
+        with scope as session:
+            outcome = ingest_folder(session, folder)
+    except OSError as exc:
+        raise UsageError(f"reading the usage folder {folder}: {exc}") from exc
+    finally:
+        engine.dispose()
+    for problem in outcome.refused:
+        print(f"refused: {problem}", file=sys.stderr)
+    print(f"{outcome.records} usage records read from {folder}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Print the report as a table, CSV or JSON."""
+    from coursehub.usage.report import (
+        parse_since,
+        render_csv,
+        render_json,
+        render_table,
+        usage_report,
+    )
+
+    since = parse_since(args.since)
+    engine, scope = _session(args)
+    try:
+        with scope as session:
+            rows = usage_report(session, args.course, since, args.by)
+    finally:
+        engine.dispose()
+    render = render_json if args.json else render_csv if args.csv else render_table
+    sys.stdout.write(render(rows, args.by))
+    return 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    """Delete what the retention no longer keeps."""
+    from coursehub.catalog.usage import prune_usage
+
+    folder = args.folder or None
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"usage folder {folder} does not exist")
+    engine, scope = _session(args)
+    try:
+        with scope as session:
+            removed = prune_usage(session, folder)
+    finally:
+        engine.dispose()
+    print(f"{removed} usage rows and files removed")
+    return 0
