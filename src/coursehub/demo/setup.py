@@ -96,6 +96,9 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
                 data_dir / "nbgrader" / "exchange",
                 data_dir / "nbgrader" / "jupyter",
             )
+        from coursehub.demo.book import start_demo_book
+
+        start_demo_book(data_dir, course_ids[0])  # in the background (docs/books.md)
         return url, True
     finally:
         engine.dispose()

@@ -1,0 +1,183 @@
+"""A course's book in the course app: served at ``/courses/<course_id>/book/<path>``, built
+on demand.
+
+The pages are the static files of the book's last good build
+(:mod:`coursehub.books`), sent with :func:`flask.send_from_directory`
+(``werkzeug.security.safe_join``: no ``..``, no absolute path) and only if
+their real path stays inside the build (no symbolic link out). Members of the
+course read them; anyone, signed in or not, once the course marks its book
+public. Every page is sent with ``Content-Security-Policy: sandbox ...``
+(https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/Content-Security-Policy/sandbox):
+a book's scripts run in an opaque origin, so they never act with the
+reader's session in the course app. "Build book" (the teaching team)
+starts a detached build (:func:`coursehub.books.background.start_build`),
+never a build inside the request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psutil
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    g,
+    redirect,
+    render_template,
+    request,
+    send_from_directory,
+    url_for,
+)
+from werkzeug.security import safe_join
+from werkzeug.wrappers import Response
+
+from coursehub.books.background import start_build
+from coursehub.books.build import is_building
+from coursehub.books.plan import plan_view
+from coursehub.books.settings import (
+    BookPaths,
+    books_root,
+    read_settings,
+    read_state,
+    write_settings,
+)
+from coursehub.errors import CoursehubError
+from coursehub.web.access import Access, require
+from coursehub.web.coursepage import load_course_access
+from coursehub.web.database import get_session
+from coursehub.web.views import back_to_course, load_course
+
+bp = Blueprint("books", __name__)
+
+#: The sandbox of every book page: scripts, forms and pop-ups, never the app's origin.
+BOOK_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox"
+#: Characters of the log shown on the log page (its end).
+LOG_TAIL_CHARS = 20000
+
+
+def book_paths(course_id: str) -> BookPaths:
+    """The course's book folders: the app's ``BOOKS_DIR`` (``COURSEHUB_BOOKS_DIR``), else the
+    default."""
+    configured = current_app.config.get("BOOKS_DIR")
+    return BookPaths(Path(configured) if configured else books_root(), course_id)
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@bp.app_template_global("course_book")
+def course_book(course_id: str) -> dict[str, Any]:
+    """The book's state for the course page: ``state``, times, ``error``, ``public``, ``served``."""
+    paths = book_paths(course_id)
+    state = read_state(paths)
+    view = plan_view(state, is_building(paths), _alive(state.get("pid")))
+    try:
+        view["public"] = read_settings(paths).public
+    except CoursehubError as exc:
+        view["public"], view["settings_error"] = False, str(exc)
+    view["served"] = paths.current.is_dir()
+    return view
+
+
+@bp.get("/courses/<course_id>/book")
+def root(course_id: str) -> Response:
+    """``/book`` -> ``/book/`` (the book's relative links need the slash)."""
+    return redirect(url_for("books.page", course_id=course_id, path=""))
+
+
+@bp.get("/courses/<course_id>/book/", defaults={"path": ""})
+@bp.get("/courses/<course_id>/book/<path:path>")
+def page(course_id: str, path: str) -> Response:
+    """A file of the course's book: to members, or to anyone when the book is public."""
+    identity = g.get("identity")
+    seen = load_course_access(get_session(), course_id, identity)
+    paths = book_paths(seen.course.course_id)
+    public = _public(paths)
+    if not public:
+        if identity is None:
+            return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+        require(seen.access, Access.VIEW)
+    if not paths.current.is_dir():
+        abort(404, description=f"course {course_id} has no book yet")
+    base = paths.current.resolve()
+    joined = safe_join(str(base), path) if path else str(base)
+    if joined is None:
+        abort(404)
+    target = Path(joined).resolve()
+    if not target.is_relative_to(base):
+        abort(404)  # a symbolic link out of the book
+    if target.is_dir():
+        if path and not path.endswith("/"):
+            return redirect(url_for("books.page", course_id=course_id, path=path + "/"))
+        target = target / "index.html"
+    if not target.is_file():
+        abort(404, description=f"the book of {course_id} has no page {path}")
+    response = send_from_directory(base, target.relative_to(base).as_posix())
+    response.headers["Content-Security-Policy"] = BOOK_CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    if not public:
+        response.headers["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def _public(paths: BookPaths) -> bool:
+    try:
+        return read_settings(paths).public
+    except CoursehubError:
+        return False  # unreadable settings: members only
+
+
+@bp.post("/courses/<course_id>/book/build")
+def build(course_id: str) -> Response:
+    """Start a build in the background (the teaching team); the page shows its state."""
+    course, _access = load_course(course_id, Access.READ_ROSTER)
+    material = current_app.config.get("MATERIAL_DIR")
+    shared = current_app.config.get("SHARED_ROOT")
+    started = start_build(
+        book_paths(course.course_id),
+        material_dir=Path(material) if material else None,
+        shared_root=Path(shared) if shared else None,
+    )
+    if not started:
+        flash(f"a build of {course.course_id}'s book is already running", "error")
+        return redirect(url_for("courses.show", course_id=course.course_id))
+    return back_to_course(course, "Book build started; this page shows its state.")
+
+
+@bp.post("/courses/<course_id>/book/public")
+def set_public(course_id: str) -> Response:
+    """Serve the book to anyone (``public=1``) or to members only (the lead and teachers)."""
+    course, _access = load_course(course_id, Access.MANAGE)
+    paths = book_paths(course.course_id)
+    from dataclasses import replace
+
+    public = request.form.get("public") == "1"
+    write_settings(paths, replace(read_settings(paths), public=public))
+    who = "anyone" if public else "the course's members only"
+    return back_to_course(course, f"The book is now served to {who}.")
+
+
+@bp.get("/courses/<course_id>/book-log")
+def log(course_id: str) -> str:
+    """The last build's state and the end of its log (the teaching team)."""
+    course, access = load_course(course_id, Access.READ_ROSTER)
+    paths = book_paths(course.course_id)
+    state = course_book(course.course_id)
+    text = ""
+    log_path = Path(str(state.get("log") or ""))
+    if log_path.name and log_path.parent == paths.logs:
+        try:
+            text = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+        except OSError:
+            text = ""
+    return render_template("books/log.html", course=course, access=access, book=state, log=text)
