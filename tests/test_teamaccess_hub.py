@@ -126,3 +126,25 @@ def test_leaving_the_team_or_the_course_removes_the_access_at_once(app_hub, cour
     assert report.revoked == [names["student-a"]]
     assert read_shared_owners(client, ids["a"]) == set()
     assert open_server(hub, names["teacher-a"], names["student-a"]) == 403
+
+
+def test_the_cli_sync_shares_the_students_servers_with_the_team(
+    app_hub, database_url, monkeypatch, capsys
+):
+    """``coursehub hub sync`` runs the course app's after-sync step (lifted to web.aftersync)."""
+    from coursehub.catalog.db import make_engine, session_factory
+    from coursehub.cli import main
+    from coursehub.coursedata.ensure import load_rosters
+    from coursehub.web.testing import seed_web_catalog
+
+    hub, client = app_hub
+    course_id = seed_web_catalog(database_url)
+    monkeypatch.setenv("COURSEHUB_DATABASE_URL", database_url)
+    monkeypatch.setenv("CHTEST_HUB_TOKEN", client.session.headers["Authorization"].split()[1])
+    status = main(["hub", "sync", "--hub-url", hub.api_url, "--token-env", "CHTEST_HUB_TOKEN"])
+    assert status == 0, capsys.readouterr()
+    engine = make_engine(database_url)
+    with session_factory(engine)() as session:
+        (roster,) = load_rosters(session, [course_id])
+    engine.dispose()
+    assert roster.students and read_shared_owners(client, course_id) == set(roster.students)

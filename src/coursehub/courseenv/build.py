@@ -3,6 +3,7 @@
 Layout (:mod:`coursehub.courselayout`), in ``<root>/courses/<course_id>/env``::
 
     requirements.txt        what the course declared (``coursehub env set``)
+    material-requirements.txt   else: the ``requirements.txt`` of the course's material, checked
     builds/<stamp>/         one virtual environment per build
     current -> builds/<stamp>
     logs/<stamp>.log        the build's output (mode 0640: the team reads it on the course page)
@@ -42,6 +43,7 @@ from typing import Any
 import psutil
 
 from coursehub.atomicfile import write_atomically
+from coursehub.courseenv.requirements import parse_requirements, render_requirements
 from coursehub.courselayout import env_dir, kernel_name, kernels_prefix
 from coursehub.errors import CoursehubError, UsageError
 
@@ -70,6 +72,11 @@ class EnvPaths:
     @property
     def requirements(self) -> Path:
         return self.home / "requirements.txt"
+
+    @property
+    def material_requirements(self) -> Path:
+        """The checked copy of the material's ``requirements.txt`` last built from."""
+        return self.home / "material-requirements.txt"
 
     @property
     def builds(self) -> Path:
@@ -158,24 +165,40 @@ def build_environment(
     python: str = sys.executable,
     timeout_s: float = BUILD_TIMEOUT_S,
     now: datetime | None = None,
+    material: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """Build ``course_id``'s environment aside and switch to it; return the new state.
+
+    The requirements are the course's declared list (``coursehub env set``),
+    else ``material``: ``(text, where)`` of the ``requirements.txt`` of the
+    course's material (:func:`coursehub.courseenv.requirements.material_requirements`),
+    checked like a declared list.
 
     Raises
     ------
     UsageError
-        If the course declared no requirements, or another build of it is running.
+        If the course declared no requirements and ``material`` is None, if the
+        material's lines are refused (named by ``where`` and line), or if
+        another build of it is running.
     EnvBuildError
         If venv or pip failed or took longer than ``timeout_s``: the state
         says ``failed`` with the log's last line; the previous build, its
         ``current`` link and the kernel are untouched.
     """
     paths = env_paths(root, course_id)
-    if not paths.requirements.is_file():
-        raise UsageError(
-            f"course {course_id} declares no environment: run coursehub env set {course_id} "
-            "--packages ... or --requirements FILE"
-        )
+    requirements, source = paths.requirements, "coursehub env set"
+    if not requirements.is_file():
+        if material is None:
+            raise UsageError(
+                f"course {course_id} declares no environment: run coursehub env set {course_id} "
+                "--packages ... or --requirements FILE, or add a requirements.txt at the root "
+                "of its material"
+            )
+        text, source = material
+        lines = parse_requirements(text, source)  # nothing written on a refused line
+        requirements = paths.material_requirements
+        paths.home.mkdir(mode=0o755, parents=True, exist_ok=True)
+        write_atomically(requirements, render_requirements(lines))
     for folder in (paths.builds, paths.logs, paths.kernel_dir):
         folder.mkdir(mode=0o755, parents=True, exist_ok=True)
     with _build_lock(paths):
@@ -187,7 +210,7 @@ def build_environment(
         _write_state(paths, {**previous, "status": "building", "building": stamp})
         t0 = time.monotonic()
         try:
-            _run_build(paths, build, log_path, python, timeout_s)
+            _run_build(paths, requirements, build, log_path, python, timeout_s)
         except EnvBuildError as exc:
             shutil.rmtree(build, ignore_errors=True)
             state = {
@@ -210,7 +233,8 @@ def build_environment(
             "status": "ok",
             "build": stamp,
             "python": python_in_build,
-            "requirements": paths.requirements.read_text(encoding="utf-8").splitlines(),
+            "requirements": requirements.read_text(encoding="utf-8").splitlines(),
+            "requirements_from": source,
             "size_bytes": disk_usage(build),
             "duration_s": round(duration_s, 1),
             "log": log_path.name,
@@ -221,7 +245,14 @@ def build_environment(
         return state
 
 
-def _run_build(paths: EnvPaths, build: Path, log_path: Path, python: str, timeout_s: float) -> None:
+def _run_build(
+    paths: EnvPaths,
+    requirements: Path,
+    build: Path,
+    log_path: Path,
+    python: str,
+    timeout_s: float,
+) -> None:
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     steps = [
         [python, "-m", "venv", str(build)],
@@ -234,7 +265,7 @@ def _run_build(paths: EnvPaths, build: Path, log_path: Path, python: str, timeou
             "--only-binary=:all:",
             "--progress-bar=off",
             "-r",
-            str(paths.requirements),
+            str(requirements),
             *BASE_PACKAGES,
         ],
         [str(build / "bin" / "python"), "-m", "pip", "freeze", "--all"],

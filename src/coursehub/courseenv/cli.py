@@ -80,10 +80,15 @@ def run_set(args: argparse.Namespace) -> int:
 def run_build(args: argparse.Namespace) -> int:
     """Build the environment; print its size and time (or the error, exit status 2)."""
     from coursehub.courseenv.build import build_environment
+    from coursehub.courseenv.requirements import material_requirements
+    from coursehub.material.layout import MaterialLayout, material_root
 
     root, paths = _paths(args)
+    material = None
+    if not paths.requirements.is_file():  # no declared list: the material's requirements.txt
+        material = material_requirements(MaterialLayout(material_root()), args.course_id)
     print(f"{args.course_id}: building in {paths.builds} (log in {paths.logs})", flush=True)
-    state = build_environment(root, args.course_id)
+    state = build_environment(root, args.course_id, material=material)
     print(render_state(args.course_id, state))
     return 0
 
@@ -108,6 +113,8 @@ def render_state(course_id: str, state: dict[str, Any]) -> str:
         size = state.get("size_bytes")
         size_text = f", {size / 2**20:.0f} MiB" if isinstance(size, int) else ""
         lines.append(f"  build {state['build']}{size_text}")
+    if state.get("requirements_from"):
+        lines.append(f"  requirements from {state['requirements_from']}")
     if state.get("duration_s") is not None and status == "ok":
         lines.append(f"  built in {state['duration_s']} s")
     if state.get("error"):

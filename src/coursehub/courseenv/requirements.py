@@ -14,6 +14,8 @@ from __future__ import annotations
 from packaging.requirements import InvalidRequirement, Requirement
 
 from coursehub.errors import UsageError
+from coursehub.material.layout import MaterialLayout
+from coursehub.material.mirror import read_published_file
 
 #: Most requirement lines a course may declare.
 MAX_REQUIREMENTS = 200
@@ -63,3 +65,26 @@ def parse_requirements(text: str, where: str) -> list[str]:
 def render_requirements(lines: list[str]) -> str:
     """Return a requirements file's text for ``lines`` (one a line, final newline)."""
     return "".join(f"{line}\n" for line in lines)
+
+
+#: The file of a course's material that declares its environment (pip's usual name).
+MATERIAL_REQUIREMENTS = "requirements.txt"
+
+
+def material_requirements(layout: MaterialLayout, course_id: str) -> tuple[str, str] | None:
+    """Return ``(text, where)`` of the ``requirements.txt`` at the root of the course's
+    published material (the root of its sub-folder), or None when it has none.
+
+    The published head is the last good material, what the students pull
+    (:func:`coursehub.material.mirror.read_published_file`).
+
+    Raises
+    ------
+    coursehub.material.mirror.MaterialError
+        If the file is too large or not UTF-8.
+    """
+    found = read_published_file(layout, course_id, MATERIAL_REQUIREMENTS)
+    if found is None:
+        return None
+    text, commit = found
+    return text, f"{MATERIAL_REQUIREMENTS} of {course_id}'s material (commit {commit[:12]})"

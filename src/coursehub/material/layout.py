@@ -4,7 +4,9 @@
 
     MATERIAL_DIR/                 0755  (COURSEHUB_MATERIAL_DIR)
       published/                  0755  what students read
-        <course_id>.git           bare, core.sharedRepository=0644: students read, never write
+        <course_id>.git           bare: the course's groups read (POSIX ACL), others nothing;
+                                  everyone reads until the groups exist (material.access)
+        gitconfig                 0644  the safe.directory list every student's git reads
       private/                    0700  the coursehub service user alone
         credentials/<course_id>   0600  token or deploy key
         upstream/<course_id>.git  bare mirror of the teacher's repository (all its history)
@@ -16,8 +18,9 @@
 Students pull ``file://MATERIAL_DIR/published/<course_id>.git``: servers of
 the local, systemd and Slurm spawners share the host's (or cluster's)
 filesystem, so no daemon, port or credential is needed, and file modes make
-it read-only. The published repository holds only the course's folder, as
-commits made by coursehub: nothing of the teacher's other folders or history.
+it read-only, for the course's team and students only
+(:mod:`coursehub.material.access`). The published repository holds only the
+course's folder, as commits made by coursehub: nothing of the teacher's other folders or history.
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@
 2. refuse a force-pushed branch (the last good commit is no longer an
    ancestor, ``git merge-base --is-ancestor``) unless ``accept_rewrite``;
 3. find the folder's tree (``git cat-file -t COMMIT:FOLDER`` is ``tree``);
-4. publish: when the tree differs from the published head, make a commit of
-   that tree whose parent is the published head (``git commit-tree``) and
-   push it to the published repository (a fast-forward). The students'
-   history is append-only whatever the teacher does to theirs, so
-   nbgitpuller's merge (``git merge -Xours``) always has a common ancestor.
+4. publish: set who may read the published repository (the course's
+   Unix groups, :mod:`coursehub.material.access`); when the tree differs
+   from the published head, make a commit of that tree whose parent is
+   the published head (``git commit-tree``) and push it to the published
+   repository (a fast-forward). The students' history is append-only
+   whatever the teacher does to theirs, so nbgitpuller's merge
+   (``git merge -Xours``) always has a common ancestor.
 
 Any failure raises :class:`MaterialError` before step 4's push: the
 published repository, the last good material, is left as it was and still
@@ -29,6 +31,12 @@ from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError
+from coursehub.material.access import (
+    MaterialAccessError,
+    apply_published_access,
+    describe_access,
+    plan_published_access,
+)
 from coursehub.material.credential import plan_credential_env
 from coursehub.material.gitcmd import (
     FETCH_TIMEOUT_S,
@@ -67,12 +75,14 @@ class MirrorSource:
 
 @dataclass(frozen=True)
 class MirrorResult:
-    """A good update: the teacher's ``commit``, the ``published`` commit, its ``pull_url``."""
+    """A good update: the teacher's ``commit``, the ``published`` commit, its ``pull_url``,
+    and who may read it (``access``, :func:`coursehub.material.access.describe_access`)."""
 
     commit: str
     published: str
     pull_url: str
     changed: bool
+    access: str = ""
 
 
 @contextlib.contextmanager
@@ -199,6 +209,12 @@ def _publish(layout: MaterialLayout, source: MirrorSource, commit: str, tree: st
         run_git(["symbolic-ref", "HEAD", PUBLISHED_REF], env, cwd=published)
         repositories = [p.resolve() for p in layout.published.glob("*.git")]
         write_atomically(layout.gitconfig, render_gitconfig(repositories), mode=0o644)
+    access = plan_published_access(source.course_id)
+    try:  # each update: the course's groups may have been made since the last one
+        apply_published_access(published, access)
+    except MaterialAccessError as exc:
+        raise MaterialError(_kept(str(exc))) from None
+    readers = describe_access(access)
     head = _rev(published, PUBLISHED_REF, env, missing_ok=True)
     if head:
         run_git(
@@ -208,7 +224,8 @@ def _publish(layout: MaterialLayout, source: MirrorSource, commit: str, tree: st
         )
         if _rev(upstream, f"{head}^{{tree}}", env) == tree:
             run_git(["update-ref", LAST_GOOD_REF, commit], env, cwd=upstream)
-            return MirrorResult(commit, head, layout.pull_url(source.course_id), changed=False)
+            pull_url = layout.pull_url(source.course_id)
+            return MirrorResult(commit, head, pull_url, changed=False, access=readers)
     message = (
         f"{source.course_id}: material from branch {source.branch}"
         f"{', folder ' + source.subdir if source.subdir else ''}\n\nSource commit: {commit}\n"
@@ -217,7 +234,7 @@ def _publish(layout: MaterialLayout, source: MirrorSource, commit: str, tree: st
     new = run_git(["commit-tree", tree, *parents, "-m", message], env, cwd=upstream).stdout.strip()
     run_git(["push", "--quiet", "--", str(published), f"{new}:{PUBLISHED_REF}"], env, cwd=upstream)
     run_git(["update-ref", LAST_GOOD_REF, commit], env, cwd=upstream)
-    return MirrorResult(commit, new, layout.pull_url(source.course_id), changed=True)
+    return MirrorResult(commit, new, layout.pull_url(source.course_id), True, readers)
 
 
 def _rev(repo: Path, name: str, env: dict[str, str], missing_ok: bool = False) -> str:
@@ -238,3 +255,45 @@ def published_head(layout: MaterialLayout, course_id: str) -> str:
         return _rev(published, PUBLISHED_REF, _local_env(layout), missing_ok=True)
     except (GitCommandError, subprocess.SubprocessError):
         return ""
+
+
+#: Largest file :func:`read_published_file` returns (a requirements file is a few KiB).
+MAX_PUBLISHED_FILE_BYTES = 256 * 1024
+
+
+def read_published_file(
+    layout: MaterialLayout, course_id: str, name: str
+) -> tuple[str, str] | None:
+    """Return ``(text, commit)`` of the file ``name`` at the root of the course's published
+    material (the root of its sub-folder), or None when there is no such file or material.
+
+    Read from the published repository's head (``git cat-file``), the last good
+    material: what the course's students have.
+
+    Raises
+    ------
+    MaterialError
+        If the file is larger than :data:`MAX_PUBLISHED_FILE_BYTES` or not UTF-8.
+    """
+    commit = published_head(layout, course_id)
+    if not commit or "/" in name or name in ("", ".", ".."):
+        return None
+    repo, env = layout.published_repo(course_id), _local_env(layout)
+    size = run_git(["cat-file", "-s", f"{commit}:{name}"], env, cwd=repo, check=False)
+    kind = run_git(["cat-file", "-t", f"{commit}:{name}"], env, cwd=repo, check=False)
+    if size.returncode != 0 or kind.stdout.strip() != "blob":
+        return None
+    where = f"{name} of {course_id}'s material (commit {commit[:12]})"
+    if int(size.stdout) > MAX_PUBLISHED_FILE_BYTES:
+        raise MaterialError(f"{where} is larger than {MAX_PUBLISHED_FILE_BYTES} bytes")
+    blob = subprocess.run(
+        ["git", "cat-file", "blob", f"{commit}:{name}"],
+        env=env,
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+    try:
+        return blob.decode("utf-8"), commit
+    except UnicodeDecodeError:
+        raise MaterialError(f"{where} is not UTF-8 text") from None

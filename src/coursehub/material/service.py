@@ -156,7 +156,7 @@ def run_update(
     outcome = UpdateOutcome(
         course_id,
         True,
-        f"{what} {result.commit[:12]} ({result.published[:12]} for students)",
+        f"{what} {result.commit[:12]} ({result.published[:12]} for students, {result.access})",
         first_publication=first,
     )
     if on_published is not None:

@@ -10,10 +10,15 @@ after :func:`coursehub.hub.sync.sync_catalog`, for the courses it synced:
   with ``COURSEHUB_SHARED_ROOT`` set: the course's Unix groups follow the roster.
 
 Failures are logged, never raised: the sync's own outcome is what the course page shows.
+
+``coursehub hub sync`` runs the same step: the command is lifted here
+(:data:`coursehub.cli.LIFTED_SUBCOMMANDS`, :func:`run`), since ``hub`` may
+not import ``teamaccess`` or ``coursedata`` (docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 from collections.abc import Iterable
@@ -50,3 +55,12 @@ def after_sync(session: Session, client: HubClient, course_ids: Iterable[str]) -
     for outcome in outcomes:
         if outcome.error:
             log.warning("data folder: %s", outcome.error)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``coursehub hub sync``: :func:`coursehub.hub.cli.run_sync`, then :func:`after_sync`."""
+    from coursehub.hub.cli import run_sync
+
+    if not logging.getLogger().handlers:  # the CLI: warnings as one line each on stderr
+        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    return run_sync(args, after=after_sync)
