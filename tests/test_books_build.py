@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursehub.books.background import build_if_asked
 from coursehub.books.build import build_book, served_build
 from coursehub.books.plan import (
     plan_build_id,
@@ -27,11 +28,12 @@ from coursehub.books.settings import (
     read_state,
     write_settings,
 )
-from coursehub.cli import main
+from coursehub.cli import build_parser, main
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential, stored_kind
 from coursehub.material.layout import MaterialLayout
 from coursehub.material.mirror import MirrorSource, update_mirror
+from helpers import wait_until
 from material_gitserver import commit_files, git, serve_git, teacher_repo
 
 COURSE = "books-2025"
@@ -210,6 +212,29 @@ def test_a_broken_table_of_contents_keeps_the_last_good_book(built, material):
     state = read_state(paths)
     assert (state["state"], state["served_build"]) == ("failed", first.build_id)
     assert "missing_chapter" in outcome.log_path.read_text()
+
+
+def test_a_material_update_rebuilds_the_book_only_when_the_course_asks_for_it(built, material):
+    paths, _first, _commit = built
+    work, layout, update = material
+    commit_files(work, {"_toc.yml": TOC, "intro.md": "# Introduction\n\nRebuilt.\n"}, "fix")
+    git("push", "--quiet", "origin", "main", cwd=work)
+    commit = update()
+    assert not build_if_asked(paths, True, material_dir=layout.root)  # the setting is off
+    write_settings(paths, BookSettings(build_on_update=True))
+    assert not build_if_asked(paths, False, material_dir=layout.root)  # no new commit
+    assert build_if_asked(paths, True, material_dir=layout.root)
+    wait_until(lambda: read_state(paths)["state"] in ("built", "failed"), timeout_s=240)
+    state = read_state(paths)
+    assert state["state"] == "built", state
+    assert "Rebuilt." in (paths.current / "intro.html").read_text()
+    assert commit
+
+
+def test_material_update_on_the_command_line_is_carried_out_with_the_books():
+    args = build_parser().parse_args(["material", "update", COURSE])
+    assert args.func.__module__ == "coursehub.material.cli"  # the lifted runner
+    assert args.func.__qualname__.startswith("_lifted")
 
 
 def write_book(folder: Path, files: dict[str, str]) -> Path:

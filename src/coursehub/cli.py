@@ -25,10 +25,16 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coursehub.runner.cli",
     "coursehub.bench.cli",
     "coursehub.catalog.cli",
+    "coursehub.admin.cli",
+    "coursehub.material.cli",
     "coursehub.web.cli",
     "coursehub.hub.cli",
     "coursehub.grading.cli",
     "coursehub.demo.cli",
+    "coursehub.coursedata.cli",
+    "coursehub.courseenv.cli",
+    "coursehub.books.cli",
+    "coursehub.usage.cli",
 )
 # sub-commands of a part carried out by a module above it (it drives the part
 # through another one): part's cli module -> {name: (module, one-line help)}.
@@ -37,6 +43,19 @@ LIFTED_SUBCOMMANDS: dict[str, dict[str, tuple[str, str]]] = {
         "pipeline": (
             "coursehub.pipelines.pendulum",
             "generate, train through the runner and evaluate at a small size",
+        ),
+    },
+    "coursehub.material.cli": {
+        "update": (
+            "coursehub.books.materialhook",
+            "fetch the repository and publish it to students now (then rebuild the book "
+            "where the course asks for it)",
+        ),
+    },
+    "coursehub.hub.cli": {
+        "sync": (
+            "coursehub.web.aftersync",
+            "sync the catalog into the hub, then the team's shares and data folders",
         ),
     },
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.books.build import is_building, now_text
-from coursehub.books.settings import BookPaths, read_state, write_state
+from coursehub.books.settings import BookPaths, read_settings, read_state, write_state
 
 
 def start_build(
@@ -62,3 +62,27 @@ def start_build(
         write_state(paths, state)
     threading.Thread(target=process.wait, name=f"book-{paths.course_id}", daemon=True).start()
     return True
+
+
+def build_if_asked(
+    paths: BookPaths,
+    changed: bool,
+    *,
+    material_dir: Path | None = None,
+    shared_root: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> bool:
+    """After a material update, start a build when the course asks for it; True if started.
+
+    Nothing starts when the update brought no new commit (``changed``
+    False), when the course's ``build_on_update`` setting is off, or while
+    a build runs (:func:`start_build`).
+
+    Raises
+    ------
+    UsageError
+        If the course's book settings file is unreadable.
+    """
+    if not changed or not read_settings(paths).build_on_update:
+        return False
+    return start_build(paths, material_dir=material_dir, shared_root=shared_root, environ=environ)

@@ -38,6 +38,11 @@ def register(subparsers: Any) -> None:
         "--execute", choices=("on", "off"), help="run the notebooks when building"
     )
     settings.add_argument("--public", choices=("on", "off"), help="serve the book to anyone")
+    settings.add_argument(
+        "--build-on-update",
+        choices=("on", "off"),
+        help="build again after each material update that brings a new commit",
+    )
     settings.add_argument("--timeout", help="limit of one build, e.g. 10m")
     settings.add_argument("--mem", help="memory limit of one build, e.g. 2G")
     settings.set_defaults(func=run_settings)
@@ -111,6 +116,8 @@ def run_settings(args: argparse.Namespace) -> int:
         changes["execute"] = args.execute == "on"
     if args.public is not None:
         changes["public"] = args.public == "on"
+    if args.build_on_update is not None:
+        changes["build_on_update"] = args.build_on_update == "on"
     if args.timeout is not None:
         changes["timeout_s"] = float(parse_duration(args.timeout))
     if args.mem is not None:

@@ -115,6 +115,10 @@ class BookSettings:
         with the course's kernel; off by default (their stored outputs are shown).
     public
         Serve the book to anyone, signed in or not; off by default (members only).
+    build_on_update
+        Build the book again after each material update that gives students
+        a new commit ("Update now", ``coursehub material update``); off by
+        default.
     timeout_s
         Wall-clock limit of one build, seconds.
     mem_limit
@@ -127,6 +131,7 @@ class BookSettings:
     source_dir: str = ""
     execute: bool = False
     public: bool = False
+    build_on_update: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     mem_limit: str = DEFAULT_MEM_LIMIT
     n_threads: int = 1

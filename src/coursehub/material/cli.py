@@ -10,17 +10,28 @@ twice.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coursehub.errors import UsageError
 
+if TYPE_CHECKING:
+    from coursehub.material.service import UpdateOutcome
 
-def register(subparsers: Any) -> None:
-    """Add ``coursehub material`` to ``subparsers``."""
+
+def register(subparsers: Any, extra: Mapping[str, tuple[str, str]] | None = None) -> None:
+    """Add ``coursehub material`` to ``subparsers``.
+
+    ``extra``: ``{"update": (module, help)}`` has ``module.run(args)`` carry
+    out ``material update`` (a module above this package that acts on each
+    good update, e.g. rebuilding the course's book; see
+    :data:`coursehub.cli.LIFTED_SUBCOMMANDS`).
+    """
+    lifted = (extra or {}).get("update")
     parser = subparsers.add_parser("material", help="a course's material from git (mirror, update)")
     commands = parser.add_subparsers(dest="material_command", metavar="COMMAND", required=True)
     put = commands.add_parser(
@@ -40,7 +51,7 @@ def register(subparsers: Any) -> None:
     put.set_defaults(func=run_set)
     update = commands.add_parser(
         "update",
-        help="fetch the repository and publish it to students now",
+        help=lifted[1] if lifted else "fetch the repository and publish it to students now",
         description="Update a course's mirror (or every course's with --all, for a timer). "
         "A failure keeps the last good material; the exit status is then 2 (1 with --all).",
     )
@@ -51,7 +62,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="publish a force-pushed branch (students keep their edits)",
     )
-    update.set_defaults(func=run_update_command)
+    update.set_defaults(func=_lifted(lifted[0]) if lifted else run_update_command)
     show = commands.add_parser("show", help="a course's material and its mirror's state")
     show.add_argument("course", metavar="COURSE_ID")
     show.add_argument("--json", action="store_true", help="print JSON")
@@ -113,8 +124,20 @@ def run_set(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_update_command(args: argparse.Namespace) -> int:
-    """Update one course's mirror (exit 2 on failure) or every course's (exit 1 if any failed)."""
+def _lifted(module_name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        return int(importlib.import_module(module_name).run(args))
+
+    return run
+
+
+def run_update_command(
+    args: argparse.Namespace, on_published: Callable[[UpdateOutcome], None] | None = None
+) -> int:
+    """Update one course's mirror (exit 2 on failure) or every course's (exit 1 if any failed).
+
+    ``on_published`` is called after each good update (:func:`run_update`).
+    """
     from coursehub.material.mirror import MaterialError
     from coursehub.material.service import courses_to_update, run_update
 
@@ -129,7 +152,9 @@ def run_update_command(args: argparse.Namespace) -> int:
             course_ids = [args.course]
         failed = 0
         for course_id in course_ids:
-            outcome = run_update(sessions, course_id, layout, accept_rewrite=args.accept_rewrite)
+            outcome = run_update(
+                sessions, course_id, layout, args.accept_rewrite, on_published=on_published
+            )
             if not outcome.ok and not args.all:
                 raise MaterialError(f"{course_id}: {outcome.message}")
             failed += not outcome.ok

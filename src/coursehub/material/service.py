@@ -51,7 +51,8 @@ class UpdateOutcome:
     """One course's update: ``ok``, a one-line ``message``; ``running``: another one holds it.
 
     ``first_publication``: the course had no pull URL before (the hub sync
-    must carry it to the hub groups).
+    must carry it to the hub groups). ``changed``: students got a new commit
+    (a course book built from the material is then out of date).
     """
 
     course_id: str
@@ -59,6 +60,7 @@ class UpdateOutcome:
     message: str
     running: bool = False
     first_publication: bool = False
+    changed: bool = False
 
 
 def set_course_material(
@@ -158,6 +160,7 @@ def run_update(
         True,
         f"{what} {result.commit[:12]} ({result.published[:12]} for students, {result.access})",
         first_publication=first,
+        changed=result.changed,
     )
     if on_published is not None:
         on_published(outcome)

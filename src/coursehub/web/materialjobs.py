@@ -18,6 +18,8 @@ from typing import Any
 from flask import current_app
 from sqlalchemy.orm import Session, sessionmaker
 
+from coursehub.books.background import build_if_asked
+from coursehub.books.settings import BookPaths, books_root
 from coursehub.catalog.material import mark_requested
 from coursehub.catalog.models import Course
 from coursehub.material.layout import MaterialLayout, material_root
@@ -52,14 +54,25 @@ def start_update(session: Session, course: Course, accept_rewrite: bool = False)
         session.commit()
         sessions: sessionmaker[Session] = current_app.extensions[SESSIONS_KEY]
         worker = hub_sync_worker() if hub_sync_settings().enabled else None
+        # read in the request: the thread has no app context
+        books_dir = current_app.config.get("BOOKS_DIR")
+        book = BookPaths(Path(books_dir) if books_dir else books_root(), course_id)
+        layout = material_layout()
+        shared = current_app.config.get("SHARED_ROOT")
 
         def on_published(outcome: UpdateOutcome) -> None:
             if worker is not None and outcome.first_publication:
                 worker.submit([course_id])
+            build_if_asked(
+                book,
+                outcome.changed,
+                material_dir=layout.root,
+                shared_root=Path(shared) if shared else None,
+            )
 
         thread = threading.Thread(
             target=_run,
-            args=(sessions, course_id, material_layout(), accept_rewrite, on_published),
+            args=(sessions, course_id, layout, accept_rewrite, on_published),
             name=f"material-{course_id}",
             daemon=True,
         )
