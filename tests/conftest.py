@@ -47,8 +47,9 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-# The real-JupyterHub fixture ``hub`` (tests/hubfixture.py).
-pytest_plugins = ["hubfixture"]
+# The real-JupyterHub fixture ``hub`` (tests/hubfixture.py) and the real-Slurm
+# fixture ``slurm_cluster`` (tests/slurmfixture.py).
+pytest_plugins = ["hubfixture", "slurmfixture"]
 
 from cgrouptree import remove_cgroup_tree  # noqa: E402
 from helpers import free_port  # noqa: E402
@@ -315,3 +316,23 @@ def grader_account() -> Iterator[str | None]:
         with contextlib.suppress(KeyError):
             pwd.getpwnam(name)
             subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Point coursehub's default data directory at a temporary folder for the session.
+
+    Code that falls back to ``COURSEHUB_DATA_DIR`` (default
+    ``~/.local/share/coursehub``: the books, the material mirrors, the usage
+    journals of an app made without those settings) then never writes into
+    the home of whoever runs the tests. A value already set is kept.
+    """
+    if os.environ.get("COURSEHUB_DATA_DIR"):
+        yield Path(os.environ["COURSEHUB_DATA_DIR"])
+        return
+    path = tmp_path_factory.mktemp("coursehub-data")
+    os.environ["COURSEHUB_DATA_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        del os.environ["COURSEHUB_DATA_DIR"]

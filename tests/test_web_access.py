@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from coursehub.web.identity import Identity
 from coursehub.web.testing import (
     IDENTITIES,
     api_headers,
@@ -31,162 +32,191 @@ PARTS = (
     "lead",
     "grader",
     "admin",
+    "manager",
 )
+#: pmanager manages portal MECA (mlmeca-2025's), and nothing else
+PART_IDENTITIES = {**IDENTITIES, "manager": Identity("pmanager")}
+TOKENS = {f"tok-{part}": who for part, who in PART_IDENTITIES.items() if who is not None}
 
+NOBODY_BUT_ADMIN = (302, 403, 403, 403, 403, 403, 403, 302, 403)
+ADMIN_OR_MANAGER = (302, 403, 403, 403, 403, 403, 403, 302, 302)
+API_ADMIN_ONLY = (401, 403, 403, 403, 403, 403, 403, 200, 403)
 # (method, url rule, concrete path, JSON body or None) -> statuses in PARTS order
 MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
-    # pages                                                              anon stud othS othT teach lead grad admin
-    ("GET", "/", "/", None, (302, 200, 200, 200, 200, 200, 200, 200)),
-    ("GET", "/years/<year>/", "/years/2025-2026/", None, (302, 200, 200, 200, 200, 200, 200, 200)),
+    # pages                                                              anon stud othS othT teach lead grad admin manager
+    ("GET", "/", "/", None, (302, 200, 200, 200, 200, 200, 200, 200, 200)),
+    (
+        "GET",
+        "/years/<year>/",
+        "/years/2025-2026/",
+        None,
+        (302, 200, 200, 200, 200, 200, 200, 200, 200),
+    ),
     (
         "GET",
         "/years/<year>/<portal>/",
         "/years/2025-2026/MECA/",
         None,
-        (302, 200, 404, 404, 200, 200, 200, 200),
+        (302, 200, 404, 404, 200, 200, 200, 200, 200),
     ),
-    ("GET", "/courses/<course_id>/", f"{C}/", None, (302, 200, 403, 403, 200, 200, 200, 200)),
-    ("GET", "/courses/new", "/courses/new", None, (302, 403, 403, 200, 200, 200, 403, 200)),
-    ("POST", "/courses/new", "/courses/new", None, (302, 403, 403, 400, 400, 400, 403, 400)),
+    ("GET", "/courses/<course_id>/", f"{C}/", None, (302, 200, 403, 403, 200, 200, 200, 200, 200)),
+    # the team's pages of a course: students' servers, environment and build log
+    (
+        "GET",
+        "/courses/<course_id>/servers",
+        f"{C}/servers",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/environment",
+        f"{C}/environment",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    # creation: admins and portal managers only (COURSE_CREATOR_GROUPS is empty by default)
+    ("GET", "/courses/new", "/courses/new", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
+    ("POST", "/courses/new", "/courses/new", None, (302, 403, 403, 403, 403, 403, 403, 400, 400)),
     (
         "GET",
         "/courses/<course_id>/edit",
         f"{C}/edit",
         None,
-        (302, 403, 403, 403, 200, 200, 403, 200),
+        (302, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
     (
         "POST",
         "/courses/<course_id>/edit",
         f"{C}/edit",
         None,
-        (302, 403, 403, 403, 400, 400, 403, 400),
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "POST",
         "/courses/<course_id>/sync",
         f"{C}/sync",
         None,
-        (302, 403, 403, 403, 302, 302, 403, 302),
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
     ),
     (
         "GET",
         "/courses/<course_id>/groups",
         f"{C}/groups",
         None,
-        (302, 403, 403, 403, 200, 200, 403, 200),
+        (302, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
     (
         "POST",
         "/courses/<course_id>/groups",
         f"{C}/groups",
         None,
-        (302, 403, 403, 403, 400, 400, 403, 400),
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "POST",
         "/courses/<course_id>/groups/<name>/delete",
         f"{C}/groups/G1/delete",
         None,
-        (302, 403, 403, 403, 302, 302, 403, 302),
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
     ),
     (
         "GET",
         "/courses/<course_id>/members",
         f"{C}/members",
         None,
-        (302, 403, 403, 403, 200, 200, 403, 200),
+        (302, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
     (
         "POST",
         "/courses/<course_id>/members",
         f"{C}/members",
         None,
-        (302, 403, 403, 403, 400, 400, 403, 400),
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "POST",
         "/courses/<course_id>/members/<username>/delete",
         f"{C}/members/p2500004/delete",
         None,
-        (302, 403, 403, 403, 302, 302, 403, 302),
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
     ),
     (
         "GET",
         "/courses/<course_id>/roster",
         f"{C}/roster",
         None,
-        (302, 403, 403, 403, 200, 200, 403, 200),
+        (302, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
     (
         "POST",
         "/courses/<course_id>/roster",
         f"{C}/roster",
         None,
-        (302, 403, 403, 403, 400, 400, 403, 400),
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "POST",
         "/courses/<course_id>/roster/confirm",
         f"{C}/roster/confirm",
         None,
-        (302, 403, 403, 403, 400, 400, 403, 400),
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
-    ("GET", "/profiles/", "/profiles/", None, (302, 403, 403, 403, 403, 403, 403, 200)),
-    ("GET", "/profiles/new", "/profiles/new", None, (302, 403, 403, 403, 403, 403, 403, 200)),
-    ("POST", "/profiles/new", "/profiles/new", None, (302, 403, 403, 403, 403, 403, 403, 400)),
+    ("GET", "/profiles/", "/profiles/", None, (302, 403, 403, 403, 403, 403, 403, 200, 403)),
+    ("GET", "/profiles/new", "/profiles/new", None, (302, 403, 403, 403, 403, 403, 403, 200, 403)),
+    ("POST", "/profiles/new", "/profiles/new", None, (302, 403, 403, 403, 403, 403, 403, 400, 403)),
     (
         "GET",
         "/profiles/<name>/edit",
         "/profiles/small/edit",
         None,
-        (302, 403, 403, 403, 403, 403, 403, 200),
+        (302, 403, 403, 403, 403, 403, 403, 200, 403),
     ),
     (
         "POST",
         "/profiles/<name>/edit",
         "/profiles/small/edit",
         None,
-        (302, 403, 403, 403, 403, 403, 403, 400),
+        (302, 403, 403, 403, 403, 403, 403, 400, 403),
     ),
-    ("GET", "/people/", "/people/?q=p25", None, (302, 403, 403, 200, 200, 200, 200, 200)),
+    ("GET", "/people/", "/people/?q=p25", None, (302, 403, 403, 200, 200, 200, 200, 200, 200)),
     (
         "GET",
         "/courses/<course_id>/grading",
         f"{C}/grading",
         None,
-        (302, 403, 403, 403, 200, 200, 200, 200),
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
     ),
     (
         "POST",
         "/courses/<course_id>/grading/<assignment>/<step>",
         f"{C}/grading/ps1/release",
         None,
-        (302, 403, 403, 403, 302, 302, 302, 302),
+        (302, 403, 403, 403, 302, 302, 302, 302, 302),
     ),
     (
         "GET",
         "/courses/<course_id>/grading/grades.csv",
         f"{C}/grading/grades.csv",
         None,
-        (302, 403, 403, 403, 404, 404, 404, 404),
+        (302, 403, 403, 403, 404, 404, 404, 404, 404),
     ),
     # sign-in: no hub in tests, so no OAuth to start or finish
-    ("GET", "/login", "/login", None, (404, 404, 404, 404, 404, 404, 404, 404)),
+    ("GET", "/login", "/login", None, (404, 404, 404, 404, 404, 404, 404, 404, 404)),
     (
         "GET",
         "/oauth_callback",
         "/oauth_callback?code=x&state=y",
         None,
-        (403, 403, 403, 403, 403, 403, 403, 403),
+        (403, 403, 403, 403, 403, 403, 403, 403, 403),
     ),
-    ("POST", "/logout", "/logout", None, (302, 302, 302, 302, 302, 302, 302, 302)),
+    ("POST", "/logout", "/logout", None, (302, 302, 302, 302, 302, 302, 302, 302, 302)),
     (
         "GET",
         "/static/<path:filename>",
         "/static/coursehub.css",
         None,
-        (200, 200, 200, 200, 200, 200, 200, 200),
+        (200, 200, 200, 200, 200, 200, 200, 200, 200),
     ),
     # JSON API
     (
@@ -194,52 +224,315 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         f"{A}/openapi.yaml",
         f"{A}/openapi.yaml",
         None,
-        (200, 200, 200, 200, 200, 200, 200, 200),
+        (200, 200, 200, 200, 200, 200, 200, 200, 200),
     ),
-    ("GET", f"{A}/courses", f"{A}/courses", None, (401, 200, 200, 200, 200, 200, 200, 200)),
-    ("POST", f"{A}/courses", f"{A}/courses", {}, (401, 403, 403, 400, 400, 400, 403, 400)),
-    ("GET", f"{A}/courses/<course_id>", f"{A}{C}", None, (401, 200, 403, 403, 200, 200, 200, 200)),
+    ("GET", f"{A}/courses", f"{A}/courses", None, (401, 200, 200, 200, 200, 200, 200, 200, 200)),
+    ("POST", f"{A}/courses", f"{A}/courses", {}, (401, 403, 403, 403, 403, 403, 403, 400, 400)),
+    (
+        "GET",
+        f"{A}/courses/<course_id>",
+        f"{A}{C}",
+        None,
+        (401, 200, 403, 403, 200, 200, 200, 200, 200),
+    ),
     (
         "PATCH",
         f"{A}/courses/<course_id>",
         f"{A}{C}",
         {"title": "Renamed"},
-        (401, 403, 403, 403, 200, 200, 403, 200),
+        (401, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
     (
         "GET",
         f"{A}/courses/<course_id>/members",
         f"{A}{C}/members",
         None,
-        (401, 403, 403, 403, 200, 200, 200, 200),
+        (401, 403, 403, 403, 200, 200, 200, 200, 200),
     ),
     (
         "POST",
         f"{A}/courses/<course_id>/members",
         f"{A}{C}/members",
         {},
-        (401, 403, 403, 403, 400, 400, 403, 400),
+        (401, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "DELETE",
         f"{A}/courses/<course_id>/members/<username>",
         f"{A}{C}/members/p2500004",
         None,
-        (401, 403, 403, 403, 204, 204, 403, 204),
+        (401, 403, 403, 403, 204, 204, 403, 204, 204),
     ),
     (
         "POST",
         f"{A}/courses/<course_id>/roster",
         f"{A}{C}/roster",
         {},
-        (401, 403, 403, 403, 400, 400, 403, 400),
+        (401, 403, 403, 403, 400, 400, 403, 400, 400),
     ),
     (
         "POST",
         f"{A}/courses/<course_id>/sync",
         f"{A}{C}/sync",
         None,
-        (401, 403, 403, 403, 200, 200, 403, 200),
+        (401, 403, 403, 403, 200, 200, 403, 200, 200),
+    ),
+    # catalog administration: admins, portal managers (pmanager manages MECA), leads copy
+    ("GET", "/admin/", "/admin/", None, (302, 403, 403, 403, 403, 403, 403, 200, 403)),
+    ("POST", "/admin/years", "/admin/years", None, (302, 403, 403, 403, 403, 403, 403, 302, 403)),
+    *[
+        (
+            "POST",
+            f"/admin/years/<year>/{step}",
+            f"/admin/years/2025-2026/{step}",
+            None,
+            NOBODY_BUT_ADMIN,
+        )
+        for step in ("current", "archive", "restore", "rollover")
+    ],
+    ("POST", "/admin/portals", "/admin/portals", None, NOBODY_BUT_ADMIN),
+    ("POST", "/admin/portals/<code>/rename", "/admin/portals/MECA/rename", None, NOBODY_BUT_ADMIN),
+    ("GET", "/portals/", "/portals/", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
+    (
+        "GET",
+        "/portals/<code>/",
+        "/portals/MECA/",
+        None,
+        (302, 403, 403, 403, 403, 403, 403, 200, 200),
+    ),
+    ("POST", "/portals/<code>/managers", "/portals/MECA/managers", None, NOBODY_BUT_ADMIN),
+    (
+        "POST",
+        "/portals/<code>/managers/<username>/delete",
+        "/portals/MECA/managers/pmanager/delete",
+        None,
+        NOBODY_BUT_ADMIN,
+    ),
+    ("POST", "/portals/<code>/rollover", "/portals/MECA/rollover", None, ADMIN_OR_MANAGER),
+    ("POST", "/courses/<course_id>/archive", f"{C}/archive", None, ADMIN_OR_MANAGER),
+    ("POST", "/courses/<course_id>/restore", f"{C}/restore", None, ADMIN_OR_MANAGER),
+    (
+        "POST",
+        "/courses/<course_id>/copy",
+        f"{C}/copy",
+        None,
+        (302, 403, 403, 403, 403, 302, 403, 302, 302),
+    ),
+    ("GET", f"{A}/", f"{A}/", None, (200, 200, 200, 200, 200, 200, 200, 200, 200)),
+    ("GET", f"{A}/years", f"{A}/years", None, (401, 200, 200, 200, 200, 200, 200, 200, 200)),
+    ("POST", f"{A}/years", f"{A}/years", {}, (401, 403, 403, 403, 403, 403, 403, 400, 403)),
+    *[
+        ("POST", f"{A}/years/<year>/{step}", f"{A}/years/2025-2026/{step}", None, API_ADMIN_ONLY)
+        for step in ("current", "archive", "restore")
+    ],
+    (
+        "POST",
+        f"{A}/years/<year>/rollover",
+        f"{A}/years/2025-2026/rollover",
+        {},
+        (401, 403, 403, 403, 403, 403, 403, 400, 403),
+    ),
+    ("GET", f"{A}/portals", f"{A}/portals", None, (401, 200, 200, 200, 200, 200, 200, 200, 200)),
+    ("POST", f"{A}/portals", f"{A}/portals", {}, (401, 403, 403, 403, 403, 403, 403, 400, 403)),
+    (
+        "PATCH",
+        f"{A}/portals/<code>",
+        f"{A}/portals/MECA",
+        {},
+        (401, 403, 403, 403, 403, 403, 403, 400, 403),
+    ),
+    (
+        "PUT",
+        f"{A}/portals/<code>/managers/<username>",
+        f"{A}/portals/MECA/managers/newbie",
+        None,
+        API_ADMIN_ONLY,
+    ),
+    (
+        "DELETE",
+        f"{A}/portals/<code>/managers/<username>",
+        f"{A}/portals/MECA/managers/pmanager",
+        None,
+        (401, 403, 403, 403, 403, 403, 403, 204, 403),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/archive",
+        f"{A}{C}/archive",
+        None,
+        (401, 403, 403, 403, 403, 403, 403, 200, 200),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/restore",
+        f"{A}{C}/restore",
+        None,
+        (401, 403, 403, 403, 403, 403, 403, 200, 200),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/copy",
+        f"{A}{C}/copy",
+        {},
+        (401, 403, 403, 403, 403, 400, 403, 400, 400),
+    ),
+    # LMS links (LTI 1.3): the course's leads and hub admins only; the launch API answers
+    # only the hub's launch token, and is off (404) without one, as here
+    (
+        "GET",
+        "/courses/<course_id>/lti",
+        f"{C}/lti",
+        None,
+        (302, 403, 403, 403, 403, 200, 403, 200, 403),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/lti/link",
+        f"{C}/lti/link",
+        None,
+        (302, 403, 403, 403, 403, 404, 403, 404, 403),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/lti/<int:link_pk>/unlink",
+        f"{C}/lti/1/unlink",
+        None,
+        (302, 403, 403, 403, 403, 302, 403, 302, 403),
+    ),
+    ("POST", f"{A}/lti/launch", f"{A}/lti/launch", {}, (404,) * 9),
+    # course material: its state is the course's (students pull it); setting it is the
+    # teachers' and managers' (graders trigger an update, like the API)
+    (
+        "GET",
+        f"{A}/courses/<course_id>/material",
+        f"{A}{C}/material",
+        None,
+        (401, 200, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "PUT",
+        f"{A}/courses/<course_id>/material",
+        f"{A}{C}/material",
+        {},
+        (401, 403, 403, 403, 400, 400, 403, 400, 400),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/material/update",
+        f"{A}{C}/material/update",
+        {},
+        (401, 403, 403, 403, 202, 202, 202, 202, 202),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/material",
+        f"{C}/material",
+        None,
+        (302, 403, 403, 403, 200, 200, 403, 200, 200),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/material",
+        f"{C}/material",
+        None,
+        (302, 403, 403, 403, 400, 400, 403, 400, 400),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/material/update",
+        f"{C}/material/update",
+        None,
+        (302, 403, 403, 403, 302, 302, 302, 302, 302),
+    ),
+    # the course book: members read it (none built here: 404), the team builds it, teachers
+    # and managers make it public
+    ("GET", "/courses/<course_id>/book", f"{C}/book", None, (302,) * 9),
+    (
+        "GET",
+        "/courses/<course_id>/book/",
+        f"{C}/book/",
+        None,
+        (302, 404, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/book/<path:path>",
+        f"{C}/book/index.html",
+        None,
+        (302, 404, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/book-log",
+        f"{C}/book-log",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/book/build",
+        f"{C}/book/build",
+        None,
+        (302, 403, 403, 403, 302, 302, 302, 302, 302),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/book/public",
+        f"{C}/book/public",
+        None,
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
+    ),
+    # the assignment cycle: the team runs it (no assignment ps1 here: 404); only teachers
+    # create or reschedule
+    (
+        "GET",
+        "/courses/<course_id>/grading/new",
+        f"{C}/grading/new",
+        None,
+        (302, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/grading/new",
+        f"{C}/grading/new",
+        None,
+        (302, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/grading/<assignment>/schedule",
+        f"{C}/grading/ps1/schedule",
+        None,
+        (302, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/grading/<assignment>/progress.json",
+        f"{C}/grading/ps1/progress.json",
+        None,
+        (302, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "GET",
+        "/courses/<course_id>/grading/grades-moodle.csv",
+        f"{C}/grading/grades-moodle.csv",
+        None,
+        (302, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    # usage: the team sees its course's; the Prometheus series are for admins
+    (
+        "GET",
+        "/courses/<course_id>/usage",
+        f"{C}/usage",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "GET",
+        "/metrics/usage",
+        "/metrics/usage",
+        None,
+        (302, 403, 403, 403, 403, 403, 403, 200, 403),
     ),
 ]
 
@@ -258,7 +551,29 @@ def template_url(tmp_path_factory: pytest.TempPathFactory, sqlite_template) -> s
     path = tmp_path_factory.mktemp("web-matrix") / "catalog.sqlite"
     shutil.copyfile(sqlite_template, path)
     seed_web_catalog(f"sqlite:///{path}")
+    add_portal_manager(f"sqlite:///{path}")
     return str(path)
+
+
+def add_portal_manager(url: str) -> None:
+    """Make pmanager a manager of portal MECA (mlmeca-2025's)."""
+    from coursehub.catalog.admin import add_manager
+    from coursehub.catalog.courses import get_portal
+    from coursehub.catalog.db import make_engine, session_scope
+
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as session:
+            add_manager(session, get_portal(session, "MECA"), "pmanager")
+    finally:
+        engine.dispose()
+
+
+def part_headers(part: str, api: bool) -> dict[str, str]:
+    """The token (API) or identity header (pages) of ``part``."""
+    if api:
+        return {} if PART_IDENTITIES[part] is None else {"Authorization": f"token tok-{part}"}
+    return identity_headers(PART_IDENTITIES[part])
 
 
 @pytest.mark.parametrize(("method", "path", "body", "part", "expected"), CASES)
@@ -267,10 +582,13 @@ def test_authorization_matrix(tmp_path, template_url, method, path, body, part, 
 
     shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
     app = make_test_app(
-        f"sqlite:///{tmp_path / 'catalog.sqlite'}", WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False
+        f"sqlite:///{tmp_path / 'catalog.sqlite'}",
+        WTF_CSRF_ENABLED=False,
+        CHECK_SCHEMA=False,
+        API_TOKEN_RESOLVER=TOKENS.get,
     )
     try:
-        headers = api_headers(part) if path.startswith(A) else identity_headers(IDENTITIES[part])
+        headers = part_headers(part, path.startswith(A))
         with app.test_client().open(path, method=method, json=body, headers=headers) as response:
             assert response.status_code == expected, response.get_data(as_text=True)[:500]
             if response.status_code >= 400 and path.startswith(A):
@@ -303,14 +621,15 @@ def test_matrix_covers_every_route(sqlite_template, tmp_path):
 def test_course_page_access_on_postgresql(database_url, part):
     """The course page and its API on PostgreSQL give the same statuses as on SQLite."""
     seed_web_catalog(database_url)
-    app = make_test_app(database_url)
+    add_portal_manager(database_url)
+    app = make_test_app(database_url, API_TOKEN_RESOLVER=TOKENS.get)
     try:
         client = app.test_client()
         expected = {(m, rule): statuses for m, rule, _p, _b, statuses in MATRIX}
         index = PARTS.index(part)
-        page = client.get(f"{C}/", headers=identity_headers(IDENTITIES[part]))
+        page = client.get(f"{C}/", headers=part_headers(part, False))
         assert page.status_code == expected["GET", "/courses/<course_id>/"][index]
-        members = client.get(f"{A}{C}/members", headers=api_headers(part))
+        members = client.get(f"{A}{C}/members", headers=part_headers(part, True))
         assert members.status_code == expected["GET", f"{A}/courses/<course_id>/members"][index]
     finally:
         dispose_app(app)
@@ -331,64 +650,80 @@ RULES: list[tuple[str, str, dict | None, tuple[int, ...]]] = [
         "POST",
         f"{A}{C}/members",
         {"username": "mbuffat", "role": "student"},
-        (401, 403, 403, 403, 403, 409, 403, 409),
+        (401, 403, 403, 403, 403, 409, 403, 409, 409),
     ),
-    ("DELETE", f"{A}{C}/members/mbuffat", None, (401, 403, 403, 403, 403, 409, 403, 409)),
+    ("DELETE", f"{A}{C}/members/mbuffat", None, (401, 403, 403, 403, 403, 409, 403, 409, 409)),
     (
         "POST",
         f"{C}/members",
         {"username": "mbuffat", "role": "teacher"},
-        (302, 403, 403, 403, 403, 409, 403, 409),
+        (302, 403, 403, 403, 403, 409, 403, 409, 409),
     ),
-    ("POST", f"{C}/members/mbuffat/delete", None, (302, 403, 403, 403, 403, 409, 403, 409)),
+    ("POST", f"{C}/members/mbuffat/delete", None, (302, 403, 403, 403, 403, 409, 403, 409, 409)),
     # a teacher making themselves (or anyone) lead
     (
         "POST",
         f"{A}{C}/members",
         {"username": "tdupont", "role": "lead"},
-        (401, 403, 403, 403, 403, 200, 403, 200),
+        (401, 403, 403, 403, 403, 200, 403, 200, 200),
     ),
     (
         "POST",
         f"{C}/members",
         {"username": "tdupont", "role": "lead"},
-        (302, 403, 403, 403, 403, 302, 403, 302),
+        (302, 403, 403, 403, 403, 302, 403, 302, 302),
     ),
     (
         "POST",
         f"{A}{C}/members",
         {"username": "newlead", "role": "lead"},
-        (401, 403, 403, 403, 403, 201, 403, 201),
+        (401, 403, 403, 403, 403, 201, 403, 201, 201),
     ),
     # another course's lead or student renamed or re-mailed through this course
-    ("POST", f"{A}{C}/members", HIJACK, (401, 403, 403, 403, 409, 409, 403, 201)),
-    ("POST", f"{C}/members", HIJACK, (302, 403, 403, 403, 409, 409, 403, 302)),
+    ("POST", f"{A}{C}/members", HIJACK, (401, 403, 403, 403, 409, 409, 403, 201, 409)),
+    ("POST", f"{C}/members", HIJACK, (302, 403, 403, 403, 409, 409, 403, 302, 409)),
     (
         "POST",
         f"{A}{C}/members",
         {"username": "p2509001", "last_name": "Roux"},
-        (401, 403, 403, 403, 409, 409, 403, 201),
+        (401, 403, 403, 403, 409, 409, 403, 201, 409),
     ),
     # the lead's own name and e-mail, with the role unchanged: a lead's business, not a teacher's
     (
         "POST",
         f"{A}{C}/members",
         {"username": "mbuffat", "role": "lead", "email": "attacker@evil.example"},
-        (401, 403, 403, 403, 403, 200, 403, 200),
+        (401, 403, 403, 403, 403, 200, 403, 200, 200),
     ),
     (
         "POST",
         f"{C}/members",
         {"username": "mbuffat", "role": "lead", "first_name": "Hijacked"},
-        (302, 403, 403, 403, 403, 302, 403, 302),
+        (302, 403, 403, 403, 403, 302, 403, 302, 302),
     ),
+    # a move to another portal (INFO): admins, managers of both portals (pmanager has only MECA)
+    ("PATCH", f"{A}{C}", {"portal": "INFO"}, (401, 403, 403, 403, 403, 403, 403, 200, 403)),
+    (
+        "POST",
+        f"{C}/edit",
+        {"title": "Moved", "portal": "INFO", "profile": "gpu-lstm"},
+        (302, 403, 403, 403, 403, 403, 403, 302, 403),
+    ),
+    # ... staying in its portal is no move; the year is fixed once created, for everyone
+    ("PATCH", f"{A}{C}", {"portal": "MECA"}, (401, 403, 403, 403, 200, 200, 403, 200, 200)),
+    ("PATCH", f"{A}{C}", {"year": "2026-2027"}, (401, 403, 403, 403, 400, 400, 403, 400, 400)),
     # ... while adding them as they are is fine, and so is renaming this course's own student
-    ("POST", f"{A}{C}/members", {"username": "p2509001"}, (401, 403, 403, 403, 201, 201, 403, 201)),
+    (
+        "POST",
+        f"{A}{C}/members",
+        {"username": "p2509001"},
+        (401, 403, 403, 403, 201, 201, 403, 201, 201),
+    ),
     (
         "POST",
         f"{A}{C}/members",
         {"username": "p2500001", "first_name": "Anna"},
-        (401, 403, 403, 403, 200, 200, 403, 200),
+        (401, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
 ]
 
@@ -434,10 +769,12 @@ def test_identity_and_lead_rules(tmp_path, template_url, method, path, body, par
 
     shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
     url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
-    app = make_test_app(url, WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False)
+    app = make_test_app(
+        url, WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False, API_TOKEN_RESOLVER=TOKENS.get
+    )
     try:
         api = path.startswith(A)
-        headers = api_headers(part) if api else identity_headers(IDENTITIES[part])
+        headers = part_headers(part, api)
         kwargs = {"json": body} if api else {"data": body}
         with app.test_client().open(path, method=method, headers=headers, **kwargs) as response:
             assert response.status_code == expected, response.get_data(as_text=True)[:800]
@@ -449,12 +786,15 @@ def test_identity_and_lead_rules(tmp_path, template_url, method, path, body, par
     lead = people.pop("mbuffat")
     if part != "admin":
         assert people == SEEDED_IDENTITIES
-    if part not in ("admin", "lead"):
+    if part not in ("admin", "lead", "manager"):
         assert lead == ("Marc", "Buffat", "marc.buffat@etu.example.org")  # nobody else renames them
     if expected == 409 and "only a hub admin" in text:
         assert "Garnier" not in text and "ines.garnier" not in text  # stored values never shown
-    if expected == 403 and part in ("teacher",) and "lead" in text:
+    moving = "portal" in (body or {}) and body["portal"] != "MECA"
+    if expected == 403 and part in ("teacher",) and "lead" in text and not moving:
         assert "or a hub admin" in text and "mbuffat" in text  # says who can do it
+    if expected == 403 and part in ("teacher", "lead", "manager") and moving:
+        assert "a manager of both portals MECA (now: pmanager) and INFO (now: none yet)" in text
 
 
 # odd text in any API field: refused by field, never a 500 ----------------------------------------
