@@ -52,6 +52,8 @@ def test_session_cookie_does_not_authenticate_the_api(client):
 
 
 def test_create_course_then_get_it(client):
+    managers = "/api/v1/portals/MECA/managers/tdupont"
+    assert client.put(managers, headers=api_headers("admin")).status_code == 200
     body = {
         "code": "NUM2",
         "title": "Numerics 2",
@@ -75,7 +77,8 @@ def test_create_course_twice_is_409(client):
 
 
 def test_create_course_with_bad_fields_is_400_with_field_errors(client):
-    response = client.post("/api/v1/courses", json={"code": 3, "extra": 1}, headers=TEACHER)
+    body = {"code": 3, "extra": 1}
+    response = client.post("/api/v1/courses", json=body, headers=api_headers("admin"))
     assert response.status_code == 400
     fields = response.get_json()["fields"]
     assert fields["code"] == "must be a str" and fields["title"] == "is required"
@@ -84,7 +87,7 @@ def test_create_course_with_bad_fields_is_400_with_field_errors(client):
 
 def test_unknown_portal_is_404(client):
     body = {"code": "X1", "title": "X", "year": "2025-2026", "portal": "NOPE"}
-    response = client.post("/api/v1/courses", json=body, headers=TEACHER)
+    response = client.post("/api/v1/courses", json=body, headers=api_headers("admin"))
     assert response.status_code == 404
     assert response.get_json() == {"error": "no portal 'NOPE'"}
 

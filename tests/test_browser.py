@@ -1,7 +1,8 @@
 """Real Chromium (Debian's, through Playwright) against the app served by werkzeug in dev mode.
 
-A teacher creates a course, imports a roster through preview and confirm, and
-sees the students; a student of that course cannot reach its management pages.
+A portal manager creates a course, imports a roster through preview and
+confirm, and sees the students; a teacher who manages no portal is told who
+creates courses; a student of that course cannot reach its management pages.
 """
 
 from __future__ import annotations
@@ -83,9 +84,32 @@ def browser():
             chromium.close()
 
 
-def test_teacher_creates_course_imports_roster_and_student_is_kept_out(serve, browser, tmp_path):
+def make_manager(url: str, username: str, code: str) -> None:
+    from coursehub.catalog.admin import add_manager
+    from coursehub.catalog.courses import get_portal
+    from coursehub.catalog.db import make_engine, session_scope
+
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as session:
+            add_manager(session, get_portal(session, code), username)
+    finally:
+        engine.dispose()
+
+
+def test_manager_creates_course_imports_roster_and_student_is_kept_out(
+    serve, browser, tmp_path, catalog_url
+):
     roster = tmp_path / "roster.csv"
     roster.write_text(ROSTER, encoding="utf-8")
+    with serve("tdupont", ["teachers"]) as base:
+        page = browser.new_page()
+        page.goto(base + "/")
+        assert page.get_by_role("link", name="New course").count() == 0
+        assert page.goto(base + "/courses/new").status == 403
+        assert "a manager of a portal can create courses" in page.inner_text("main")
+        page.close()
+    make_manager(catalog_url, "oteacher", "MECA")
     with serve("oteacher", ["teachers"]) as base:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(base + "/")

@@ -278,4 +278,8 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
     assert services["mlmeca-2025"]["command"][0] == sys.executable
     assert services["coursehub"]["environment"]["COURSEHUB_FORMGRADER_COURSES"] == "mlmeca-2025"
     roles = {r["name"]: r for r in config.JupyterHub.load_roles}
-    assert roles["formgrade-mlmeca-2025"]["scopes"] == ["access:services!service=mlmeca-2025"]
+    assert roles["formgrade-mlmeca-2025"]["scopes"] == [
+        "access:services!service=mlmeca-2025",
+        "list:services!service=mlmeca-2025",
+        "read:services!service=mlmeca-2025",
+    ]

@@ -93,6 +93,8 @@ def test_the_grade_table_tells_not_submitted_from_submitted_and_graded(layout):
         "carol": (SUBMITTED, None, None),
         "dan": (NOT_SUBMITTED, None, None),
     }
+    # by last name ("=HYPERLINK(...)", Durand, Martin, "Roy;=1+1"), not by id
+    assert [r.student_id for r in table.rows] == ["bob", "dan", "alice", "carol"]
     assert_matches_golden(render_grade_table(table) + "\n", "grades_table.txt.golden")
 
 

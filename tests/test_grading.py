@@ -108,7 +108,11 @@ def test_formgrader_config_matches_golden_and_gives_each_team_its_course(tmp_pat
     assert services["numflu-2025"]["api_token"] == "t2"
     roles = {r["name"]: r for r in hub.load_roles}
     assert roles["formgrade-numflu-2025"]["groups"] == ["formgrade-numflu-2025"]
-    assert roles["formgrade-numflu-2025"]["scopes"] == ["access:services!service=numflu-2025"]
+    assert roles["formgrade-numflu-2025"]["scopes"] == [
+        "access:services!service=numflu-2025",
+        "list:services!service=numflu-2025",
+        "read:services!service=numflu-2025",
+    ]
 
 
 def test_formgrader_opens_under_the_course_service():

@@ -17,6 +17,7 @@ from coursehub.web.testing import (
     IDENTITIES,
     dispose_app,
     identity_headers,
+    make_test_app,
 )
 
 C = "/courses/mlmeca-2025"
@@ -226,7 +227,29 @@ def test_browse_shows_only_the_users_courses(client):
     assert "Another course" in body
 
 
-def test_teacher_creates_a_course_and_becomes_its_lead(client):
+def test_a_teacher_who_manages_no_portal_is_told_who_creates_courses(client):
+    refused = client.get("/courses/new", headers=identity_headers(IDENTITIES["other_teacher"]))
+    assert refused.status_code == 403
+    text = html.unescape(refused.get_data(as_text=True))
+    assert "only an admin or a manager of a portal can create courses" in text
+    assert "INFO: none yet; MECA: none yet" in text and "hub group" not in text
+
+
+def test_a_site_may_still_let_a_hub_group_create_courses_in_every_portal(app, database_url):
+    # as COURSEHUB_COURSE_CREATOR_GROUPS=teachers gives it: a comma-separated string
+    site = make_test_app(database_url, COURSE_CREATOR_GROUPS="teachers")
+    try:
+        headers = identity_headers(IDENTITIES["other_teacher"])  # in the hub group "teachers"
+        page = site.test_client().get("/courses/new", headers=headers)
+        assert page.status_code == 200
+        assert re.findall(r'<option value="(\w+)"', page.get_data(as_text=True)).count("MECA") == 1
+    finally:
+        dispose_app(site)
+
+
+def test_a_portal_manager_creates_a_course_and_becomes_its_lead(client, app):
+    admin = {"Authorization": "token tok-admin"}
+    assert client.put("/api/v1/portals/INFO/managers/oteacher", headers=admin).status_code == 200
     headers = identity_headers(IDENTITIES["other_teacher"])
     token = csrf_token(client.get("/courses/new", headers=headers).get_data(as_text=True))
     data = {

@@ -12,23 +12,45 @@ time; ``benchmarks/bench_web.py`` measures it).
 The statements are built once, at import: building one and computing its
 cache key costs more than the SQLite query itself (SQLAlchemy's compiled
 cache then finds its SQL at once); the values are bound at execution.
+
+People are ordered as French readers expect (:mod:`coursehub.catalog.names`:
+last name, first name, with the Unicode Collation Algorithm, "Çelik" among
+the C's), which no portable SQL ``ORDER BY`` does (SQLite compares code
+points, PostgreSQL's order depends on the server's locale). So a course's
+students are read in one query and sorted here, then paged: a course has at
+most a few thousand students, and the collation keys of names, which recur
+from request to request, are kept (:data:`NAME_KEYS_CACHED` names per
+process), so that a page costs a sort of cached keys, not a UCA key per name
+(``benchmarks/bench_name_order.py`` measures both).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from coursehub.catalog.errors import NotFoundError
-from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.models import (
+    Course,
+    CourseGroup,
+    GroupKind,
+    Membership,
+    Person,
+    PortalManager,
+    Role,
+)
+from coursehub.catalog.names import collation_key
 
 #: Students shown per page of a course.
 PAGE_SIZE = 50
 #: Order of the teaching team: lead, teacher, grader (then student).
 ROLE_ORDER: list[Role] = list(Role)
+#: First and last names whose collation keys each process keeps (about 0.3 KiB each).
+NAME_KEYS_CACHED = 20_000
 
 
 class OwnRow(NamedTuple):
@@ -59,7 +81,7 @@ class MemberRow(NamedTuple):
 
     @property
     def display_name(self) -> str:
-        """``"First LAST"``, or the username when no name is known (as ``Person``)."""
+        """``"First Last"``, or the username when no name is known (as ``Person``)."""
         return render_display_name(self.first_name, self.last_name, self.username)
 
 
@@ -78,14 +100,31 @@ def plan_pages(n_items: int, page: int, size: int = PAGE_SIZE) -> tuple[int, int
 
 
 def render_display_name(first_name: str, last_name: str, username: str) -> str:
-    """Return ``"First LAST"``, or the username when no name is known (as ``Person``)."""
+    """Return ``"First Last"``, or the username when no name is known (as ``Person``)."""
     return f"{first_name} {last_name}".strip() or username
 
 
+@functools.lru_cache(maxsize=NAME_KEYS_CACHED)
+def cached_name_key(text: str) -> tuple[int, ...]:
+    """Return :func:`coursehub.catalog.names.collation_key` of a first or last name, kept for
+    the next requests (names recur; a key costs tens of microseconds with pyuca)."""
+    return collation_key(text)
+
+
+def name_order(row: MemberRow) -> tuple[Any, ...]:
+    """Return the key ordering members by last name, first name (UCA, as
+    :func:`coursehub.catalog.names.sort_by_name`), then username (normalised ASCII)."""
+    return (cached_name_key(row.last_name), cached_name_key(row.first_name), row.username)
+
+
+def plan_name_order(rows: list[MemberRow]) -> list[MemberRow]:
+    """Return ``rows`` by :func:`name_order` (pure): "Çelik" before "Dupont", "Émile" by "Eve"."""
+    return sorted(rows, key=name_order)
+
+
 def plan_team_order(rows: list[MemberRow]) -> list[MemberRow]:
-    """Return the team lead first, then teachers, graders; each by last name
-    (case-insensitive), then username."""
-    return sorted(rows, key=lambda r: (ROLE_ORDER.index(r.role), r.last_name.lower(), r.username))
+    """Return the team lead first, then teachers, graders; each by :func:`name_order`."""
+    return sorted(rows, key=lambda r: (ROLE_ORDER.index(r.role), name_order(r)))
 
 
 COURSE_QUERY = (
@@ -103,6 +142,20 @@ OWN_QUERY = (
     .join(Membership.person)
     .outerjoin(Membership.group)
     .where(Membership.course_pk == bindparam("course_pk"), Person.username == bindparam("username"))
+)
+VIEWER_QUERY = (
+    select(Membership.role, CourseGroup.name, PortalManager.id)
+    .select_from(Person)
+    .outerjoin(
+        Membership,
+        and_(Membership.person_pk == Person.id, Membership.course_pk == bindparam("course_pk")),
+    )
+    .outerjoin(CourseGroup, CourseGroup.id == Membership.group_pk)
+    .outerjoin(
+        PortalManager,
+        and_(PortalManager.person_pk == Person.id, PortalManager.portal_pk == bindparam("portal")),
+    )
+    .where(Person.username == bindparam("username"))
 )
 GROUPS_QUERY = (
     select(CourseGroup.id, CourseGroup.name, CourseGroup.kind)
@@ -133,9 +186,7 @@ STUDENTS_QUERY = (
     select(*MEMBER_COLUMNS)
     .join(Membership.person)
     .where(Membership.course_pk == bindparam("course_pk"), IS_STUDENT)
-    .order_by(func.lower(Person.last_name), Person.username)
 )
-STUDENTS_PAGE_QUERY = STUDENTS_QUERY.limit(PAGE_SIZE).offset(bindparam("offset"))
 MEMBERS_QUERY = (
     select(*MEMBER_COLUMNS)
     .join(Membership.person)
@@ -172,6 +223,21 @@ def load_own(session: Session, course: Course, username: str | None) -> OwnRow |
     return None if row is None else OwnRow(*row)
 
 
+def load_viewer(
+    session: Session, course: Course, username: str | None
+) -> tuple[OwnRow | None, bool]:
+    """Return the membership of ``username`` in ``course`` (None: not a member) and whether
+    they manage its portal, in one query."""
+    if username is None:
+        return None, False
+    values = {"course_pk": course.id, "portal": course.portal_pk, "username": username}
+    row = session.execute(VIEWER_QUERY, values).first()
+    if row is None:
+        return None, False
+    role, group_name, manager_pk = row
+    return (None if role is None else OwnRow(role, group_name)), manager_pk is not None
+
+
 def load_groups(session: Session, course: Course, counts: bool = True) -> CourseGroups:
     """Return the course's groups by name, with their student counts (``counts=False``:
     every count and the total are 0, one query less)."""
@@ -198,14 +264,15 @@ def load_team(session: Session, course: Course, group_names: dict[int, str]) -> 
 def load_students(
     session: Session, course: Course, group_names: dict[int, str], page: int | None = None
 ) -> list[MemberRow]:
-    """Return the students by last name (case-insensitive) then username: page ``page``
-    (1-based, :data:`PAGE_SIZE` each), or all of them with ``page=None``."""
+    """Return the students in :func:`plan_name_order`: page ``page`` (1-based,
+    :data:`PAGE_SIZE` each), or all of them with ``page=None``; one query either way (every
+    student is read and sorted here, see the module's docstring)."""
+    rows = session.execute(STUDENTS_QUERY, {"course_pk": course.id})
+    students = plan_name_order([_member(r, group_names) for r in rows])
     if page is None:
-        rows = session.execute(STUDENTS_QUERY, {"course_pk": course.id})
-    else:
-        values = {"course_pk": course.id, "offset": (max(page, 1) - 1) * PAGE_SIZE}
-        rows = session.execute(STUDENTS_PAGE_QUERY, values)
-    return [_member(r, group_names) for r in rows]
+        return students
+    start = (max(page, 1) - 1) * PAGE_SIZE
+    return students[start : start + PAGE_SIZE]
 
 
 def load_members(session: Session, course: Course, group_names: dict[int, str]) -> list[MemberRow]:

@@ -182,14 +182,24 @@ def handed_in(layout: CourseLayout, assignment: str) -> set[str]:
 
 
 def read_grade_table(layout: CourseLayout) -> GradeTable:
-    """Read the course's grade table from its gradebook and its submissions (students sorted)."""
+    """Read the course's grade table from its gradebook and its submissions.
+
+    Students are sorted by last name, first name, then id, as French
+    readers expect (:func:`coursehub.catalog.names.name_sort_key`).
+    """
     from nbgrader.api import Gradebook, MissingEntry
+
+    from coursehub.catalog.names import name_sort_key
 
     with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
         assignments = list(gradebook.assignments)
         handed = {a.name: handed_in(layout, a.name) for a in assignments}
         rows = []
-        for student in sorted(gradebook.students, key=lambda s: s.id):
+        students = sorted(
+            gradebook.students,
+            key=lambda s: name_sort_key(s.last_name or "", s.first_name or "", s.id),
+        )
+        for student in students:
             cells = []
             for assignment in assignments:
                 try:

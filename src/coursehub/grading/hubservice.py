@@ -3,7 +3,8 @@
 Following nbgrader's "Using nbgrader with JupyterHub" (0.9): the service
 ``<course_id>`` runs ``jupyterhub-singleuser`` in the course directory (it
 reads ``nbgrader_config.py`` there), the group ``formgrade-<course_id>`` gets
-``access:services!service=<course_id>``, and every user server may ask the hub
+``access:services!service=<course_id>`` (and ``list:services``, ``read:services`` of
+it, for nbgrader's Course List), and every user server may ask the hub
 for its own groups (role ``server`` with ``inherit``) so that nbgrader's
 ``JupyterHubAuthPlugin`` lists only the user's courses. A teacher of several
 courses thus has one formgrader per course, each with its own gradebook
@@ -143,9 +144,12 @@ def render_formgrader_config(
     lines += ["]", "c.JupyterHub.load_roles += ["]
     for layout in layouts:
         cid = layout.course_id
+        # the team also lists and reads the service: nbgrader's Course List (JupyterHubAuthPlugin)
+        # finds it in GET /hub/api/services with the server's token (role "server", inherit)
         lines += [
             f"    {{'name': 'formgrade-{cid}', 'groups': ['formgrade-{cid}'],",
-            f"     'scopes': ['access:services!service={cid}']}},",
+            f"     'scopes': ['access:services!service={cid}', 'list:services!service={cid}',",
+            f"                'read:services!service={cid}']}},",
             f"    {{'name': 'formgrader-{cid}', 'services': [{cid!r}],",
             "     'scopes': ['list:users', 'read:users', 'read:users:groups']},",
         ]

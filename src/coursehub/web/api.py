@@ -13,13 +13,25 @@ import re
 from importlib import resources
 from typing import Any
 
-from flask import Blueprint, Flask, Response, abort, current_app, g, jsonify, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    g,
+    jsonify,
+    render_template,
+    request,
+    url_for,
+)
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.courses import get_group
+from coursehub.catalog.admin import open_course
+from coursehub.catalog.courses import get_group, get_portal
 from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
-from coursehub.catalog.models import Course
+from coursehub.catalog.models import Course, Role
 from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
 from coursehub.catalog.readmodel import (
     load_groups,
@@ -35,8 +47,12 @@ from coursehub.web.access import (
     require,
     require_admin,
     require_creator,
+    require_creator_in,
+    require_move,
+    require_portal,
 )
-from coursehub.web.actions import apply_course_changes, apply_new_course
+from coursehub.web.actions import apply_course_changes, apply_material
+from coursehub.web.apidoc import plan_api_doc
 from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import HubSyncOutcome, apply_hub_sync
@@ -51,11 +67,14 @@ from coursehub.web.payloads import (
     render_member,
     render_profile,
 )
+from coursehub.web.readonly import refuse_changes_to_read_only_courses
 from coursehub.web.rosterflow import plan_import, render_plan_json
 from coursehub.web.saving import committing
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
+#: The description and its HTML view: readable without a token.
+PUBLIC_ENDPOINTS = frozenset({"api.openapi", "api.openapi_html"})
 TOKEN_PATTERN = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
 #: Response header of every change: the hub sync's status for the course.
 SYNC_HEADER = "Coursehub-Hub-Sync"
@@ -84,7 +103,7 @@ def resolve_token(token: str) -> Identity | None:
 def authenticate() -> None:
     """Identify the caller by token (never by cookie); 401 without a valid one."""
     g.identity = None
-    if request.endpoint == "api.openapi":
+    if request.endpoint in PUBLIC_ENDPOINTS:
         return
     token = parse_authorization(request.headers.get("Authorization"))
     if token is None:
@@ -92,6 +111,7 @@ def authenticate() -> None:
     g.identity = resolve_token(token)
     if g.identity is None:
         abort(401, description="the token is not valid for this service")
+    refuse_changes_to_read_only_courses()
 
 
 @bp.errorhandler(PayloadError)
@@ -121,11 +141,21 @@ def synced(body: dict[str, Any] | None, outcome: HubSyncOutcome, status: int = 2
     return response
 
 
+def openapi_text() -> str:
+    """The text of ``openapi.yaml``, shipped in this package."""
+    return resources.files("coursehub.web").joinpath("openapi.yaml").read_text("utf-8")
+
+
 @bp.get("/openapi.yaml")
 def openapi() -> Response:
     """This API's OpenAPI 3 description."""
-    text = resources.files("coursehub.web").joinpath("openapi.yaml").read_text("utf-8")
-    return Response(text, mimetype="application/yaml")
+    return Response(openapi_text(), mimetype="application/yaml")
+
+
+@bp.get("/")
+def openapi_html() -> str:
+    """The description as a page (rendered here: no script, nothing fetched elsewhere)."""
+    return render_template("admin/api_docs.html", doc=plan_api_doc(openapi_text()))
 
 
 @bp.get("/courses")
@@ -138,14 +168,29 @@ def list_courses() -> Response:
 
 @bp.post("/courses")
 def create_course() -> tuple[Response, dict[str, str]]:
-    """Create a course; the caller (or ``lead``, admins only) becomes its lead."""
-    require_creator(g.identity)
-    new = parse_new_course(request.get_json(silent=True))
-    if (new.lead or new.profile) and not g.identity.admin:
-        require_admin(g.identity)
+    """Create a course in a portal the caller may create in; the caller (or ``lead``, a known
+    person named by an admin or the portal's manager) becomes its lead."""
     session = get_session()
+    require_creator(session, g.identity)
+    new = parse_new_course(request.get_json(silent=True))
+    portal = get_portal(session, new.portal)
+    require_creator_in(session, g.identity, portal)
+    if (new.lead or new.profile) and not g.identity.admin:
+        require_portal(session, g.identity, portal, "name a course's lead or profile")
     with committing(session):
-        course = apply_new_course(session, new, g.identity.name)
+        course = open_course(
+            session,
+            new.code,
+            new.title,
+            new.year,
+            new.portal,
+            lead=new.lead,
+            profile=new.profile,
+            description=new.description,
+        )
+        if not new.lead:
+            add_member(session, course, g.identity.name, Role.LEAD)
+        apply_material(session, course, new.material)
     location = url_for("api.get_course", course_id=course.course_id)
     outcome = apply_hub_sync(session, course.course_id)
     return synced(render_course(course), outcome, 201), {"Location": location}
@@ -181,11 +226,14 @@ def get_course_view(course_id: str) -> Response:
 
 @bp.patch("/courses/<course_id>")
 def update_course(course_id: str) -> Response:
-    """Change a course's title, description, portal, material or (admins) profile."""
+    """Change a course's title, description, portal (admins, managers of both portals),
+    material or (admins) profile."""
     session, course, _ = api_course(course_id, Access.MANAGE)
     changes, material = parse_course_changes(request.get_json(silent=True))
     if "profile" in changes:
         require_admin(g.identity)
+    if changes.get("portal") is not None:
+        require_move(session, g.identity, course, str(changes["portal"]))
     with committing(session):
         apply_course_changes(session, course, changes, material)
     return synced(render_course(course), apply_hub_sync(session, course_id))

@@ -23,8 +23,9 @@ DEFAULTS: dict[str, Any] = {
     "DEV_USER": None,
     "DEV_ADMIN": False,
     "DEV_GROUPS": [],
-    # hub groups whose members may create courses (they become the lead)
-    "COURSE_CREATOR_GROUPS": ["teachers"],
+    # hub groups whose members may create courses in any portal (they become the lead);
+    # none by default: admins and a portal's managers create courses (docs/administration.md)
+    "COURSE_CREATOR_GROUPS": [],
     # seconds a hub identity cached in the session is trusted before re-checking
     "IDENTITY_MAX_AGE_S": 300,
     # tests only: a header naming the user, read only when app.testing is set

@@ -5,9 +5,10 @@ Every page of a course and every API call about one starts with
 user's own membership (one more), which decides the access. Then each page
 reads only what it shows with :mod:`coursehub.catalog.readmodel`, a fixed
 number of queries whatever the roster size. The course page lists the
-students :data:`PAGE_SIZE` at a time (``?page=N``) and runs six queries:
-the course, the user's membership, the groups, the student count per group,
-the teaching team and one page of students.
+students :data:`PAGE_SIZE` at a time (``?page=N``), by name as French readers
+expect (sorted in Python: :func:`coursehub.catalog.readmodel.load_students`),
+and runs six queries: the course, the user's membership, the groups, the
+student count per group, the teaching team and the students.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.models import Course
+from coursehub.catalog.names import same_identifiers
 from coursehub.catalog.readmodel import (
     PAGE_SIZE,
     GroupRow,
@@ -24,9 +26,9 @@ from coursehub.catalog.readmodel import (
     OwnRow,
     load_course,
     load_groups,
-    load_own,
     load_students,
     load_team,
+    load_viewer,
     plan_pages,
 )
 from coursehub.web.access import Access, plan_access
@@ -53,7 +55,8 @@ class CourseAccess:
 
 @dataclass
 class CoursePage:
-    """The course page's content; ``students`` is one page (empty below READ_ROSTER)."""
+    """The course page's content; ``students`` is one page (empty below READ_ROSTER);
+    ``one_id_column`` when every student's username is their student number (one column)."""
 
     course: Course
     access: Access
@@ -64,6 +67,7 @@ class CoursePage:
     students: list[MemberRow] = field(default_factory=list)
     page: int = 1
     n_pages: int = 1
+    one_id_column: bool = False
 
 
 def load_course_access(session: Session, course_id: str, identity: Identity | None) -> CourseAccess:
@@ -78,8 +82,8 @@ def load_course_access(session: Session, course_id: str, identity: Identity | No
         If the course does not exist (the app answers 404).
     """
     course = load_course(session, course_id)
-    own = load_own(session, course, identity.name if identity is not None else None)
-    return CourseAccess(course, own, plan_access(identity, own.role if own else None))
+    own, manager = load_viewer(session, course, identity.name if identity is not None else None)
+    return CourseAccess(course, own, plan_access(identity, own.role if own else None, manager))
 
 
 def load_course_page(
@@ -117,6 +121,11 @@ def load_course_page(
     result.groups, result.n_students = groups.rows, groups.n_students
     result.team = load_team(session, seen.course, groups.names)
     if result.access >= Access.READ_ROSTER:
-        result.page, result.n_pages = plan_pages(result.n_students, page)
-        result.students = load_students(session, seen.course, groups.names, result.page)
+        students = load_students(session, seen.course, groups.names)
+        result.page, result.n_pages = plan_pages(len(students), page)
+        start = (result.page - 1) * PAGE_SIZE
+        result.students = students[start : start + PAGE_SIZE]
+        result.one_id_column = bool(students) and same_identifiers(
+            [(s.username, s.student_number) for s in students]
+        )
     return result

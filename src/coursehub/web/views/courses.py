@@ -7,11 +7,20 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 from wtforms import SelectChoice
 
-from coursehub.catalog.courses import list_portals, list_years
-from coursehub.catalog.models import Course
+from coursehub.catalog.admin import managed_portals, next_year_label, open_course, plan_read_only
+from coursehub.catalog.courses import get_portal, list_portals, list_years
+from coursehub.catalog.models import Course, Portal, Role
+from coursehub.catalog.people import add_member
 from coursehub.catalog.profiles import list_profiles
-from coursehub.web.access import Access, require, require_creator
-from coursehub.web.actions import Material, NewCourse, apply_course_changes, apply_new_course
+from coursehub.web.access import (
+    Access,
+    may_copy,
+    require,
+    require_creator,
+    require_creator_in,
+    require_move,
+)
+from coursehub.web.actions import Material, apply_course_changes, apply_material
 from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
 from coursehub.web.forms import CourseForm
@@ -24,17 +33,25 @@ bp = Blueprint("courses", __name__)
 @bp.get("/courses/<course_id>/")
 def show(course_id: str) -> str:
     """The course page: team, groups with counts, students (team only, paged), resources."""
+    session = get_session()
     page = load_course_page(
-        get_session(), course_id, g.get("identity"), page=request.args.get("page", 1, type=int)
+        session, course_id, g.get("identity"), page=request.args.get("page", 1, type=int)
     )
     require(page.access, Access.VIEW)
+    course = page.course
+    can_copy = may_copy(page.access, page.own.role.value if page.own else None)
     return render_template(
         "courses/show.html",
         page=page,
-        course=page.course,
+        course=course,
         access=page.access,
         Access=Access,
         hub_sync=hub_sync_settings(),
+        can_copy=can_copy,
+        next_year=next_year_label(course.year.label),
+        read_only=plan_read_only(
+            course.archived, course.year.archived, course.course_id, course.year.label
+        ),
     )
 
 
@@ -46,13 +63,18 @@ def sync(course_id: str) -> Response:
     return redirect(url_for("courses.show", course_id=course_id))
 
 
-def fill_choices(form: CourseForm, session: Session) -> None:
-    """Offer the existing years, portals and profiles in the form's menus."""
+def fill_choices(form: CourseForm, session: Session, portals: list[Portal] | None = None) -> None:
+    """Offer the open years (the current one first), the portals (``portals``: those the user
+    may create courses in) and the profiles in the form's menus."""
     if "year" in form:
-        form.year.choices = [SelectChoice(y.label) for y in list_years(session, active_only=True)]
-    form.portal.choices = [
-        SelectChoice(p.code, f"{p.code} · {p.name}") for p in list_portals(session)
-    ]
+        years = list_years(session, active_only=True)
+        years.sort(key=lambda y: not y.is_current)
+        form.year.choices = [SelectChoice(y.label) for y in years]
+    if "portal" in form:
+        form.portal.choices = [
+            SelectChoice(p.code, f"{p.code} · {p.name}")
+            for p in (list_portals(session) if portals is None else portals)
+        ]
     if "profile" in form:
         names = [SelectChoice(p.name) for p in list_profiles(session)]
         form.profile.choices = [SelectChoice("", "hub defaults"), *names]
@@ -60,13 +82,19 @@ def fill_choices(form: CourseForm, session: Session) -> None:
 
 @bp.route("/courses/new", methods=["GET", "POST"])
 def create() -> tuple[str, int] | Response:
-    """Create a course; a teacher becomes its lead, an admin names the lead."""
-    require_creator(g.identity)
+    """Create a course in a portal one may create in; admins and the portal's managers name
+    its lead (a known person), anyone else becomes it."""
     session = get_session()
+    portals = require_creator(session, g.identity)
     form = CourseForm()
-    if not g.identity.admin:
+    if not (g.identity.admin or managed_portals(session, g.identity.name)):
         del form.profile, form.lead
-    fill_choices(form, session)
+    fill_choices(form, session, portals)
+    wanted = request.form.get("portal") or request.args.get("portal")
+    if wanted and wanted not in {p.code for p in portals}:
+        require_creator_in(session, g.identity, get_portal(session, wanted))
+    if not form.is_submitted() and wanted:
+        form.portal.data = wanted
     if form.validate_on_submit():
         course = apply_create(session, form)
         if course is not None:
@@ -83,31 +111,42 @@ def form_material(form: CourseForm) -> Material:
 
 def apply_create(session: Session, form: CourseForm) -> Course | None:
     """Create the course from a valid form and commit; None (errors on the form) if refused."""
-    new = NewCourse(
-        code=form.code.data or "",
-        title=form.title.data or "",
-        year=form.year.data or "",
-        portal=form.portal.data or "",
-        description=form.description.data or "",
-        profile=(form.profile.data or "") if "profile" in form else "",
-        lead=(form.lead.data or "") if "lead" in form else "",
-        material=form_material(form),
-    )
+    lead = (form.lead.data or "").strip() if "lead" in form else ""
     with commit_or_show(session, form, "code") as saved:
-        course = apply_new_course(session, new, g.identity.name)
+        course = open_course(
+            session,
+            form.code.data or "",
+            form.title.data or "",
+            form.year.data or "",
+            form.portal.data or "",
+            lead=lead,
+            profile=(form.profile.data or "") if "profile" in form else "",
+            description=form.description.data or "",
+        )
+        if not lead:
+            add_member(session, course, g.identity.name, Role.LEAD)
+        apply_material(session, course, form_material(form))
     return course if saved else None
 
 
 @bp.route("/courses/<course_id>/edit", methods=["GET", "POST"])
 def edit(course_id: str) -> tuple[str, int] | Response:
-    """Edit a course's title, description, portal, material and (admins) profile."""
+    """Edit a course's title, description, material, (admins) profile and portal: admins and
+    managers of both portals move it; the others see its portal read-only, and a portal
+    posted anyway is refused (403 saying who may)."""
     course, _ = load_course(course_id, Access.MANAGE)
     session = get_session()
-    form = CourseForm(obj=course)
+    wanted = request.form.get("portal") if request.method == "POST" else None
+    if wanted and wanted.strip() != course.portal.code:
+        require_move(session, g.identity, course, wanted)
+    form = CourseForm()  # not obj=course: a field left out of a post is empty, not stored
     del form.code, form.year, form.lead
     if not g.identity.admin:
         del form.profile
-    fill_choices(form, session)
+    targets = move_targets(session, course)
+    if not targets:
+        del form.portal
+    fill_choices(form, session, targets)
     if not form.is_submitted():
         prefill(form, course)
     if form.validate_on_submit() and apply_edit(session, form, course):
@@ -117,9 +156,25 @@ def edit(course_id: str) -> tuple[str, int] | Response:
     return render_template("courses/form.html", form=form, course=course), form_status(form)
 
 
+def move_targets(session: Session, course: Course) -> list[Portal]:
+    """Return the portals the user may move ``course`` to, its own first (admins: all; managers
+    of its portal: the portals they manage; others: none, the form shows the portal as text)."""
+    identity = g.identity
+    if identity.admin:
+        others = list_portals(session)
+    else:
+        managed = managed_portals(session, identity.name)
+        if all(p.id != course.portal_pk for p in managed):
+            return []
+        others = managed
+    return [course.portal, *(p for p in others if p.id != course.portal_pk)]
+
+
 def prefill(form: CourseForm, course: Course) -> None:
-    """Put the course's current portal, profile and material in the form."""
-    form.portal.data = course.portal.code
+    """Put the course's title, description, portal, profile and material in the form."""
+    form.title.data, form.description.data = course.title, course.description
+    if "portal" in form:
+        form.portal.data = course.portal.code
     if "profile" in form:
         form.profile.data = course.profile.name if course.profile else ""
     if course.material is not None:
@@ -133,8 +188,9 @@ def apply_edit(session: Session, form: CourseForm, course: Course) -> bool:
     changes: dict[str, str | None] = {
         "title": form.title.data or "",
         "description": form.description.data or "",
-        "portal": form.portal.data or "",
     }
+    if "portal" in form:
+        changes["portal"] = form.portal.data or ""
     if "profile" in form:
         changes["profile"] = form.profile.data or ""
     with commit_or_show(session, form, "title") as saved:
