@@ -8,7 +8,9 @@ share one definition of each fact:
 * a course profile: :class:`CourseProfile`, validated by :func:`make_profile`
   (the only validator), written as JSON by :func:`profile_to_json` and read
   back by :func:`profile_from_json`, so that what the catalog stores is what
-  the spawner applies;
+  the spawner applies; its optional Slurm placement (partition, account,
+  QOS) becomes the servers' ``COURSEHUB_SLURM_*`` variables (:func:`slurm_env`),
+  the runner's Slurm defaults;
 * hub group names, nbgrader's convention (nbgrader docs, "Using nbgrader with
   JupyterHub"): :func:`student_group` (``nbgrader-{course_id}``),
   :func:`team_group` (``formgrade-{course_id}``) and :func:`parse_course_group`
@@ -20,6 +22,7 @@ share one definition of each fact:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +52,20 @@ NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
 BUSY_EXTENSION = "coursehub.spawn.busyactivity"
 #: The single-user server argument that enables :data:`BUSY_EXTENSION`.
 SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"
+#: The profile's Slurm placement fields, in sbatch(1) option order.
+SLURM_FIELDS: tuple[str, ...] = ("partition", "account", "qos")
+#: Variables that carry them into a server and its runner jobs
+#: (:class:`coursehub.runner.slurm.SlurmPlacement` reads them).
+SLURM_ENV_VARS: Mapping[str, str] = {
+    "partition": "COURSEHUB_SLURM_PARTITION",
+    "account": "COURSEHUB_SLURM_ACCOUNT",
+    "qos": "COURSEHUB_SLURM_QOS",
+}
+#: A Slurm partition, account or QOS name as a profile may hold it: a letter or
+#: digit, then letters, digits, ``_ . -``, at most 64 characters. A conservative
+#: subset of what slurm.conf(5) and sacctmgr(1) accept, so that the name goes into
+#: ``#SBATCH`` lines and sbatch options without quoting.
+SLURM_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: Default of ``BusyKernelActivity.max_busy_s``: 24 hours.
 MAX_BUSY_S = 24 * 3600.0
 
@@ -108,6 +125,9 @@ class CourseProfile:
         GPUs per server, >= 0.
     jobs_per_gpu
         Servers (or runner jobs) that may share one GPU, >= 1.
+    partition, account, qos
+        Slurm placement of the course's servers and runner jobs (None: the
+        cluster's default), e.g. a GPU course's ``partition="gpu"``.
     """
 
     name: str
@@ -116,11 +136,18 @@ class CourseProfile:
     n_threads: int
     gpus: int = 0
     jobs_per_gpu: int = 1
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
 
     def describe(self) -> str:
-        """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU"``)."""
+        """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU, partition gpu"``).
+
+        The Slurm fields appear only when set.
+        """
         text = f"{self.cpu_limit:g} CPU, {format_mem(self.mem_limit)}, {self.n_threads} threads"
-        return text + (f", {self.gpus} GPU" if self.gpus else "")
+        text += f", {self.gpus} GPU" if self.gpus else ""
+        return text + "".join(f", {f} {getattr(self, f)}" for f in SLURM_FIELDS if getattr(self, f))
 
 
 #: Profile of a user who is in no course (or whose courses have no profile).
@@ -134,6 +161,9 @@ def make_profile(
     n_threads: int | None = None,
     gpus: int = 0,
     jobs_per_gpu: int = 1,
+    partition: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
 ) -> CourseProfile:
     """Return a checked :class:`CourseProfile`: the one validator of a profile's limits.
 
@@ -151,6 +181,8 @@ def make_profile(
         1), :func:`coursehub.resources.threads_for_cpu_limit`.
     gpus, jobs_per_gpu
         GPUs per user (>= 0) and servers or jobs sharing one GPU (>= 1).
+    partition, account, qos
+        Slurm names (:data:`SLURM_NAME_RE`); None or blank: the cluster's default.
 
     Raises
     ------
@@ -163,9 +195,43 @@ def make_profile(
             raise UsageError(f"cpu_limit must be a number of CPUs, got {cpu_limit!r}")
         spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
         check_count("jobs_per_gpu", jobs_per_gpu, 1)
+        placement = [
+            check_slurm_name(f, v)
+            for f, v in zip(SLURM_FIELDS, (partition, account, qos), strict=True)
+        ]
     except (UsageError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name!r}: {exc}") from None
-    return CourseProfile(str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu)
+    return CourseProfile(
+        str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu, *placement
+    )
+
+
+def check_slurm_name(field_name: str, value: object) -> str | None:
+    """Return a Slurm partition/account/QOS name stripped, None when blank.
+
+    Raises
+    ------
+    UsageError
+        Naming the field, when ``value`` is not text matching :data:`SLURM_NAME_RE`.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{field_name} must be a Slurm name (text), got {value!r}")
+    text = value.strip()
+    if not text:
+        return None
+    if not SLURM_NAME_RE.fullmatch(text):
+        raise UsageError(
+            f"{field_name} {text!r} is not a Slurm name: a letter or digit, then letters, "
+            "digits, '_', '.' or '-', at most 64 characters"
+        )
+    return text
+
+
+def slurm_env(profile: CourseProfile) -> dict[str, str]:
+    """Return ``COURSEHUB_SLURM_PARTITION``, ``_ACCOUNT``, ``_QOS`` for the fields that are set."""
+    return {SLURM_ENV_VARS[f]: getattr(profile, f) for f in SLURM_FIELDS if getattr(profile, f)}
 
 
 def profile_to_json(profile: CourseProfile) -> dict[str, Any]:
@@ -181,6 +247,8 @@ def profile_to_json(profile: CourseProfile) -> dict[str, Any]:
         "n_threads": int(profile.n_threads),
         "gpus": int(profile.gpus),
         "jobs_per_gpu": int(profile.jobs_per_gpu),
+        # only the Slurm fields that are set: a profile without them reads as before
+        **{f: getattr(profile, f) for f in SLURM_FIELDS if getattr(profile, f)},
     }
 
 
@@ -190,9 +258,9 @@ def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
     Parameters
     ----------
     data
-        ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"}``;
-        ``mem_limit`` in bytes or as text (``"4G"``); ``name``, ``n_threads``,
-        ``gpus`` and ``jobs_per_gpu`` are optional.
+        ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu",
+        "partition", "account", "qos"}``; ``mem_limit`` in bytes or as text
+        (``"4G"``); all but ``cpu_limit`` and ``mem_limit`` are optional.
     where
         Where the object comes from, for messages (e.g. the hub group's name).
 
@@ -215,6 +283,9 @@ def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
             n_threads=data.get("n_threads"),
             gpus=_or_default(data.get("gpus"), 0),
             jobs_per_gpu=_or_default(data.get("jobs_per_gpu"), 1),
+            partition=data.get("partition"),
+            account=data.get("account"),
+            qos=data.get("qos"),
         )
     except ProfileError as exc:
         raise ProfileError(f"{where}: {exc}") from None

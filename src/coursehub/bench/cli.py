@@ -67,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--plot", type=Path, metavar="PNG", help="plot elapsed per student vs students")
     add("--work-dir", type=Path, metavar="DIR", help="keep dataset and logs here (default: temp)")
     add("--no-gpu", action="store_true", help="skip the GPU check even with a GPU")
+    backend_help = "where managed/overcommit students run: local (default) or slurm (batch jobs)"
+    add("--backend", default="local", choices=("local", "slurm"), help=backend_help)
     add("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -145,6 +147,7 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         cpu_shares=shares,
         repeat=repeat,
         seed=seed,
+        backend=args.backend,
     )
     described = {
         "workload": args.workload,
@@ -160,6 +163,7 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         "repeat": repeat,
         "order": "interleaved: alone, scenario, alone, scenario...",
         "seed": seed,
+        "backend": args.backend,
         "root": os.geteuid() == 0,
         "host_cpus": os.cpu_count(),
     }

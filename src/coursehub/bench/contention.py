@@ -205,18 +205,16 @@ def run_managed(
     thread that waits for that job, one call at a time).
     """
     from coursehub.runner.api import submit
+    from coursehub.runner.core import Backend
     from coursehub.runner.local import LocalBackend
     from coursehub.runner.slots import SlotPool
+    from coursehub.runner.slurm import SlurmBackend
 
     n_threads = scenario.n_threads or 1
     demand = scenario.n_students * n_threads
     budget = settings.cpu_budget if scenario.mode == "overcommit" else max(demand, n_threads)
     tag = secrets.token_hex(3)
     gpus = 1 if settings.device == "cuda" else 0
-    pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), poll_s=0.02)
-    backend = LocalBackend(
-        runs_dir=work / "runs", slots=pool, sample_s=SAMPLE_S, cgroup_parent=settings.cgroup_parent
-    )
     options: dict[str, Any] = {
         "module": True,
         "n_threads": n_threads,
@@ -224,6 +222,17 @@ def run_managed(
         "gpus": gpus,
         "timeout_s": settings.timeout_s,
     }
+    backend: Backend
+    if settings.backend == "slurm":  # Slurm admits by whole cores (--cpus-per-task)
+        backend = SlurmBackend(runs_dir=work / "runs", poll_s=0.5)
+    else:
+        pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), 0.02)
+        backend = LocalBackend(
+            runs_dir=work / "runs",
+            slots=pool,
+            sample_s=SAMPLE_S,
+            cgroup_parent=settings.cgroup_parent,
+        )
     t0 = time.monotonic()
     jobs: list[Job] = []
     ends: dict[int, float] = {}

@@ -57,6 +57,11 @@ class BenchSettings:
         a run of the baseline (:func:`plan_order`).
     seed
         Seed of the bootstrap intervals (:mod:`coursehub.bench.stats`).
+    backend
+        Where managed and overcommitted students run: ``"local"`` (the
+        runner's slot pool admits them) or ``"slurm"`` (batch jobs of the
+        runner's Slurm backend: Slurm admits them by cores; naive students
+        stay plain local interpreters).
     """
 
     scenarios: tuple[Scenario, ...]
@@ -69,6 +74,7 @@ class BenchSettings:
     cpu_shares: int | None = None
     repeat: int = 1
     seed: int = 0
+    backend: str = "local"
 
 
 def plan_workload_args(data: Path, settings: BenchSettings) -> list[str]:

@@ -16,11 +16,19 @@ from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
 from coursehub.catalog.models import Course, ResourceProfile
-from coursehub.contract import CourseProfile, ProfileError, make_profile, profile_to_json
+from coursehub.contract import (
+    SLURM_FIELDS,
+    CourseProfile,
+    ProfileError,
+    make_profile,
+    profile_to_json,
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: Fields that :func:`update_profile` may change.
-PROFILE_FIELDS = frozenset({"cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu"})
+PROFILE_FIELDS = frozenset(
+    {"cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu", *SLURM_FIELDS}
+)
 
 
 def check_profile_values(
@@ -30,7 +38,10 @@ def check_profile_values(
     n_threads: int | None = None,
     gpus: int = 0,
     jobs_per_gpu: int = 1,
-) -> dict[str, float | int]:
+    partition: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
+) -> dict[str, float | int | str | None]:
     """Validate a profile's limits (:func:`coursehub.contract.make_profile`); return them as stored.
 
     Parameters and rules are those of :func:`coursehub.contract.make_profile`
@@ -43,11 +54,15 @@ def check_profile_values(
         naming the profile and the field at fault.
     """
     try:
-        profile = make_profile(name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+        profile = make_profile(
+            name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu, partition, account, qos
+        )
     except ProfileError as exc:
         raise ValidationError(str(exc)) from None
-    values = profile_to_json(profile)
+    values: dict[str, float | int | str | None] = profile_to_json(profile)
     del values["name"]
+    for field in SLURM_FIELDS:  # stored as NULL when unset (the JSON leaves them out)
+        values[field] = getattr(profile, field)
     return values
 
 
@@ -60,6 +75,9 @@ def course_profile(profile: ResourceProfile) -> CourseProfile:
         n_threads=int(profile.n_threads),
         gpus=int(profile.gpus),
         jobs_per_gpu=int(profile.jobs_per_gpu),
+        partition=profile.partition,
+        account=profile.account,
+        qos=profile.qos,
     )
 
 
@@ -76,6 +94,9 @@ def create_profile(
     n_threads: int | None = None,
     gpus: int = 0,
     jobs_per_gpu: int = 1,
+    partition: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
 ) -> ResourceProfile:
     """Add a resource profile (:func:`check_profile_values`); :class:`ConflictError` if taken."""
     name = name.strip()
@@ -83,7 +104,9 @@ def create_profile(
         raise ValidationError(
             f"profile name {name!r} must be 1-64 letters, digits, '.', '_' or '-'"
         )
-    values = check_profile_values(name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+    values = check_profile_values(
+        name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu, partition, account, qos
+    )
     if session.scalar(select(ResourceProfile).where(ResourceProfile.name == name)):
         raise ConflictError(f"profile {name} already exists")
     profile = ResourceProfile(name=name, **values)

@@ -2,14 +2,66 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec, parse_duration, parse_mem
-from coursehub.runner.core import Backend, Job, JobSpec, RunResult
-from coursehub.runner.local import LocalBackend, OutputSink
+from coursehub.runner.core import Backend, Job, JobSpec, OutputSink, RunResult
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slurm import SlurmBackend
+from coursehub.runner.slurmplan import SlurmPlacement
+
+#: The variable naming the default backend (``local`` or ``slurm``).
+BACKEND_VAR = "COURSEHUB_RUNNER_BACKEND"
+BACKENDS = ("local", "slurm")
+
+
+def backend_name(name: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Return ``name``, else ``$COURSEHUB_RUNNER_BACKEND``, else ``"local"``.
+
+    Raises
+    ------
+    UsageError
+        An unknown name, saying where it came from.
+    """
+    env = os.environ if env is None else env
+    chosen = name or env.get(BACKEND_VAR) or "local"
+    if chosen not in BACKENDS:
+        where = "--backend" if name else BACKEND_VAR
+        raise UsageError(f"unknown runner backend {chosen!r} ({where}): choose local or slurm")
+    return chosen
+
+
+def make_backend(
+    name: str | None = None,
+    *,
+    partition: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
+) -> Backend:
+    """Return the backend called ``name`` (default: :func:`backend_name`).
+
+    For Slurm, ``partition``, ``account`` and ``qos`` win over
+    ``COURSEHUB_SLURM_PARTITION``, ``_ACCOUNT`` and ``_QOS``; giving them
+    to the local backend is a :class:`UsageError`.
+    """
+    chosen = backend_name(name)
+    if chosen == "slurm":
+        defaults = SlurmPlacement.from_env(os.environ)
+        return SlurmBackend(
+            SlurmPlacement(
+                partition or defaults.partition, account or defaults.account, qos or defaults.qos
+            )
+        )
+    placement = (("partition", partition), ("account", account), ("qos", qos))
+    given = [f"--{k}" for k, v in placement if v]
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to --backend slurm")
+    return LocalBackend()
 
 
 def make_spec(
@@ -72,10 +124,11 @@ def submit(
     script, args
         The script path (or module name) and its arguments.
     backend
-        Where to run it (default: a new :class:`LocalBackend`).
+        Where to run it (default: :func:`make_backend`, i.e.
+        ``$COURSEHUB_RUNNER_BACKEND`` or the local backend).
     on_output
-        Receives the output text as it arrives (local backend only; it is
-        called from another thread). The output is always kept in the log.
+        Receives the output text as it arrives (called from another
+        thread). The output is always kept in the log.
     **options
         ``module, n_threads, cpu_limit, gpus, mem_limit, timeout_s, name, cwd,
         env, log_path, inherit_env, detached`` as in :func:`make_spec`.
@@ -86,10 +139,8 @@ def submit(
         Bad input (missing script, ``n_threads=0``, ...); nothing has started.
     """
     spec = make_spec(script, args, **options)  # type: ignore[arg-type]
-    backend = backend or LocalBackend()
-    if isinstance(backend, LocalBackend):
-        return backend.submit(spec, on_output=on_output)
-    return backend.submit(spec)
+    backend = backend or make_backend()
+    return backend.submit(spec, on_output=on_output)
 
 
 def run(

@@ -1,10 +1,16 @@
-"""``coursehub run [--threads N] [--gpus N] [--mem 4G] [--timeout 30m] [--no-wait] -- SCRIPT ...``.
+"""``coursehub run [--backend B] [--threads N] [--gpus N] [--mem 4G] [--timeout 30m] -- SCRIPT``.
+
+Other options: ``--no-wait``, ``--name``, ``--log``, and for ``--backend slurm``
+``--partition``, ``--account``, ``--qos``.
 
 ``SCRIPT`` may also be ``-m MODULE`` (``coursehub run --threads 2 -- -m
 coursehub.pendulum.train lstm 5 2``). The options are read as text and
 checked here, so that a bad value gives one ``coursehub: error: ...`` line and
 exit status 2 with nothing started. The run ends with one summary line; the
 exit status is the job's (128 + N for a job ended by signal N).
+``coursehub run status JOB`` and ``coursehub run cancel JOB`` (without ``--``:
+``coursehub run -- status`` runs a script called ``status``) work for both
+backends; the backend defaults to ``$COURSEHUB_RUNNER_BACKEND``, else local.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from coursehub.errors import UsageError
@@ -24,6 +31,14 @@ from coursehub.errors import UsageError
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options shared by ``coursehub run`` and ``%coursehub_run``."""
+    parser.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="local or slurm (default: $COURSEHUB_RUNNER_BACKEND, else local)",
+    )
+    parser.add_argument("--partition", help="Slurm partition (default: $COURSEHUB_SLURM_PARTITION)")
+    parser.add_argument("--account", help="Slurm account (default: $COURSEHUB_SLURM_ACCOUNT)")
+    parser.add_argument("--qos", help="Slurm QOS (default: $COURSEHUB_SLURM_QOS)")
     parser.add_argument(
         "--threads", default="1", metavar="N", help="threads (CPU slots), default 1"
     )
@@ -52,7 +67,8 @@ def register(subparsers: Any) -> None:
         "run",
         help="run a script in a fresh interpreter with explicit threads, memory, GPUs",
         description="Run a script (or -m MODULE) in a fresh interpreter with explicit threads, "
-        "memory and time limits and GPUs, then print a one-line summary.",
+        "memory and time limits and GPUs, here or as a Slurm job, then print a one-line "
+        "summary. 'coursehub run status JOB' and 'coursehub run cancel JOB' follow a job.",
     )
     add_run_arguments(parser)
     parser.add_argument("--no-wait", action="store_true", help="start it and return; see the log")
@@ -105,19 +121,57 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
     return command[0], command[1:], options
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the keyword arguments of :func:`coursehub.runner.api.make_backend`."""
+    return {
+        "name": args.backend,
+        "partition": args.partition,
+        "account": args.account,
+        "qos": args.qos,
+    }
+
+
+def control_command(args: argparse.Namespace) -> tuple[str, str] | None:
+    """Return ``("status"|"cancel", JOB)`` for ``coursehub run status|cancel JOB``, else None."""
+    command = list(args.command)
+    if not command or command[0] not in ("status", "cancel"):
+        return None
+    if len(command) != 2:
+        raise UsageError(f"usage: coursehub run {command[0]} JOB (one job id)")
+    return command[0], command[1]
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Carry out ``coursehub run``; return the job's exit status."""
-    from coursehub.runner.api import make_spec, run
-    from coursehub.runner.local import LocalBackend
+    from coursehub.runner.api import make_backend, make_spec, run
+    from coursehub.runner.slurm import SlurmBackend
 
+    control = control_command(args)
+    if control is not None:
+        from coursehub.runner.control import cancel_job, job_status
+
+        action, job_id = control
+        print(job_status(job_id) if action == "status" else cancel_job(job_id))
+        return 0
     script, script_args, options = spec_options(args)
-    backend = LocalBackend()
+    backend = make_backend(**backend_options(args))
     spec = make_spec(script, script_args, **options)
     backend.validate(spec)
+    if args.no_wait and isinstance(backend, SlurmBackend):
+        job = backend.submit(spec)
+        print(f"[coursehub] submitted Slurm job {job.job_id}: output in {job.log_path}")
+        return 0
     if args.no_wait:
         return start_detached(args, backend)
-    with stop_on_hangup():
-        result = run(script, script_args, backend=backend, **options)
+    pid_file = Path(args.log).with_suffix(".pid") if args.detached and args.log else None
+    if pid_file is not None:  # for coursehub run status/cancel
+        pid_file.write_text(f"{os.getpid()}\n")
+    try:
+        with stop_on_hangup():
+            result = run(script, script_args, backend=backend, **options)
+    finally:
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
     return result.returncode if result.returncode >= 0 else 128 - result.returncode
 
 
@@ -175,5 +229,9 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
         start_new_session=True,
         env=dict(os.environ),
     )
-    print(f"[coursehub] submitted: output in {log} (result in {log.removesuffix('.log')}.json)")
+    job_id = Path(log).stem
+    print(
+        f"[coursehub] submitted job {job_id}: output in {log} "
+        f"(result in {log.removesuffix('.log')}.json)"
+    )
     return 0

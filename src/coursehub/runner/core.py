@@ -3,9 +3,9 @@
 One interface, one class per backend (model: submitit ``core/core.py``):
 :meth:`Backend.submit` takes a :class:`JobSpec` and returns a :class:`Job`
 that can be polled, waited for, cancelled and read. The local backend
-(:mod:`coursehub.runner.local`) runs the job on this machine; a Slurm backend
-renders the same spec into an ``sbatch`` script (same command, same child
-environment, see :func:`plan_command` and :func:`plan_env`).
+(:mod:`coursehub.runner.local`) runs the job on this machine; the Slurm backend
+(:mod:`coursehub.runner.slurm`) renders the same spec into an ``sbatch`` script
+(same command, same child environment, see :func:`plan_command` and :func:`plan_env`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ from __future__ import annotations
 import os
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursehub.errors import UsageError
 from coursehub.resources import CgroupStats, ResourceSpec, describe_mem, thread_env
 
+#: Receives a job's output text as it arrives (from another thread).
+OutputSink = Callable[[str], None]
 #: The module every job's interpreter starts with.
 BOOTSTRAP_MODULE = "coursehub.runner.bootstrap"
 #: Environment variables the bootstrap reads (set by :func:`plan_env`).
@@ -227,8 +229,12 @@ class Backend(ABC):
         """
 
     @abstractmethod
-    def submit(self, spec: JobSpec) -> Job:
-        """Validate ``spec``, start (or queue) the job and return its handle."""
+    def submit(self, spec: JobSpec, on_output: OutputSink | None = None) -> Job:
+        """Validate ``spec``, start (or queue) the job and return its handle.
+
+        ``on_output`` receives the job's output text as it arrives, from
+        another thread (None: the output is only kept in the job's log).
+        """
 
 
 def plan_command(spec: JobSpec, python: str = sys.executable) -> list[str]:

@@ -37,11 +37,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
+from coursehub.meter.sampler import JobMeter, record_job_end
 from coursehub.resources import (
     CgroupStats,
     CgroupUnavailableError,
@@ -58,6 +58,7 @@ from coursehub.runner.core import (
     Backend,
     Job,
     JobSpec,
+    OutputSink,
     RunResult,
     default_runs_dir,
     plan_command,
@@ -76,8 +77,6 @@ from coursehub.runner.slots import (
     describe_queue,
 )
 from coursehub.runner.validate import check_target
-
-OutputSink = Callable[[str], None]
 
 
 def new_job_id(spec: JobSpec) -> str:
@@ -355,6 +354,7 @@ class LocalJob(Job):
         """Sample until the job ends; stop it on timeout, cancel or (watchdog) memory."""
         spec, backend = self.spec, self.backend
         monitor = TreeMonitor(proc.pid, watch_gpus=bool(spec.resources.gpus))
+        meter = JobMeter(self.job_id, n_gpus=spec.resources.gpus)  # usage while it runs
         mem_limit = spec.resources.mem_limit if self.enforcement == "watchdog" else None
         reason: str | None = None
         term_at: float | None = None
@@ -363,6 +363,8 @@ class LocalJob(Job):
             if pid:
                 return status, rusage, monitor, reason
             rss = monitor.sample()
+            if meter.folder is not None and meter.due():
+                meter.sample(monitor.cpu_s(), monitor.peak_rss_bytes, monitor.gpu_peak_bytes)
             now = time.monotonic()
             if reason is None and mem_limit is not None and rss > mem_limit:
                 reason = f"exceeded its memory limit of {describe_mem(mem_limit)}"
@@ -421,6 +423,8 @@ class LocalJob(Job):
         )
         self.note(render_summary(result).removeprefix("[coursehub] "))
         write_result(result, self.log_path.with_suffix(".json"))
+        record_job_end(self.job_id, time.time() - elapsed_s, elapsed_s, cpu_s, peak, gpu_peak,
+                       len(gpu_indices), reason or f"exit {returncode}")  # fmt: skip
         return result
 
     def _copy_output(self, proc: subprocess.Popen[bytes]) -> None:

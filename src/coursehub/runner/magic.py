@@ -3,7 +3,10 @@
 ``%load_ext coursehub.runner`` then ``%coursehub_run --threads 2 train.py model.pt 100``
 (options as ``coursehub run``; ``--`` before the script is optional). The
 output streams into the cell; bad input prints one line, no traceback. The
-last result is kept in the user namespace as ``coursehub_last_run``.
+last result is kept in the user namespace as ``coursehub_last_run``. The
+backend is the server's default (``COURSEHUB_RUNNER_BACKEND``), with the
+course's Slurm partition, account and QOS (``COURSEHUB_SLURM_*``, set by the
+spawner from the course profile) unless ``--backend``/``--partition``... say otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from typing import Any, NoReturn
 
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.runner.cli import add_run_arguments, spec_options
+from coursehub.runner.cli import add_run_arguments, backend_options, spec_options
 
 
 class MagicArgumentParser(argparse.ArgumentParser):
@@ -33,12 +36,13 @@ def build_magic_parser() -> MagicArgumentParser:
 
 def coursehub_run(line: str, shell: Any = None) -> Any:
     """Run the script of ``line`` through the runner; return nothing (the output is printed)."""
-    from coursehub.runner.api import run
+    from coursehub.runner.api import make_backend, run
 
     try:
         args = build_magic_parser().parse_args(shlex.split(line))
         script, script_args, options = spec_options(args)
-        result = run(script, script_args, **options)
+        backend = make_backend(**backend_options(args))
+        result = run(script, script_args, backend=backend, **options)
     except CoursehubError as exc:
         print(f"coursehub: error: {exc}", file=sys.stderr)
         return None

@@ -65,6 +65,18 @@ class TreeMonitor:
             self.gpu_peak_bytes = max(self.gpu_peak_bytes, used)
         return total
 
+    def cpu_s(self) -> float:
+        """Return the CPU-seconds of the tree so far: the main process, its reaped children
+        and its live descendants (a descendant reaped by another is counted no more)."""
+        total = 0.0
+        for pid in self.pids():
+            with contextlib.suppress(psutil.Error):
+                times = psutil.Process(pid).cpu_times()
+                total += times.user + times.system
+                if pid == self.pid:
+                    total += times.children_user + times.children_system
+        return total
+
     def close(self) -> None:
         """Shut NVML down if it was started here."""
         if self._nvml is not None:

@@ -55,6 +55,7 @@ from coursehub.contract import (
     CourseProfile,
     course_id_of_group,
     profile_from_json,
+    slurm_env,
 )
 from coursehub.errors import UsageError
 from coursehub.resources.threads import thread_env
@@ -304,6 +305,7 @@ def _environment(
     profile: CourseProfile, kind: str, gpu_ids: Sequence[int], keep_env: Mapping[str, str]
 ) -> dict[str, str]:
     env = thread_env(profile.n_threads, keep=keep_env)
+    env.update(slurm_env(profile))  # the runner's Slurm defaults inside the server
     if kind in ("local", "systemd"):
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_ids[: profile.gpus])
@@ -328,13 +330,20 @@ def _systemd_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any
 
 
 def _slurm_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:
-    return {
+    traits = {
         "req_nprocs": str(math.ceil(profile.cpu_limit)),
         # Slurm reads --mem in MiB without a suffix; round up to a whole MiB.
         "req_memory": f"{math.ceil(profile.mem_limit / 1024**2)}M",
         "req_ngpus": str(profile.gpus) if profile.gpus else "",
         "req_gres": f"gpu:{profile.gpus}" if profile.gpus else "",
     }
+    # the course's placement: SlurmSpawner's script renders a partition, not account/qos
+    if profile.partition:
+        traits["req_partition"] = profile.partition
+    options = [f"--{f}={getattr(profile, f)}" for f in ("account", "qos") if getattr(profile, f)]
+    if options:
+        traits["req_options"] = " ".join(options)
+    return traits
 
 
 def _kubernetes_traits(profile: CourseProfile, gpu_ids: list[int]) -> dict[str, Any]:

@@ -99,6 +99,9 @@ class ProfileForm(FlaskForm):
     jobs_per_gpu = IntegerField(
         "Jobs sharing one GPU", default=1, validators=[InputRequired(), NumberRange(min=1)]
     )
+    partition = StringField("Slurm partition", validators=[Optional(), Length(max=64)])
+    account = StringField("Slurm account", validators=[Optional(), Length(max=64)])
+    qos = StringField("Slurm QOS", validators=[Optional(), Length(max=64)])
 
 
 class SearchForm(FlaskForm):

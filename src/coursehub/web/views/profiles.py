@@ -1,4 +1,4 @@
-"""Resource profiles: per-student CPU, memory, thread and GPU limits (hub admins only)."""
+"""Resource profiles: per-student CPU, memory, thread and GPU limits, Slurm placement (admins)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from werkzeug.wrappers import Response
 
 from coursehub.catalog.models import ResourceProfile
 from coursehub.catalog.profiles import create_profile, get_profile, list_profiles, update_profile
+from coursehub.contract import SLURM_FIELDS
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.forms import ProfileForm
@@ -36,6 +37,8 @@ def profile_values(form: ProfileForm) -> dict[str, object]:
         "n_threads": form.n_threads.data,
         "gpus": form.gpus.data,
         "jobs_per_gpu": form.jobs_per_gpu.data,
+        # blank: the cluster's default (the contract checks the names)
+        **{f: (form[f].data or "").strip() or None for f in SLURM_FIELDS},
     }
 
 
@@ -60,7 +63,7 @@ def edit(name: str) -> tuple[str, int] | Response:
     profile: ResourceProfile = get_profile(session, name)
     form = ProfileForm()
     if not form.is_submitted():
-        for name in ("cpu_limit", "n_threads", "gpus", "jobs_per_gpu"):
+        for name in ("cpu_limit", "n_threads", "gpus", "jobs_per_gpu", *SLURM_FIELDS):
             form[name].data = getattr(profile, name)
         form.mem_limit.data = f"{profile.mem_limit / 2**30:g}G"
     form.name.data = profile.name

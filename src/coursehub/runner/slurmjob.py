@@ -1,0 +1,114 @@
+"""The first process of a Slurm batch job: run the job, keep its exact time limit, measure it.
+
+``python -m coursehub.runner.slurmjob --usage PATH [--timeout S] [--grace S] [--gpus] -- CMD...``
+
+Rendered into the batch script by :func:`coursehub.runner.slurm.render_batch_script`.
+It starts ``CMD`` (the bootstrap and the user's script) in its own process
+group, with the output going where Slurm sends the job's (``--output``), and
+
+- stops it after ``--timeout`` seconds (SIGTERM to the group, SIGKILL after
+  ``--grace``): Slurm's own ``--time`` counts whole minutes and is checked
+  every 30 s (slurm.conf(5), "OverTimeLimit"; slurmctld's PERIODIC_TIMEOUT),
+  so the runner's limit in seconds is kept here, with Slurm's limit rounded up
+  behind it;
+- passes a SIGTERM from ``scancel`` on to the group, and records "cancelled";
+- samples the tree's resident memory and, with ``--gpus``, its GPU memory
+  (:class:`coursehub.runner.monitor.TreeMonitor`), and reaps it with
+  ``os.wait4`` (CPU seconds, peak RSS);
+- writes the usage as JSON to ``--usage`` (``returncode``, ``elapsed_s``,
+  ``cpu_s``, ``peak_rss_bytes``, ``gpu_peak_bytes``, ``killed_reason``), the
+  job's own figures where Slurm's accounting (``sacct``) is not there;
+- exits with the command's status (128 + N for signal N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from coursehub.atomicfile import write_atomically
+from coursehub.resources import describe_duration
+from coursehub.runner.monitor import TreeMonitor
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def supervise(
+    command: Sequence[str], timeout_s: float | None, grace_s: float, watch_gpus: bool
+) -> dict[str, Any]:
+    """Run ``command`` to its end under the time limit; return its usage (see the module doc)."""
+    cancelled: list[bool] = []
+    proc = subprocess.Popen(list(command), start_new_session=True)
+
+    def on_term(signum: int, frame: Any) -> None:
+        cancelled.append(True)
+        _kill_group(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    started = time.monotonic()
+    monitor = TreeMonitor(proc.pid, watch_gpus=watch_gpus)
+    reason: str | None = None
+    term_at: float | None = None
+    while True:
+        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        monitor.sample()
+        now = time.monotonic()
+        if reason is None and cancelled:
+            reason, term_at = "cancelled", now
+        elif reason is None and timeout_s and now - started > timeout_s:
+            reason = f"exceeded its time limit of {describe_duration(timeout_s)}"
+            term_at = now
+            _kill_group(proc.pid, signal.SIGTERM)
+        if term_at is not None and now - term_at > grace_s:
+            _kill_group(proc.pid, signal.SIGKILL)
+        time.sleep(0.1)
+    elapsed = time.monotonic() - started
+    if reason is None and cancelled:  # the job's processes got scancel's SIGTERM too
+        reason = "cancelled"
+    _kill_group(proc.pid, signal.SIGKILL)  # what is left of its group
+    monitor.close()
+    return {
+        "returncode": os.waitstatus_to_exitcode(status),
+        "elapsed_s": elapsed,
+        "cpu_s": rusage.ru_utime + rusage.ru_stime,
+        "peak_rss_bytes": max(rusage.ru_maxrss * 1024, monitor.peak_rss_bytes),
+        "gpu_peak_bytes": monitor.gpu_peak_bytes,
+        "killed_reason": reason,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the options, supervise the command, write the usage; return the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m coursehub.runner.slurmjob")
+    parser.add_argument("--usage", required=True, type=Path)
+    parser.add_argument("--timeout", type=float)
+    parser.add_argument("--grace", type=float, default=5.0)
+    parser.add_argument("--gpus", action="store_true")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given after --")
+    usage = supervise(command, args.timeout, args.grace, args.gpus)
+    write_atomically(args.usage, json.dumps(usage) + "\n", mode=0o600)
+    code = int(usage["returncode"])
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
