@@ -121,7 +121,8 @@ def test_students_are_told_when_idle_servers_are_stopped(cull_idle_s, said):
 def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_path, monkeypatch):
     settings = replace(HubSettings(), kind=kind, cull_idle_s=1800)
     config = load_python_config(render_hub_config(settings), tmp_path, monkeypatch)
-    assert config.Spawner.args == [SERVER_ARG]
+    assert config.Spawner.args[0] == SERVER_ARG
+    assert "--MappingKernelManager.cull_busy=False" in config.Spawner.args
     notice = render_idle_notice(1800)
     assert config.JupyterHub.template_vars == {
         "announcement_home": notice,
@@ -133,7 +134,7 @@ def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_pat
 
 def test_kubernetes_pods_count_busy_kernels_and_students_see_the_idle_rule():
     values = yaml.safe_load(render_hub_config(replace(HubSettings(), kind="kubernetes")))
-    assert values["hub"]["config"]["KubeSpawner"]["args"] == [SERVER_ARG]
+    assert values["hub"]["config"]["KubeSpawner"]["args"][0] == SERVER_ARG
     assert values["hub"]["config"]["JupyterHub"]["template_vars"]["announcement_spawn"] == (
         render_idle_notice(3600)
     )

@@ -122,7 +122,8 @@ def apply_records(session: Session, records: list[UsageRecord]) -> int:
     """Apply usage records to the unit rows and the daily rollup; return how many applied.
 
     Counters only grow: a record older than its unit's last one adds nothing.
-    Flushes, never commits.
+    A record naming a unit of another user or kind is skipped. Flushes, never
+    commits.
     """
     ids = {r.unit_id for r in records}
     units = {
@@ -131,8 +132,12 @@ def apply_records(session: Session, records: list[UsageRecord]) -> int:
         for u in session.scalars(select(UsageUnit).where(UsageUnit.unit_id.in_(chunk)))
     }
     days: dict[tuple[str, date, str], UsageDay] = {}
+    applied = 0
     for record in records:
         unit = units.get(record.unit_id)
+        if unit is not None and (unit.username, unit.kind) != (record.user, record.kind):
+            continue  # another user's unit id: never charge (or credit) someone else
+        applied += 1
         new = unit is None
         if unit is None:
             unit = UsageUnit(
@@ -165,7 +170,7 @@ def apply_records(session: Session, records: list[UsageRecord]) -> int:
             unit.ended_at = _time(record.at)
             unit.exit_reason = record.exit_reason
     session.flush()
-    return len(records)
+    return applied
 
 
 def _day_row(

@@ -15,12 +15,20 @@ the token from the variable named by ``--token-env``,
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from coursehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from coursehub.hub.hubclient import HubClient
     from coursehub.hub.reconcile import SyncPlan, SyncReport
+
+#: What follows an applied ``hub sync`` (a module above, e.g. the team's shares).
+AfterSync = Callable[["Session", "HubClient", Iterable[str]], Any]
 
 #: Steps shown per kind of change unless ``--verbose``.
 SHOWN_PER_STEP = 10
@@ -36,11 +44,16 @@ STEP_TITLES = {
 }
 
 
-def register(subparsers: Any) -> None:
-    """Add ``coursehub hub`` and its sub-commands to ``subparsers``."""
+def register(subparsers: Any, extra: Mapping[str, tuple[str, str]] | None = None) -> None:
+    """Add ``coursehub hub`` and its sub-commands to ``subparsers``.
+
+    ``extra``: ``{"sync": (module, help)}`` has ``module.run(args)`` (a module
+    above this package, :data:`coursehub.cli.LIFTED_SUBCOMMANDS`) carry out
+    ``hub sync`` with these arguments (it calls :func:`run_sync` with ``after``).
+    """
     parser = subparsers.add_parser("hub", help="JupyterHub: sync the catalog into the hub")
     commands = parser.add_subparsers(dest="hub_command", metavar="COMMAND", required=True)
-    register_sync(commands)
+    register_sync(commands, (extra or {}).get("sync"))
     register_config(commands)
 
 
@@ -59,11 +72,13 @@ def register_config(commands: Any) -> None:
     parser.set_defaults(func=config.run)
 
 
-def register_sync(commands: Any) -> None:
-    """Add ``coursehub hub sync``."""
+def register_sync(commands: Any, lifted: tuple[str, str] | None = None) -> None:
+    """Add ``coursehub hub sync`` (carried out by ``lifted[0].run`` when given)."""
     parser = commands.add_parser(
         "sync",
-        help="create the catalog's users, course groups and group properties on the hub",
+        help=lifted[1]
+        if lifted
+        else "create the catalog's users, course groups and group properties on the hub",
         description="Reconcile the catalog into JupyterHub (users, nbgrader-/formgrade- groups).",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
@@ -84,10 +99,17 @@ def register_sync(commands: Any) -> None:
         help="tries per request on connection errors and 5xx, with exponential backoff (5)",
     )
     parser.add_argument("--verbose", action="store_true", help="list every change in the plan")
-    parser.set_defaults(func=run_sync)
+    parser.set_defaults(func=_lifted(lifted[0]) if lifted else run_sync)
 
 
-def run_sync(args: argparse.Namespace) -> int:
+def _lifted(module_name: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        return int(importlib.import_module(module_name).run(args))
+
+    return run
+
+
+def run_sync(args: argparse.Namespace, after: AfterSync | None = None) -> int:
     """Plan the sync, print it, apply it unless ``--dry-run``; return 0, or 1 on a hub error.
 
     One :func:`coursehub.hub.sync.sync_catalog`: a hub that cannot be read
@@ -95,6 +117,8 @@ def run_sync(args: argparse.Namespace) -> int:
     the plan is applied a progress bar (tqdm, on stderr) counts the users,
     groups and memberships done; the first Ctrl-C stops the sync after the
     request in flight (the next sync resumes it), a second one at once.
+    ``after(session, client, course_ids)`` runs once the sync is applied
+    (not with ``--dry-run``), in the same session and client.
     """
     import signal
     import threading
@@ -137,6 +161,8 @@ def run_sync(args: argparse.Namespace) -> int:
                 progress=lambda n: bars[0].update(n) if bars else None,
                 stop=stop,
             )
+            if after is not None and not outcome.dry_run:
+                after(session, client, outcome.course_ids)
     finally:
         signal.signal(signal.SIGINT, previous)
         for bar in bars:

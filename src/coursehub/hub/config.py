@@ -50,6 +50,9 @@ HTTP_TIMEOUT_S = 180
 #: 10-11 s with 4 spawns on 2 CPUs; JupyterHub's (30, 60) left slots idle (286 s to the
 #: last of 30 servers, against 104-130 s with this range).
 SPAWN_RETRY_RANGE_S = (10, 30)
+#: Seconds between two passes of jupyterhub-idle-culler and of the kernel culler
+#: (z2jh's ``cull.every`` default; the culler's own default is half its timeout).
+CULL_EVERY_S = 300
 #: Seconds the spawner may take to launch a server, by spawner kind: a Slurm
 #: queue wait or an image pull (z2jh's own default is 300) take longer.
 START_TIMEOUT_S = {"slurm": 300, "kubernetes": 300, "systemd": 120, "local": 120}
@@ -102,7 +105,13 @@ class HubSettings:
     database_url
         The catalog's SQLAlchemy URL (``COURSEHUB_DATABASE_URL`` wins at run time).
     cull_idle_s
-        Seconds of inactivity before the idle culler stops a server.
+        Seconds of inactivity before the idle culler stops a server; also
+        Jupyter Server's ``MappingKernelManager.cull_idle_timeout`` (a kernel
+        idle that long with no browser tab connected is shut down; a busy one
+        never is). See :func:`server_args`.
+    gpu_cull_idle_s
+        Seconds of inactivity before a server holding a GPU stops itself
+        (:mod:`coursehub.spawn.busyactivity`); 0: only the idle culler's timeout.
     concurrent_spawn_limit
         Spawns allowed to run at once (pending until the server answers); the
         hub answers HTTP 429 with ``Retry-After`` beyond it. 20 suits a hub
@@ -153,6 +162,7 @@ class HubSettings:
     service_command: tuple[str, ...] = ("coursehub", "web", "serve")
     database_url: str = "postgresql+psycopg://coursehub@localhost/coursehub"
     cull_idle_s: int = 3600
+    gpu_cull_idle_s: int = 900
     concurrent_spawn_limit: int = 20
     start_timeout_s: int | None = None
     http_timeout_s: int = HTTP_TIMEOUT_S
@@ -187,6 +197,31 @@ def _start_timeout_s(settings: HubSettings) -> int:
 def busy_server_arg() -> str:
     """Return the single-user server argument enabling the busy-kernel extension."""
     return SERVER_ARG
+
+
+def server_args(cull_idle_s: int) -> list[str]:
+    """Return the single-user servers' arguments: the busy-kernel extension and kernel culling.
+
+    Jupyter Server's kernel culler (``MappingKernelManager``, jupyter_server
+    ``services/kernels/kernelmanager.py``): a kernel idle for ``cull_idle_s``
+    is shut down (``cull_idle_timeout``), looked at every 300 s
+    (``cull_interval``), never while busy (``cull_busy=False``) nor while a
+    browser tab is connected (``cull_connected=False``). The servers
+    themselves are stopped by jupyterhub-idle-culler, for which a busy kernel
+    or a running runner job is activity (:data:`coursehub.contract.SERVER_ARG`).
+    jupyter-resource-usage also shows the CPU use against the course's CPUs
+    (``ResourceUseDisplay.track_cpu_percent``).
+    """
+    return [
+        busy_server_arg(),
+        f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
+        f"--MappingKernelManager.cull_interval={CULL_EVERY_S}",
+        "--MappingKernelManager.cull_busy=False",
+        "--MappingKernelManager.cull_connected=False",
+        # jupyter-resource-usage shows memory and CPU against MEM_LIMIT and CPU_LIMIT,
+        # which JupyterHub's Spawner.get_env sets from the course profile's limits.
+        "--ResourceUseDisplay.track_cpu_percent=True",
+    ]
 
 
 def render_idle_notice(cull_idle_s: int, max_busy_s: float | None = None) -> str:
@@ -254,6 +289,8 @@ def render_hub_config(settings: HubSettings) -> str:
         "start_timeout_s": _start_timeout_s(settings),
         "idle_notice": render_idle_notice(settings.cull_idle_s),
         "busy_arg": busy_server_arg(),
+        "server_args": server_args(settings.cull_idle_s),
+        "cull_every_s": CULL_EVERY_S,
         "lti_launch_url": settings.service_url.rstrip("/") + LTI_LAUNCH_PATH,
         "lti_password_class": "shared-password" if settings.demo else "pam",
         "slurm_partition": settings.extra.get("slurm_partition", ""),
@@ -319,6 +356,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop servers idle for S seconds (default: %(default)s)",
     )
     parser.add_argument(
+        "--cull-gpu-idle",
+        type=int,
+        default=HubSettings.gpu_cull_idle_s,
+        metavar="S",
+        help="stop servers holding a GPU after S seconds without activity; 0: as others "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--no-course",
         choices=NO_COURSE_CHOICES,
         default=HubSettings.no_course,
@@ -348,6 +393,8 @@ def run(args: argparse.Namespace) -> int:
     """Print (or write) the configuration asked for on the command line."""
     if args.cull_idle < 1 or args.spawn_limit < 1:
         raise UsageError("--cull-idle and --spawn-limit must be positive")
+    if args.cull_gpu_idle < 0:
+        raise UsageError("--cull-gpu-idle must be 0 (off) or a number of seconds")
     lti = getattr(args, "lti", None)
     platforms = tuple(read_registrations(lti)) if lti else ()
     settings = replace(
@@ -357,6 +404,7 @@ def run(args: argparse.Namespace) -> int:
         bind_url=args.bind_url,
         database_url=args.database_url,
         cull_idle_s=args.cull_idle,
+        gpu_cull_idle_s=args.cull_gpu_idle,
         concurrent_spawn_limit=args.spawn_limit,
         no_course=args.no_course,
         lti_platforms=platforms,

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.meter.cgroupread import add_cpuacct
-from coursehub.meter.sampler import COURSE_VAR, hub_sampler, usage_folder
+from coursehub.meter.journal import USAGE_DIR_VAR
+from coursehub.meter.sampler import (
+    COURSE_VAR,
+    ensure_job_folder,
+    hub_sampler,
+    job_folder,
+    usage_folder,
+)
 from coursehub.resources.cgroups import JobCgroup
 
 log = logging.getLogger(__name__)
@@ -36,7 +43,9 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
     On cgroup v1 with ``cpuacct`` apart from ``cpu`` the returned cgroup has
     one more directory (:func:`coursehub.meter.cgroupread.add_cpuacct`), which
     the server's pid joins like the others. The server's environment gets
-    ``COURSEHUB_COURSE_ID`` so that its runner jobs name their course.
+    ``COURSEHUB_COURSE_ID`` so that its runner jobs name their course, and
+    ``COURSEHUB_USAGE_DIR``: the jobs' usage folder (:func:`job_folder`, made
+    here), where its runner jobs write their records while they run.
     """
     try:
         cgroup = JobCgroup(add_cpuacct(cgroup.plan, Path(spawner.cgroup_root),
@@ -51,8 +60,10 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
             cgroup.plan.job_dirs, n_gpus,
         )  # fmt: skip
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
+        env = {USAGE_DIR_VAR: str(ensure_job_folder(job_folder(folder)))}
         if course_id:
-            spawner.environment = {**spawner.environment, COURSE_VAR: course_id}
+            env[COURSE_VAR] = course_id
+        spawner.environment = {**spawner.environment, **env}
     except Exception as exc:  # accounting must never stop a server
         log.warning("coursehub: usage of %s not recorded: %s", spawner.user.name, exc)
     return cgroup

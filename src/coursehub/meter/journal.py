@@ -36,12 +36,17 @@ def journal_path(folder: Path, source: str, at: float) -> Path:
 def append_record(folder: Path, source: str, record: UsageRecord) -> Path:
     """Append ``record`` to this source's file of the record's day; return the file.
 
+    A folder this process owns (or makes) is made owner-only; another's
+    (the shared jobs folder, :func:`coursehub.meter.sampler.ensure_job_folder`)
+    keeps its mode.
+
     Raises
     ------
     OSError
         If the folder or file cannot be written.
     """
-    ensure_private_dir(folder)
+    if not Path(folder).is_dir() or Path(folder).stat().st_uid == os.geteuid():
+        ensure_private_dir(folder)  # ours: owner-only; a shared jobs folder is left as made
     path = journal_path(folder, source, record.at)
     data = render_record(record).encode("ascii")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -4,13 +4,16 @@ The hub process holds one :class:`Sampler` per usage folder
 (:func:`hub_sampler`). The cgroup spawners open a unit when a server's cgroup
 is made and close it before the cgroup is removed; a thread samples every open
 unit each ``interval_s`` seconds, so a crash of the hub loses at most one
-interval of each server's usage. A runner job writes one ``close`` record at
-its end (:func:`record_job_end`) with the figures of its ``RunResult``.
+interval of each server's usage. A runner job is sampled by its runner
+(:class:`JobMeter`: an ``open`` record, a ``sample`` every ``interval_s``
+while it runs) and closed at its end (:func:`record_job_end`) with the
+figures of its ``RunResult``, in the same unit.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -26,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: Default seconds between two samples of a server (one minute: Prometheus' default scrape).
 DEFAULT_INTERVAL_S = 60.0
+#: Environment variable: seconds between two samples of a runner job (default 60).
+INTERVAL_VAR = "COURSEHUB_USAGE_INTERVAL_S"
 #: Environment variable giving a runner job's course (set in the server's environment).
 COURSE_VAR = "COURSEHUB_COURSE_ID"
 
@@ -179,7 +184,7 @@ def record_job_end(
     user = _user_name()
     record = UsageRecord(
         event="close",
-        unit_id=f"job:{socket.gethostname()}:{job_id}",
+        unit_id=job_unit_id(job_id),
         kind="job",
         user=user,
         course_id=os.environ.get(COURSE_VAR, ""),
@@ -197,6 +202,121 @@ def record_job_end(
         log.warning("coursehub: cannot write usage to %s: %s", folder, exc)
         return None
     return record
+
+
+def env_interval_s(env: dict[str, str] | None = None) -> float:
+    """Return ``$COURSEHUB_USAGE_INTERVAL_S`` if positive, else :data:`DEFAULT_INTERVAL_S`."""
+    text = (os.environ if env is None else env).get(INTERVAL_VAR, "")
+    try:
+        value = float(text)
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+    return value if math.isfinite(value) and value > 0 else DEFAULT_INTERVAL_S
+
+
+def job_unit_id(job_id: str) -> str:
+    """Return a runner job's unit id: ``job:<host name>:<job id>``."""
+    return f"job:{socket.gethostname()}:{job_id}"
+
+
+def job_folder(folder: Path) -> Path:
+    """Return the folder where the runner jobs of a hub's servers write: ``<folder>-jobs``.
+
+    A sibling of the hub's own usage folder (which is owner-only), made by
+    :func:`ensure_job_folder` so that every user may add files there.
+    """
+    folder = Path(folder)
+    return folder.with_name(folder.name + "-jobs")
+
+
+#: Mode of the jobs' usage folder: anyone may create a file (wx), nobody but
+#: its owner lists it (no r), nobody removes another's file (sticky bit, as /tmp).
+JOB_FOLDER_MODE = 0o1733
+
+
+def ensure_job_folder(folder: Path) -> Path:
+    """Create the jobs' usage folder with :data:`JOB_FOLDER_MODE`; return it.
+
+    Each job's file there is its user's own (0o600, :func:`append_record`);
+    ``coursehub usage ingest`` takes job records from a file only for the
+    file's owner (:mod:`coursehub.catalog.usage`).
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be made or its mode set.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, JOB_FOLDER_MODE)
+    return folder
+
+
+class JobMeter:
+    """A runner job's usage while it runs: an ``open`` record, then a ``sample`` now and then.
+
+    Parameters
+    ----------
+    job_id
+        The runner's job id.
+    n_gpus
+        GPUs the job holds (its GPU-seconds are this times its wall time).
+    folder
+        The usage folder; None: ``$COURSEHUB_USAGE_DIR``, and nothing is
+        written where that is unset.
+    interval_s
+        Seconds between two samples; None: ``$COURSEHUB_USAGE_INTERVAL_S``,
+        else :data:`DEFAULT_INTERVAL_S`.
+    """
+
+    def __init__(
+        self,
+        job_id: str,
+        n_gpus: int = 0,
+        folder: Path | None = None,
+        interval_s: float | None = None,
+    ) -> None:
+        self.folder = folder or usage_folder()
+        self.interval_s = interval_s if interval_s is not None else env_interval_s()
+        now = time.time()
+        self.user = _user_name()
+        self.record = UsageRecord("open", job_unit_id(job_id), "job", self.user,
+                                  os.environ.get(COURSE_VAR, ""), now, now)  # fmt: skip
+        self.n_gpus = n_gpus
+        self._next = time.monotonic() + self.interval_s
+        self._write(self.record)
+
+    def due(self) -> bool:
+        """Return True once ``interval_s`` passed since the last sample (and restart the count)."""
+        if time.monotonic() < self._next:
+            return False
+        self._next = time.monotonic() + self.interval_s
+        return True
+
+    def sample(
+        self, cpu_s: float, mem_peak_bytes: int, gpu_peak_bytes: int | None = None
+    ) -> UsageRecord:
+        """Write a ``sample`` record with these counters now (counters never go back)."""
+        now, last = time.time(), self.record
+        self.record = replace(
+            last,
+            event="sample",
+            at=now,
+            cpu_s=max(last.cpu_s, cpu_s),
+            mem_peak_bytes=max(last.mem_peak_bytes, mem_peak_bytes),
+            gpu_s=self.n_gpus * (now - last.started_at),
+            gpu_peak_bytes=max(last.gpu_peak_bytes, gpu_peak_bytes or 0),
+        )
+        self._write(self.record)
+        return self.record
+
+    def _write(self, record: UsageRecord) -> None:
+        if self.folder is None:
+            return
+        try:
+            append_record(self.folder, f"runner-{self.user}", record)
+        except (OSError, ValueError) as exc:
+            log.warning("coursehub: cannot write usage to %s: %s", self.folder, exc)
 
 
 def _user_name() -> str:

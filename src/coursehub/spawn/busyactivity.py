@@ -18,6 +18,23 @@ one is ``busy`` (its last ``status`` message, as recorded by jupyter_server's
 ``settings["last_activity_times"]["coursehub_busy_kernels"]``. A kernel busy
 for longer than ``max_busy_s`` without a pause (a stuck loop) stops counting.
 
+A running runner job of the server's user counts the same way (a kernel
+running ``%coursehub_run`` is busy anyway): a ``coursehub run`` started from a
+terminal (a process ``python -m coursehub.runner.bootstrap`` below this
+server) or with ``--no-wait`` (its runner's ``<job id>.pid`` in the runs
+directory, ``$COURSEHUB_RUNS_DIR`` or ``~/.cache/coursehub/runs``, as
+:mod:`coursehub.runner.control` reads it).
+
+A server holding a GPU is stopped sooner: where the hub set
+``COURSEHUB_GPU_IDLE_S`` (:class:`coursehub.spawn.spawner.CourseProfiles`
+does for a profile with GPUs), this extension sets Jupyter Server's own
+settings (:func:`plan_gpu_culling`): ``MappingKernelManager.cull_idle_timeout``
+(a kernel idle that long is shut down, even with a tab open:
+``cull_connected``; never a busy one: ``cull_busy`` stays False) and
+``ServerApp.shutdown_no_activity_timeout`` (with no kernel left and no
+activity for that long the server stops itself; the hub sees it stopped
+and frees its GPU). A busy kernel or a running job keeps it, as above.
+
 Enable it on the single-user servers (``coursehub hub config`` does)::
 
     c.Spawner.args = ["--ServerApp.jpserver_extensions=coursehub.spawn.busyactivity=True"]
@@ -27,20 +44,39 @@ A server where coursehub is not installed logs a warning and runs without it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import psutil
 from tornado.ioloop import PeriodicCallback
-from traitlets import Float
+from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
 from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, SERVER_ARG
 
-__all__ = ["ACTIVITY_KEY", "MAX_BUSY_S", "SERVER_ARG", "BusyKernelActivity", "plan_busy_since"]
+__all__ = [
+    "ACTIVITY_KEY",
+    "GPU_IDLE_VAR",
+    "MAX_BUSY_S",
+    "SERVER_ARG",
+    "BusyKernelActivity",
+    "plan_busy_since",
+    "plan_gpu_culling",
+    "running_job_pids",
+]
 
 #: Key of ``settings["last_activity_times"]`` written by this extension.
 ACTIVITY_KEY = "coursehub_busy_kernels"
+#: Environment variable: seconds of inactivity after which a server holding a GPU stops.
+GPU_IDLE_VAR = "COURSEHUB_GPU_IDLE_S"
+#: Module every runner job's first process runs (``coursehub.runner.core.BOOTSTRAP_MODULE``).
+RUNNER_BOOTSTRAP = "coursehub.runner.bootstrap"
+#: Prefix of the pseudo kernel ids given to running jobs in :func:`plan_busy_since`.
+JOB_PREFIX = "job:"
 
 
 def plan_busy_since(
@@ -74,6 +110,97 @@ def busy_activity(busy_since: Mapping[str, datetime], now: datetime, max_busy_s:
     return any(max_busy_s <= 0 or now - since <= limit for since in busy_since.values())
 
 
+def parse_gpu_idle_s(text: str | None) -> int | None:
+    """Return the seconds of ``$COURSEHUB_GPU_IDLE_S``, or None when unset, 0 or not a number."""
+    try:
+        value = int(float((text or "").strip()))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def plan_gpu_culling(
+    gpu_idle_s: int, cull_idle_timeout: int, cull_interval: int
+) -> dict[str, dict[str, Any]]:
+    """Return the Jupyter Server settings that stop an idle server holding a GPU (pure).
+
+    Parameters
+    ----------
+    gpu_idle_s
+        Seconds of inactivity allowed to a server holding a GPU (> 0).
+    cull_idle_timeout, cull_interval
+        ``MappingKernelManager``'s values now (0: kernel culling off).
+
+    Returns
+    -------
+    dict
+        ``{"ServerApp": {...}, "MappingKernelManager": {...}}``: trait -> value.
+        Kernels idle for ``gpu_idle_s`` (or the shorter configured timeout)
+        are shut down even with a browser tab connected, never while busy;
+        the culler looks at least every ``gpu_idle_s / 2`` s; the server stops
+        once no kernel is left and nothing was active for ``gpu_idle_s``
+        (Jupyter Server checks that every 60 s: ``ServerApp.shutdown_no_activity``).
+    """
+    timeout = gpu_idle_s if cull_idle_timeout <= 0 else min(cull_idle_timeout, gpu_idle_s)
+    interval = max(1, min(cull_interval, gpu_idle_s // 2)) if cull_interval > 0 else gpu_idle_s
+    return {
+        "ServerApp": {"shutdown_no_activity_timeout": gpu_idle_s},
+        "MappingKernelManager": {
+            "cull_idle_timeout": timeout,
+            "cull_interval": max(1, interval),
+            "cull_busy": False,
+            "cull_connected": True,
+        },
+    }
+
+
+def default_runs_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Return the runs directory: ``$COURSEHUB_RUNS_DIR``, else ``~/.cache/coursehub/runs``.
+
+    The same rule as ``coursehub.runner.core.default_runs_dir`` (``spawn``
+    does not import the runner).
+    """
+    env = os.environ if env is None else env
+    configured = env.get("COURSEHUB_RUNS_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "coursehub" / "runs"
+
+
+def plan_pid_file_pids(texts: Iterable[str]) -> set[int]:
+    """Return the pids written in ``<job id>.pid`` files (one number each; others ignored)."""
+    pids = set()
+    for text in texts:
+        word = text.strip()
+        if word.isdigit() and int(word) > 0:
+            pids.add(int(word))
+    return pids
+
+
+def running_job_pids(server_pid: int, runs_dir: Path) -> set[int]:
+    """Return the pids of this user's runner jobs running now (an edge: psutil, the runs dir).
+
+    A job below the server (its bootstrap process, started from a terminal
+    or a kernel) or a ``--no-wait`` runner named in a ``*.pid`` file of
+    ``runs_dir`` whose process is alive and runs coursehub. Processes that
+    vanish or cannot be read are skipped.
+    """
+    found: set[int] = set()
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(server_pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if RUNNER_BOOTSTRAP in child.cmdline():
+                    found.add(child.pid)
+    texts = []
+    with contextlib.suppress(OSError):
+        for path in Path(runs_dir).glob("*.pid"):
+            with contextlib.suppress(OSError):
+                texts.append(path.read_text()[:32])
+    for pid in plan_pid_file_pids(texts):
+        with contextlib.suppress(psutil.Error):
+            if any("coursehub" in part for part in psutil.Process(pid).cmdline()):
+                found.add(pid)
+    return found
+
+
 class BusyKernelActivity(LoggingConfigurable):
     """Record activity while a kernel is busy (configure as ``c.BusyKernelActivity.*``)."""
 
@@ -85,10 +212,16 @@ class BusyKernelActivity(LoggingConfigurable):
         help="A kernel busy longer than this without a pause no longer counts (0: no limit).",
     ).tag(config=True)
 
+    count_jobs = Bool(
+        True, help="A running runner job of this user counts as activity, like a busy kernel."
+    ).tag(config=True)
+
     def __init__(self, kernel_manager: Any, settings: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.kernel_manager = kernel_manager
         self.settings = settings
+        self.server_pid = os.getpid()
+        self.runs_dir = default_runs_dir()
         self.busy_since: dict[str, datetime] = {}
         self._callback: PeriodicCallback | None = None
 
@@ -106,7 +239,11 @@ class BusyKernelActivity(LoggingConfigurable):
     def check(self, now: datetime | None = None) -> bool:
         """Look at the kernels once; record activity and return True if one counts as busy."""
         now = now or datetime.now(UTC)
-        self.busy_since = plan_busy_since(self.kernel_states(), self.busy_since, now)
+        states = self.kernel_states()
+        if self.count_jobs:
+            jobs = running_job_pids(self.server_pid, self.runs_dir)
+            states.update({f"{JOB_PREFIX}{pid}": "busy" for pid in jobs})
+        self.busy_since = plan_busy_since(states, self.busy_since, now)
         if not busy_activity(self.busy_since, now, self.max_busy_s):
             return False
         self.settings.setdefault("last_activity_times", {})[ACTIVITY_KEY] = now
@@ -138,8 +275,28 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     )
     watcher.start()
     serverapp.web_app.settings["coursehub_busy_watcher"] = watcher
+    gpu_idle_s = parse_gpu_idle_s(os.environ.get(GPU_IDLE_VAR))
+    if gpu_idle_s is not None:
+        apply_gpu_culling(serverapp, gpu_idle_s)
     serverapp.log.info(
         "coursehub: busy kernels count as activity (every %g s, up to %g s busy)",
         watcher.interval_s,
         watcher.max_busy_s,
+    )
+
+
+def apply_gpu_culling(serverapp: Any, gpu_idle_s: int) -> None:
+    """Set :func:`plan_gpu_culling`'s values on ``serverapp`` and its kernel manager.
+
+    Called while the server initialises (before ``init_shutdown_no_activity``
+    and before the first kernel starts the kernel culler), so both take them.
+    """
+    km = serverapp.kernel_manager
+    plan = plan_gpu_culling(gpu_idle_s, int(km.cull_idle_timeout), int(km.cull_interval))
+    for name, value in plan["ServerApp"].items():
+        setattr(serverapp, name, value)
+    for name, value in plan["MappingKernelManager"].items():
+        setattr(km, name, value)
+    serverapp.log.info(
+        "coursehub: this server holds a GPU: it stops after %d s without activity", gpu_idle_s
     )

@@ -63,6 +63,7 @@ class Platform:
     jwks_url: str
     username_claim: str = DEFAULT_USERNAME_CLAIM
     student_number_claim: str = ""
+    token_url: str = ""
 
 
 def parse_platform(entry: dict[str, Any]) -> Platform:
@@ -88,6 +89,7 @@ def parse_platform(entry: dict[str, Any]) -> Platform:
         jwks_url=str(entry["jwks_url"]),
         username_claim=str(entry.get("username_claim") or DEFAULT_USERNAME_CLAIM),
         student_number_claim=str(entry.get("student_number_claim") or ""),
+        token_url=str(entry.get("token_url") or ""),
     )
 
 
@@ -108,6 +110,18 @@ def unknown_platform(issuer: str) -> HTTPError:
         f"this hub has no LTI registration for the platform {issuer[:200]!r}: ask the hub "
         "admin to register it (coursehub hub config --lti)",
     )
+
+
+def launch_body(platform: Platform, claims: dict[str, Any]) -> dict[str, Any]:
+    """Return what the hub posts to the course app for a verified launch (pure): the
+    registration's issuer, claim names and token URL (grade passback), and every claim."""
+    return {
+        "issuer": platform.issuer,
+        "username_claim": platform.username_claim,
+        "student_number_claim": platform.student_number_claim,
+        "token_url": platform.token_url,
+        "claims": claims,
+    }
 
 
 class CoursehubLoginInitHandler(LTI13LoginInitHandler):
@@ -205,7 +219,7 @@ class CoursehubLTIAuthenticator(LTI13Authenticator):
         Dict(),
         config=True,
         help="Platform registrations: dicts with issuer, client_ids, deployment_ids, "
-        "authorize_url, jwks_url, username_claim, student_number_claim.",
+        "authorize_url, jwks_url, username_claim, student_number_claim, token_url.",
     )
     launch_url = Unicode(
         config=True, help="The course app's POST /api/v1/lti/launch URL, as the hub reaches it."
@@ -267,12 +281,7 @@ class CoursehubLTIAuthenticator(LTI13Authenticator):
         """
         platform = handler.platform
         assert platform is not None
-        body = {
-            "issuer": platform.issuer,
-            "username_claim": platform.username_claim,
-            "student_number_claim": platform.student_number_claim,
-            "claims": claims,
-        }
+        body = launch_body(platform, claims)
         request = HTTPRequest(
             self.launch_url,
             method="POST",

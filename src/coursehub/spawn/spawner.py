@@ -52,6 +52,7 @@ from coursehub.atomicfile import write_atomically
 from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
 from coursehub.resources.gpus import gpu_inventory
+from coursehub.spawn.busyactivity import GPU_IDLE_VAR
 from coursehub.spawn.identity import check_hub_id, hub_id_from_config
 from coursehub.spawn.jupytertools import plan_config_path, plan_tools
 from coursehub.spawn.material import apply_material
@@ -215,6 +216,10 @@ class CourseProfiles:
     hub_id
         This hub's id in the GPU state keys; None: the spawner's own
         (:func:`server_key`).
+    gpu_idle_s
+        A server whose profile has GPUs stops after this many seconds without
+        activity (``COURSEHUB_GPU_IDLE_S``, read by
+        :mod:`coursehub.spawn.busyactivity`); 0: only the hub's idle culler.
 
     Raises
     ------
@@ -230,6 +235,7 @@ class CourseProfiles:
         state_path: str | os.PathLike[str] = DEFAULT_STATE_PATH,
         no_course: str = "default",
         hub_id: str | None = None,
+        gpu_idle_s: int = 0,
     ) -> None:
         if kind not in SPAWNER_KINDS:
             raise UsageError(f"unknown spawner kind {kind!r}: choose one of {SPAWNER_KINDS}")
@@ -239,6 +245,7 @@ class CourseProfiles:
         self.default_profile = default_profile
         self.no_course = no_course
         self.hub_id = check_hub_id(hub_id) if hub_id else None
+        self.gpu_idle_s = gpu_idle_s
         self._gpu_ids = None if gpu_ids is None else list(gpu_ids)
         self.gpus = GpuAssignments(state_path)
 
@@ -309,6 +316,8 @@ class CourseProfiles:
         override["environment"]["JUPYTER_CONFIG_PATH"] = plan_config_path(
             tools, _text_or_none(admin_env.get("JUPYTER_CONFIG_PATH"))
         )
+        if profile.gpus and self.gpu_idle_s > 0:
+            override["environment"][GPU_IDLE_VAR] = str(self.gpu_idle_s)
         apply_override(spawner, override)
         apply_material(spawner, user_options)
         spawner.log.info(

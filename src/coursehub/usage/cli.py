@@ -56,12 +56,18 @@ def _session(args: argparse.Namespace) -> Any:
 def run_ingest(args: argparse.Namespace) -> int:
     """Apply what was appended to the usage files; print counts and refused lines."""
     from coursehub.catalog.usage import ingest_folder
+    from coursehub.meter.sampler import job_folder
 
     folder = _folder(args)
+    jobs = job_folder(folder)  # the runner jobs of the hub's servers, when there are any
     engine, scope = _session(args)
     try:
         with scope as session:
             outcome = ingest_folder(session, folder)
+            if jobs.is_dir():
+                more = ingest_folder(session, jobs)
+                outcome.records += more.records
+                outcome.refused += more.refused
     except OSError as exc:
         raise UsageError(f"reading the usage folder {folder}: {exc}") from exc
     finally:
