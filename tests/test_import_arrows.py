@@ -27,16 +27,29 @@ ALLOWED: dict[str, set[str]] = {
     "filemodes": {"errors"},
     "csvsafe": {"errors"},
     "atomicfile": {"errors"},
-    "spawn": {"errors", "resources", "contract", "atomicfile"},
-    "catalog": BASE | {"resources"},
+    "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter"},
+    "meter": {"errors", "resources", "filemodes", "atomicfile"},
+    "catalog": BASE | {"resources", "meter"},
     "hub": BASE | {"resources", "catalog"},
-    "runner": BASE | {"resources"},
+    "runner": BASE | {"resources", "meter"},
+    "material": BASE | {"resources", "catalog", "coursedata"},
     "grading": BASE | {"resources", "catalog", "hub", "runner"},
-    "web": BASE | {"resources", "catalog", "hub", "grading"},
-    "demo": BASE | {"resources", "catalog", "hub", "grading", "web"},
+    "admin": BASE | {"resources", "catalog", "hub", "grading"},
+    "lti": BASE | {"resources", "catalog", "hub", "grading"},
+    "web": BASE
+    | {"resources", "catalog", "hub", "grading", "admin", "material", "lti"}
+    | {"courselayout", "coursedata", "courseenv", "teamaccess", "books"}
+    | {"usage", "meter"},
+    "demo": BASE | {"resources", "catalog", "hub", "grading", "admin", "material", "web", "books"},
     "pendulum": BASE | {"resources", "runner"},
     "bench": BASE | {"resources", "runner", "pendulum"},
     "pipelines": BASE | {"resources", "runner", "pendulum"},
+    "courselayout": {"errors"},
+    "coursedata": BASE | {"resources", "catalog", "courselayout"},
+    "courseenv": BASE | {"resources", "catalog", "courselayout", "material"},
+    "books": BASE | {"resources", "catalog", "material", "runner", "courselayout"},
+    "teamaccess": BASE | {"resources", "catalog", "hub"},
+    "usage": BASE | {"resources", "catalog", "meter"},
     "cli": {"errors"},  # the sub-commands are imported by name (importlib), not here
     "__main__": {"cli"},
     "__init__": set(),
@@ -48,9 +61,18 @@ FORBIDDEN: dict[str, set[str]] = {
     "spawn": {"torch", "flask", "sqlalchemy"},
     "catalog": {"torch", "flask", "jupyterhub"},
     "hub": {"torch", "flask", "jupyterhub"},
+    "admin": {"torch", "flask", "jupyterhub"},
+    "material": {"torch", "flask", "jupyterhub"},
     "web": {"torch"},  # jupyterhub.services.auth: the course app is a hub service
     "pendulum": {"flask", "jupyterhub"},
     "pipelines": {"flask", "jupyterhub"},
+    "coursedata": {"torch", "flask", "jupyterhub"},
+    "courseenv": {"torch", "flask", "jupyterhub"},
+    "teamaccess": {"torch", "flask", "jupyterhub"},
+    "books": {"torch", "flask", "jupyterhub"},
+    "meter": {"torch", "flask", "sqlalchemy", "jupyterhub"},
+    "usage": {"torch", "flask", "jupyterhub"},
+    "lti": {"torch", "flask", "jupyterhub"},
 }
 
 

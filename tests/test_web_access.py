@@ -400,6 +400,15 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         (302, 403, 403, 403, 403, 302, 403, 302, 403),
     ),
     ("POST", f"{A}/lti/launch", f"{A}/lti/launch", {}, (404,) * 9),
+    # the tool's public key set: anyone (the LMS); no key pair in tests
+    ("GET", f"{A}/lti/jwks.json", f"{A}/lti/jwks.json", None, (404,) * 9),
+    (
+        "POST",
+        "/courses/<course_id>/grading/lms-grades",
+        f"{C}/grading/lms-grades",
+        None,
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
+    ),
     # course material: its state is the course's (students pull it); setting it is the
     # teachers' and managers' (graders trigger an update, like the API)
     (
@@ -534,6 +543,10 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (302, 403, 403, 403, 403, 403, 403, 200, 403),
     ),
+    # usage per course and portal for the year: admins (every portal), managers (theirs)
+    ("GET", "/usage/", "/usage/", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
+    ("GET", "/usage/courses.csv", "/usage/courses.csv", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
+    ("GET", "/portals/<code>/usage", "/portals/MECA/usage", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
 ]
 
 CASES = [

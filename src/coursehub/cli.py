@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "coursehub.courseenv.cli",
     "coursehub.books.cli",
     "coursehub.usage.cli",
+    "coursehub.lti.cli",
 )
 # sub-commands of a part carried out by a module above it (it drives the part
 # through another one): part's cli module -> {name: (module, one-line help)}.

@@ -2,7 +2,7 @@
 
 An LMS (Moodle, Canvas...) launches the hub with an ``id_token`` whose
 context claim names the LMS course (IMS LTI 1.3, section 5.4.1,
-https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Three tables:
+https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Four tables:
 
 ``lti_links`` (:class:`LtiLink`)
     One row per LMS context (``issuer``, ``deployment_id``, ``context_id``).
@@ -19,6 +19,9 @@ https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Three tables:
     Every launch's ``nonce``, until its ``id_token`` expires: a second
     launch with the same one is a replay (OpenID Connect Core 1.0, section
     15.5.2, https://openid.net/specs/openid-connect-core-1_0.html#NonceNotes).
+``lti_grade_services`` (:class:`LtiGradeService`)
+    A link's grade service (LTI Advantage AGS) as its newest launch names
+    it, for grade passback (:mod:`coursehub.catalog.ltiags`).
 
 Functions flush and never commit, as in :mod:`coursehub.catalog.people`.
 """
@@ -100,6 +103,34 @@ class LtiNonce(Base):
     issuer: Mapped[str] = mapped_column(String(MAX_ID))
     nonce: Mapped[str] = mapped_column(String(MAX_ID))
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class LtiGradeService(Base):
+    """The Assignment and Grade Services endpoint an LMS context's launches carry.
+
+    Recorded at launch (:mod:`coursehub.catalog.ltiags`) from the
+    ``https://purl.imsglobal.org/spec/lti-ags/claim/endpoint`` claim (IMS
+    LTI AGS 2.0, section 3.1): ``scopes`` space-separated, ``lineitems_url``
+    the context's line items, ``lineitem_url`` the resource link's own (or
+    ``""``); ``client_id`` the tool's at the platform (the launch's ``aud``)
+    and ``token_url`` the platform's OAuth 2.0 token endpoint (``""`` when
+    the registration names none).
+    """
+
+    __tablename__ = "lti_grade_services"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    link_pk: Mapped[int] = mapped_column(
+        ForeignKey("lti_links.id", ondelete="CASCADE"), unique=True
+    )
+    client_id: Mapped[str] = mapped_column(String(MAX_ID))
+    token_url: Mapped[str] = mapped_column(String(1000), default="")
+    lineitems_url: Mapped[str] = mapped_column(String(1000))
+    lineitem_url: Mapped[str] = mapped_column(String(1000), default="")
+    scopes: Mapped[str] = mapped_column(String(1000), default="")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    link: Mapped[LtiLink] = relationship()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ Rules
   (:func:`coursehub.catalog.lti.record_pending`) and changes nothing else.
 - A launch never lowers a role: someone already in the course with a
   higher role (a lead launching as Instructor) keeps it.
+- An enrolling launch that carries the grade services claim (LTI AGS 2.0)
+  records it for its link (:mod:`coursehub.catalog.ltiags`), for grade
+  passback.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ from coursehub.catalog.lti import (
     find_link,
     record_pending,
     use_nonce,
+)
+from coursehub.catalog.ltiags import (
+    GradeServiceClaim,
+    launch_client_id,
+    parse_grade_service,
+    record_grade_service,
 )
 from coursehub.catalog.models import Person, Role
 from coursehub.catalog.people import (
@@ -103,6 +112,9 @@ class Launch:
     last_name: str = ""
     notebook: str | None = None
     role: Role | None = None
+    grade_service: GradeServiceClaim | None = None
+    client_id: str = ""
+    token_url: str = ""
 
 
 @dataclass
@@ -191,7 +203,9 @@ def parse_launch(payload: dict[str, Any], now: datetime | None = None) -> Launch
     """Return the :class:`Launch` of the hub's request body (pure).
 
     ``payload``: ``{"issuer", "deployment_id", "username_claim",
-    "student_number_claim" (optional), "claims": the verified id_token}``.
+    "student_number_claim" (optional), "token_url" (optional: the platform's
+    OAuth 2.0 token endpoint, for grade passback), "claims": the verified
+    id_token}``.
 
     Raises
     ------
@@ -249,6 +263,9 @@ def parse_launch(payload: dict[str, Any], now: datetime | None = None) -> Launch
         last_name=str(claims.get("family_name") or "").strip(),
         notebook=plan_notebook(custom.get(NOTEBOOK_PARAM) if isinstance(custom, dict) else None),
         role=role,
+        grade_service=parse_grade_service(claims),
+        client_id=launch_client_id(claims),
+        token_url=str(payload.get("token_url") or ""),
     )
 
 
@@ -373,6 +390,10 @@ def apply_launch(session: Session, launch: Launch) -> LaunchResult:
     person = find_person(session, launch.username)
     assert person is not None
     bind_account(session, launch.issuer, launch.subject, person)
+    if launch.grade_service is not None and launch.client_id:
+        record_grade_service(
+            session, link, launch.grade_service, launch.client_id, launch.token_url
+        )
     return LaunchResult(
         launch.username,
         course.course_id,

@@ -15,6 +15,7 @@ platform's authorization and key-set (JWKS) URLs. The file is TOML, one
     jwks_url = "https://moodle.univ.example.fr/mod/lti/certs.php"
     username_claim = "custom_student_number"    # or "email_local_part" (default)
     student_number_claim = "custom_student_number"   # optional
+    token_url = "https://moodle.univ.example.fr/mod/lti/token.php"   # optional: grade passback
 
 :func:`parse_registrations` (pure) turns the text into the list of dicts the
 hub's :class:`coursehub.spawn.lti.CoursehubLTIAuthenticator` takes as
@@ -33,6 +34,8 @@ from coursehub.errors import UsageError
 
 REQUIRED = ("issuer", "client_ids", "deployment_ids", "authorize_url", "jwks_url")
 OPTIONAL = ("username_claim", "student_number_claim")
+#: Optional URLs: the platform's OAuth 2.0 token endpoint, for grade passback (LTI AGS).
+OPTIONAL_URLS = ("token_url",)
 #: ``email_local_part``, ``custom_<name>`` or a top-level claim name.
 _CLAIM = re.compile(r"^(email_local_part|custom_[A-Za-z0-9_.-]{1,64}|[A-Za-z_][A-Za-z0-9_]{0,63})$")
 #: Hosts allowed over plain http (tests, a platform on the same machine); LTI 1.3
@@ -83,7 +86,7 @@ def parse_registrations(text: str, source: str = "registrations") -> list[dict[s
     for n, entry in enumerate(entries, 1):
         where = f"{source}: platform {n}"
         missing = [k for k in REQUIRED if k not in entry]
-        unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
+        unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL) - set(OPTIONAL_URLS))
         if missing or unknown:
             problems = [f"missing {', '.join(missing)}"] if missing else []
             problems += [f"unknown {', '.join(unknown)}"] if unknown else []
@@ -103,6 +106,9 @@ def parse_registrations(text: str, source: str = "registrations") -> list[dict[s
                     f"name, got {value!r}"
                 )
             platform[key] = value or ("email_local_part" if key == "username_claim" else "")
+        for key in OPTIONAL_URLS:
+            if entry.get(key):
+                platform[key] = _url(entry[key], where, key)
         if any(p["issuer"] == platform["issuer"] for p in platforms):
             raise UsageError(f"{where}: issuer {platform['issuer']} is registered twice")
         platforms.append(platform)

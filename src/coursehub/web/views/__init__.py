@@ -14,12 +14,14 @@ from flask import Flask, current_app, flash, g, redirect, request, url_for
 from werkzeug.wrappers import Response
 from wtforms import Form
 
+from coursehub.catalog.admin import managed_portals
 from coursehub.catalog.models import Course
-from coursehub.web.access import Access, may_create_courses, require
+from coursehub.web.access import Access, creator_groups, may_create_courses, require
 from coursehub.web.auth import auth_mode
 from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
+from coursehub.web.readonly import refuse_changes_to_read_only_courses
 from coursehub.web.saving import commit_or_show, show_error
 
 __all__ = [
@@ -35,31 +37,64 @@ __all__ = [
 TEAM_CACHE_S = 60.0
 #: endpoints that need no signed-in user (the API checks its own tokens)
 PUBLIC_ENDPOINTS = frozenset({"static", "auth.login", "auth.oauth_callback", "auth.logout"})
+#: a course book's pages decide themselves (public books: anyone; else members, after sign-in)
+PUBLIC_ENDPOINTS |= {"books.root", "books.page"}
+#: the LTI tool's public key set, fetched by the LMS (coursehub.web.views.ltigrades)
+PUBLIC_ENDPOINTS |= {"lti_grades.jwks"}
+#: endpoint prefixes of the JSON API's blueprints
+API_BLUEPRINTS = ("api.", "api_admin.", "lti_api.")
 
 
 def init_app(app: Flask) -> None:
     """Register the page blueprints and the sign-in gate."""
     from coursehub.web.views import (
+        admin,
         browse,
         courses,
         grading,
         groups,
+        material,
         people,
+        portals,
         profiles,
         roster,
         team,
     )
 
-    for module in (browse, courses, groups, team, roster, profiles, people, grading):
+    for module in (browse, courses, groups, team, roster, profiles, people, grading, material):
         app.register_blueprint(module.bp)
+    app.register_blueprint(admin.bp)
+    app.register_blueprint(portals.bp)
+    from coursehub.web.views import courseenv, teamaccess  # course environments, team access
+
+    app.register_blueprint(courseenv.bp)
+    app.register_blueprint(teamaccess.bp)
+    from coursehub.web.views import books  # course books (docs/books.md)
+
+    app.register_blueprint(books.bp)
+    from coursehub.web.views import usage  # usage accounting (docs/usage.md)
+
+    app.register_blueprint(usage.bp)
+    from coursehub.web.views import ltigrades  # grades to the LMS (docs/lti.md)
+
+    app.register_blueprint(ltigrades.bp)
     app.before_request(require_login)
+    app.before_request(refuse_page_changes_to_read_only_courses)
     app.context_processor(navigation)
+
+
+def refuse_page_changes_to_read_only_courses() -> None:
+    """The pages' hook (the API checks after reading its token)."""
+    if not (request.endpoint or "").startswith(API_BLUEPRINTS):
+        refuse_changes_to_read_only_courses()
 
 
 def require_login() -> Response | None:
     """Send anonymous visitors of a page to the sign-in, remembering where they were going."""
     endpoint = request.endpoint or ""
-    if g.get("identity") is not None or endpoint in PUBLIC_ENDPOINTS or endpoint.startswith("api."):
+    if g.get("identity") is not None or endpoint in PUBLIC_ENDPOINTS:
+        return None
+    if endpoint.startswith(API_BLUEPRINTS):
         return None
     if request.endpoint is None:  # unknown URL: let the 404 page answer
         return None
@@ -76,12 +111,32 @@ def requested_page() -> str:
 def navigation() -> dict[str, Any]:
     """Template flags for the header's links (each shown only to those who may use it)."""
     identity = g.get("identity")
-    creators = current_app.config["COURSE_CREATOR_GROUPS"]
+    creators = creator_groups()
+    manager = identity is not None and not g.get("refused") and bool(my_portals(identity))
+    admin_link = None
+    if identity is not None and identity.admin:
+        admin_link = ("Administration", url_for("admin.index"))
+    elif manager:
+        admin_link = ("My portals", url_for("portals.mine"))
     return {
-        "can_create_courses": may_create_courses(identity, creators),
-        "can_find_people": may_find_people(identity),
+        "can_create_courses": may_create_courses(identity, creators) or manager,
+        "can_find_people": manager or may_find_people(identity),
         "hub_mode": auth_mode() == "hub",
+        "admin_link": admin_link,
     }
+
+
+def my_portals(identity: Identity) -> list[str]:
+    """Return the codes of the portals ``identity`` manages, kept :data:`TEAM_CACHE_S` seconds
+    per user for the header (refusals never use this cache)."""
+    cache = current_app.extensions.setdefault("coursehub_portal_managers", {})
+    now = time.monotonic()
+    known = cache.get(identity.name)
+    if known is None or known[0] < now:
+        codes = [p.code for p in managed_portals(get_session(), identity.name)]
+        known = (now + TEAM_CACHE_S, codes)
+        cache[identity.name] = known
+    return list(known[1])
 
 
 def may_find_people(identity: Identity | None) -> bool:
@@ -95,11 +150,13 @@ def may_find_people(identity: Identity | None) -> bool:
     """
     if identity is None:
         return False
-    creators = set(current_app.config["COURSE_CREATOR_GROUPS"])
+    creators = set(creator_groups())
     if identity.admin or any(n in creators or n.startswith("formgrade-") for n in identity.groups):
         return True
     if g.get("on_a_teaching_team"):  # a team member of the course this page shows
         return True
+    if g.get("refused"):  # a refusal page's header reads nothing more
+        return False
     from coursehub.web.views.people import team_course_pks
 
     cache = current_app.extensions.setdefault("coursehub_team_members", {})

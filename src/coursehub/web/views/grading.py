@@ -87,6 +87,7 @@ def index(course_id: str) -> str:
     from coursehub.grading.export import read_grade_table
     from coursehub.grading.hubservice import formgrader_link
     from coursehub.grading.latepolicy import LATE_METHODS, read_late_policies
+    from coursehub.web.views.ltigrades import lms_grade_services
 
     course, access = load_course(course_id, Access.READ_ROSTER)
     layout = course_layout(course.course_id)
@@ -107,6 +108,7 @@ def index(course_id: str) -> str:
         late_methods=LATE_METHODS,
         table=table,
         formgrader=formgrader_link(course.course_id),
+        lms_services=lms_grade_services(course) if ready and access >= Access.MANAGE else [],
     )
 
 
