@@ -307,6 +307,8 @@ def test_make_spec_rejects_bad_values():
         (["-m", "no_such_module_xyz", "x"], "module not found: no_such_module_xyz"),
         ([], "no script given"),
         (["--no-wait", "--", "missing.py"], "script not found"),
+        (["--no-wait", "--log", "nodir/x.log", "--", "ok.py"], "folder nodir does not exist"),
+        (["--log", "nodir/x.log", "--", "ok.py"], "--log nodir/x.log: folder nodir does not"),
     ],
 )
 def test_cli_bad_input_exits_2_and_starts_nothing(

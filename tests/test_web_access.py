@@ -545,8 +545,20 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     ),
     # usage per course and portal for the year: admins (every portal), managers (theirs)
     ("GET", "/usage/", "/usage/", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
-    ("GET", "/usage/courses.csv", "/usage/courses.csv", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
-    ("GET", "/portals/<code>/usage", "/portals/MECA/usage", None, (302, 403, 403, 403, 403, 403, 403, 200, 200)),
+    (
+        "GET",
+        "/usage/courses.csv",
+        "/usage/courses.csv",
+        None,
+        (302, 403, 403, 403, 403, 403, 403, 200, 200),
+    ),
+    (
+        "GET",
+        "/portals/<code>/usage",
+        "/portals/MECA/usage",
+        None,
+        (302, 403, 403, 403, 403, 403, 403, 200, 200),
+    ),
 ]
 
 CASES = [

@@ -14,6 +14,9 @@ Modules
     ``cpu`` and ``cpuacct`` are separate hierarchies).
 ``coursehub.meter.records``
     ``UsageRecord`` with ``render_record`` / ``parse_record`` (one JSON line).
+``coursehub.meter.gpuread``
+    ``GpuReader`` (NVML loaded on first use), ``cgroup_pids``: the GPU memory
+    of a cgroup's processes.
 ``coursehub.meter.journal``
     ``append_record`` (one ``write(2)`` with ``O_APPEND``), ``read_records``.
 ``coursehub.meter.sampler``

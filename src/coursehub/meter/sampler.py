@@ -8,6 +8,12 @@ interval of each server's usage. A runner job is sampled by its runner
 (:class:`JobMeter`: an ``open`` record, a ``sample`` every ``interval_s``
 while it runs) and closed at its end (:func:`record_job_end`) with the
 figures of its ``RunResult``, in the same unit.
+
+GPU-seconds are the time a unit *holds* GPUs: the number of GPUs given to it
+(the spawner's ``visible_gpus``, the job's ``--gpus``) times its wall time,
+whether or not a kernel uses them, since a held GPU is lost to others. Peak
+GPU memory is what NVML reports for the unit's processes
+(:mod:`coursehub.meter.gpuread`), sampled with the other counters.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coursehub.meter.cgroupread import read_cgroup_usage
+from coursehub.meter.gpuread import GpuReader
 from coursehub.meter.journal import USAGE_DIR_VAR, append_record
 from coursehub.meter.records import UsageRecord
+from coursehub.resources.gpus import GpuInfo
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +62,20 @@ class Sampler:
         This writer's name in file names (the hub id).
     interval_s
         Seconds between two samples when :meth:`start` runs the thread.
+    gpus
+        Where GPU memory is read (:class:`GpuReader`; NVML is only loaded once
+        a unit holding a GPU is sampled).
     """
 
-    def __init__(self, folder: Path, source: str, interval_s: float = DEFAULT_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        source: str,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        gpus: GpuReader | None = None,
+    ) -> None:
         self.folder, self.source, self.interval_s = Path(folder), source, interval_s
+        self.gpus = gpus or GpuReader()
         self._units: dict[str, _Unit] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -89,8 +107,9 @@ class Sampler:
         """Write a ``sample`` record for every open unit; return how many were written."""
         with self._lock:
             units = list(self._units.values())
+        inventory = self.gpus.inventory() if any(u.n_gpus for u in units) else []
         for unit in units:
-            self._write(self._read(unit, "sample"))
+            self._write(self._read(unit, "sample", inventory))
         return len(units)
 
     def close(self, unit_id: str, exit_reason: str) -> UsageRecord | None:
@@ -99,7 +118,8 @@ class Sampler:
             unit = self._units.pop(unit_id, None)
         if unit is None:
             return None
-        record = replace(self._read(unit, "close"), exit_reason=exit_reason)
+        inventory = self.gpus.inventory() if unit.n_gpus else []
+        record = replace(self._read(unit, "close", inventory), exit_reason=exit_reason)
         self._write(record)
         return record
 
@@ -122,16 +142,18 @@ class Sampler:
             except Exception:  # a failed sample must not stop accounting
                 log.exception("coursehub: usage sampling failed")
 
-    def _read(self, unit: _Unit, event: str) -> UsageRecord:
+    def _read(self, unit: _Unit, event: str, inventory: list[GpuInfo]) -> UsageRecord:
         usage = read_cgroup_usage(unit.version, unit.dirs)
+        gpu_bytes = self.gpus.memory_of(unit.dirs, inventory) if unit.n_gpus else 0
         now = time.time()
         last = unit.record
         peak = max(last.mem_peak_bytes, usage.mem_peak_bytes or 0, usage.mem_bytes or 0)
         cpu_s = max(last.cpu_s, usage.cpu_s or 0.0)
         gpu_s = unit.n_gpus * (now - last.started_at)
         unit.record = replace(
-            last, event=event, at=now, cpu_s=cpu_s, mem_peak_bytes=peak, gpu_s=gpu_s
-        )
+            last, event=event, at=now, cpu_s=cpu_s, mem_peak_bytes=peak, gpu_s=gpu_s,
+            gpu_peak_bytes=max(last.gpu_peak_bytes, gpu_bytes),
+        )  # fmt: skip
         return unit.record
 
     def _write(self, record: UsageRecord) -> None:

@@ -95,7 +95,7 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
     Raises
     ------
     UsageError
-        No script, or a bad ``--threads``/``--gpus`` value.
+        No script, a bad ``--threads``/``--gpus`` value, or a ``--log`` in no folder.
     """
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -108,6 +108,8 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
         command = [args.module_name, *command]
     if not command:
         raise UsageError("no script given: coursehub run [OPTIONS] -- SCRIPT [ARGS...]")
+    if args.log and not Path(args.log).parent.is_dir():  # a --no-wait runner would fail unseen
+        raise UsageError(f"--log {args.log}: folder {Path(args.log).parent} does not exist")
     options: dict[str, Any] = {
         "module": module,
         "n_threads": parse_count(args.threads, "--threads", 1),

@@ -13,6 +13,10 @@ Modules
     ``coursehub usage ingest|report|prune``.
 ``coursehub.usage.metrics``
     Prometheus exposition of per-course series (``render_metrics``).
+``coursehub.usage.idlegpu``
+    Servers holding a GPU with no kernel busy (``plan_idle_gpu_servers``).
+``coursehub.usage.yearly``
+    CPU- and GPU-hours per course and portal for a year, CSV.
 ``coursehub.usage.chart``
     A per-day bar chart as inline SVG (``render_bar_svg``).
 """
