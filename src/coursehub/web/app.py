@@ -20,7 +20,7 @@ from werkzeug.exceptions import NotFound
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response
 
-from coursehub.web import api, auth, database, errors, hubsync, views
+from coursehub.web import adminapi, api, auth, database, errors, hubsync, ltiapi, materialapi, views
 from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
 from coursehub.web.redirects import plan_location
 
@@ -63,10 +63,15 @@ def create_app(
     _mount(app, plan_prefix(app.config))
     database.init_app(app)
     hubsync.init_app(app)
-    CSRFProtect(app).exempt(api.bp)
+    csrf = CSRFProtect(app)
+    csrf.exempt(api.bp)
+    csrf.exempt(adminapi.bp)
     auth.init_app(app, mode)
     views.init_app(app)
     api.init_app(app)
+    adminapi.init_app(app)
+    ltiapi.init_app(app)
+    materialapi.init_app(app)
     errors.init_app(app)
     app.after_request(relative_redirect)
     return app
