@@ -71,8 +71,14 @@ def bench_sampling(n_servers: int, passes: int) -> None:
                         ],
                     )
                 )
-                sampler.open(f"s{index}", "server", f"u{index}", "c", cgroup.plan.version,
-                             cgroup.plan.job_dirs)  # fmt: skip
+                sampler.open(
+                    f"s{index}",
+                    "server",
+                    f"u{index}",
+                    "c",
+                    cgroup.plan.version,
+                    cgroup.plan.job_dirs,
+                )
             cpu, wall = [], []
             for _ in range(passes):
                 c0, w0 = time.process_time(), time.perf_counter()
@@ -115,13 +121,33 @@ def fill(url: str, students: int, seed: int) -> tuple[int, int]:
                 cpu_s = rng.uniform(60, 4 * 3600)
                 peak = rng.randint(2**27, 2**32)
                 at = datetime(day.year, day.month, day.day, 9, tzinfo=UTC)
-                days.append(dict(course_id=course, day=day, username=user, cpu_s=cpu_s,
-                                 gpu_s=0.0, mem_peak_bytes=peak, units=1))  # fmt: skip
-                units.append(dict(unit_id=f"server:hub:{user}::{course}:{d}", kind="server",
-                                  username=user, course_id=course, started_at=at,
-                                  last_at=at + timedelta(hours=3), ended_at=at + timedelta(hours=3),
-                                  cpu_s=cpu_s, mem_peak_bytes=peak, gpu_s=0.0, gpu_peak_bytes=0,
-                                  exit_reason="stopped"))  # fmt: skip
+                days.append(
+                    dict(
+                        course_id=course,
+                        day=day,
+                        username=user,
+                        cpu_s=cpu_s,
+                        gpu_s=0.0,
+                        mem_peak_bytes=peak,
+                        units=1,
+                    )
+                )
+                units.append(
+                    dict(
+                        unit_id=f"server:hub:{user}::{course}:{d}",
+                        kind="server",
+                        username=user,
+                        course_id=course,
+                        started_at=at,
+                        last_at=at + timedelta(hours=3),
+                        ended_at=at + timedelta(hours=3),
+                        cpu_s=cpu_s,
+                        mem_peak_bytes=peak,
+                        gpu_s=0.0,
+                        gpu_peak_bytes=0,
+                        exit_reason="stopped",
+                    )
+                )
     with engine.begin() as connection:
         for table, rows in ((UsageDay, days), (UsageUnit, units)):
             for i in range(0, len(rows), 20_000):
@@ -147,8 +173,10 @@ def bench_catalog(students: int, repeat: int, seed: int) -> None:
         print(f"catalog growth, {students} students x 2 courses, one semester ({SEMESTER_DAYS} d):")
         per = f"{n_days / students:.0f} and {n_units / students:.0f} per student"
         print(f"  rollup rows {n_days}, unit rows {n_units} ({per}); filled in {filled:.1f} s")
-        print(f"  SQLite bytes (tables + indexes): {size / 2**20:.1f} MiB, "
-              f"{size / students / 1024:.1f} KiB per student per semester")  # fmt: skip
+        print(
+            f"  SQLite bytes (tables + indexes): {size / 2**20:.1f} MiB, "
+            f"{size / students / 1024:.1f} KiB per student per semester"
+        )
         engine = make_engine(url)
         session = session_factory(engine)()
         cases = {

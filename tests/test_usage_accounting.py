@@ -68,8 +68,14 @@ def test_a_busy_loop_under_a_quota_is_accounted_within_five_percent(tmp_path, cg
     cgroup = _cgroup("busy", cgroup_parent, cpu_limit=0.5, mem_limit=None)
     sampler = Sampler(tmp_path / "usage", "hub1")
     try:
-        sampler.open("server:hub1:ada::1", "server", "ada", "alpha", cgroup.plan.version,
-                     cgroup.plan.job_dirs)  # fmt: skip
+        sampler.open(
+            "server:hub1:ada::1",
+            "server",
+            "ada",
+            "alpha",
+            cgroup.plan.version,
+            cgroup.plan.job_dirs,
+        )
         proc = _start_in(cgroup, BUSY)
         _, status, rusage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -90,8 +96,14 @@ def test_an_allocation_of_known_size_raises_the_peak_by_that_size_within_five_pe
     cgroup = _cgroup("alloc", cgroup_parent, cpu_limit=None, mem_limit=4 * MEM_COST)
     sampler = Sampler(tmp_path / "usage", "hub1")
     try:
-        sampler.open("server:hub1:ada::2", "server", "ada", "alpha", cgroup.plan.version,
-                     cgroup.plan.job_dirs)  # fmt: skip
+        sampler.open(
+            "server:hub1:ada::2",
+            "server",
+            "ada",
+            "alpha",
+            cgroup.plan.version,
+            cgroup.plan.job_dirs,
+        )
         with _start_in(cgroup, ALLOC, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
             assert proc.stdout is not None and proc.stdin is not None
             assert proc.stdout.readline().strip() == "ready"
@@ -119,10 +131,16 @@ def test_a_server_and_a_job_of_two_courses_land_in_their_courses(
     monkeypatch.setenv(USAGE_DIR_VAR, str(folder))
     cgroup = JobCgroup.create("server", None, None, parent=cgroup_parent)
     spawner = SimpleNamespace(
-        user=SimpleNamespace(name="ada"), name="", user_options={"course": "alpha-2026"},
-        runtime_dir=str(tmp_path), hub_id="hubtest", cgroup_root="/sys/fs/cgroup",
-        proc_cgroup="/proc/self/cgroup", visible_gpus=[], environment={"KEEP": "1"},
-    )  # fmt: skip
+        user=SimpleNamespace(name="ada"),
+        name="",
+        user_options={"course": "alpha-2026"},
+        runtime_dir=str(tmp_path),
+        hub_id="hubtest",
+        cgroup_root="/sys/fs/cgroup",
+        proc_cgroup="/proc/self/cgroup",
+        visible_gpus=[],
+        environment={"KEEP": "1"},
+    )
     cgroup = open_server_usage(spawner, cgroup)
     try:
         proc = _start_in(cgroup, BUSY)

@@ -147,8 +147,13 @@ NOW = datetime(2026, 10, 5, 14, 0, tzinfo=UTC)
 
 
 def unit(user, name="", gpu_s=3600.0, started=NOW - timedelta(hours=2)):
-    return SimpleNamespace(unit_id=f"server:hub1:{user}:{name}:1", username=user,
-                           started_at=started, gpu_s=gpu_s, gpu_peak_bytes=512 * MiB)  # fmt: skip
+    return SimpleNamespace(
+        unit_id=f"server:hub1:{user}:{name}:1",
+        username=user,
+        started_at=started,
+        gpu_s=gpu_s,
+        gpu_peak_bytes=512 * MiB,
+    )
 
 
 def hub_user(last_activity, ready=True, name=""):
@@ -198,12 +203,15 @@ def test_only_a_courses_running_servers_holding_a_gpu_are_holders(session):
 
         return UsageRecord(event, unit_id, kind, user, course, now, now - 600, 1.0, 0, gpu_s)
 
-    apply_records(session, [
-        rec("sample", "server:h:ada::1", "ada", "alpha", 600.0),
-        rec("sample", "server:h:bob::1", "bob", "alpha", 0.0),  # no GPU
-        rec("close", "server:h:cy::1", "cy", "alpha", 600.0),  # stopped
-        rec("sample", "job:h:1", "ada", "alpha", 600.0, kind="job"),  # a job, not a server
-        rec("sample", "server:h:dan::1", "dan", "beta", 600.0),  # another course
-    ])  # fmt: skip
+    apply_records(
+        session,
+        [
+            rec("sample", "server:h:ada::1", "ada", "alpha", 600.0),
+            rec("sample", "server:h:bob::1", "bob", "alpha", 0.0),  # no GPU
+            rec("close", "server:h:cy::1", "cy", "alpha", 600.0),  # stopped
+            rec("sample", "job:h:1", "ada", "alpha", 600.0, kind="job"),  # a job, not a server
+            rec("sample", "server:h:dan::1", "dan", "beta", 600.0),  # another course
+        ],
+    )
     holders = gpu_holders(session, "alpha", datetime.now(UTC))
     assert [h.username for h in holders] == ["ada"]

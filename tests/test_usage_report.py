@@ -38,11 +38,15 @@ BAD_LINES = [
     ("[1]", "not a JSON object"),
     ('{"event": "open"}', "missing field"),
     (render_record(rec("stop", "u", "a", "c", 1.0, 0.0)), "event must be"),
-    (render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"cpu_s": 0.0', '"cpu_s": -1'),
-     "not negative"),
-    (render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"user": "a"', '"user": 3'),
-     "must be text"),
-]  # fmt: skip
+    (
+        render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"cpu_s": 0.0', '"cpu_s": -1'),
+        "not negative",
+    ),
+    (
+        render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"user": "a"', '"user": 3'),
+        "must be text",
+    ),
+]
 
 
 def test_a_record_survives_its_json_line():

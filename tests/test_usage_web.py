@@ -26,13 +26,36 @@ def course_id(app, database_url):
     try:
         with session_scope(engine) as session:
             course = session.query(Course).filter(Course.course_id.like("mlmeca-%")).one()
-            apply_records(session, [
-                UsageRecord("close", "j1", "job", "p2500001", course.course_id, now, now - 7200,
-                            cpu_s=5400.0, mem_peak_bytes=3 * 2**30),
-                UsageRecord("sample", "s1", "server", "p2500002", course.course_id, now, now - 60,
-                            cpu_s=30.0, mem_peak_bytes=2**28),
-                UsageRecord("close", "j2", "job", "p2509001", "OTHER", now, now - 60, cpu_s=9.0),
-            ])  # fmt: skip
+            apply_records(
+                session,
+                [
+                    UsageRecord(
+                        "close",
+                        "j1",
+                        "job",
+                        "p2500001",
+                        course.course_id,
+                        now,
+                        now - 7200,
+                        cpu_s=5400.0,
+                        mem_peak_bytes=3 * 2**30,
+                    ),
+                    UsageRecord(
+                        "sample",
+                        "s1",
+                        "server",
+                        "p2500002",
+                        course.course_id,
+                        now,
+                        now - 60,
+                        cpu_s=30.0,
+                        mem_peak_bytes=2**28,
+                    ),
+                    UsageRecord(
+                        "close", "j2", "job", "p2509001", "OTHER", now, now - 60, cpu_s=9.0
+                    ),
+                ],
+            )
             return str(course.course_id)
     finally:
         engine.dispose()
@@ -71,8 +94,11 @@ def test_the_prometheus_series_are_per_course_for_admins_only(client, course_id)
     response = get(client, "admin", "/metrics/usage")
     assert response.status_code == 200
     families = {f.name: f for f in text_string_to_metric_families(response.get_data(as_text=True))}
-    cpu = {s.labels["course_id"]: s.value for s in families["coursehub_usage_cpu_seconds"].samples
-           if s.name.endswith("_total")}  # fmt: skip
+    cpu = {
+        s.labels["course_id"]: s.value
+        for s in families["coursehub_usage_cpu_seconds"].samples
+        if s.name.endswith("_total")
+    }
     assert cpu == {course_id: 5430.0, "OTHER": 9.0}
     running = families["coursehub_usage_running"].samples
     assert [(s.labels["course_id"], s.labels["kind"], s.value) for s in running] == [
@@ -94,12 +120,32 @@ def year_usage(app, database_url):
             add_manager(session, get_portal(session, "MECA"), "pmanager")
             meca = session.query(Course).filter(Course.course_id.like("mlmeca-%")).one()
             info = session.query(Course).filter(Course.code == "OTHER").one()
-            apply_records(session, [
-                UsageRecord("close", "j1", "job", "p2500001", meca.course_id, now, now - 7200,
-                            cpu_s=5400.0, gpu_s=7200.0),
-                UsageRecord("close", "j2", "job", "p2509001", info.course_id, now, now - 60,
-                            cpu_s=1800.0),
-            ])  # fmt: skip
+            apply_records(
+                session,
+                [
+                    UsageRecord(
+                        "close",
+                        "j1",
+                        "job",
+                        "p2500001",
+                        meca.course_id,
+                        now,
+                        now - 7200,
+                        cpu_s=5400.0,
+                        gpu_s=7200.0,
+                    ),
+                    UsageRecord(
+                        "close",
+                        "j2",
+                        "job",
+                        "p2509001",
+                        info.course_id,
+                        now,
+                        now - 60,
+                        cpu_s=1800.0,
+                    ),
+                ],
+            )
             return str(meca.course_id), str(info.course_id)
     finally:
         engine.dispose()
@@ -160,10 +206,22 @@ def test_a_gpu_server_without_a_hub_to_ask_is_not_accused_of_idling(
     now = time.time()
     try:
         with session_scope(engine) as session:
-            apply_records(session, [
-                UsageRecord("sample", "server:h:p2500003::1", "server", "p2500003", course_id,
-                            now, now - 3600, cpu_s=1.0, gpu_s=3600.0),
-            ])  # fmt: skip
+            apply_records(
+                session,
+                [
+                    UsageRecord(
+                        "sample",
+                        "server:h:p2500003::1",
+                        "server",
+                        "p2500003",
+                        course_id,
+                        now,
+                        now - 3600,
+                        cpu_s=1.0,
+                        gpu_s=3600.0,
+                    ),
+                ],
+            )
     finally:
         engine.dispose()
     page = get(client, "teacher", f"/courses/{course_id}/usage").get_data(as_text=True)

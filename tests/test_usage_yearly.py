@@ -47,9 +47,14 @@ def test_the_csv_has_a_header_and_neutralises_a_formula_in_a_title():
 
 def test_a_courses_seconds_are_summed_over_its_days_and_users(session):
     now = time.time()
-    apply_records(session, [
-        UsageRecord("close", "j1", "job", "ada", "alpha", now, now - 60, cpu_s=60.0, gpu_s=60.0),
-        UsageRecord("close", "j2", "job", "bob", "alpha", now, now - 60, cpu_s=30.0),
-        UsageRecord("close", "j3", "job", "cy", "beta", now, now - 60, cpu_s=5.0),
-    ])  # fmt: skip
+    apply_records(
+        session,
+        [
+            UsageRecord(
+                "close", "j1", "job", "ada", "alpha", now, now - 60, cpu_s=60.0, gpu_s=60.0
+            ),
+            UsageRecord("close", "j2", "job", "bob", "alpha", now, now - 60, cpu_s=30.0),
+            UsageRecord("close", "j3", "job", "cy", "beta", now, now - 60, cpu_s=5.0),
+        ],
+    )
     assert course_seconds(session, ["alpha", "none"]) == {"alpha": (90.0, 60.0, 2)}

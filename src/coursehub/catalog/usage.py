@@ -190,9 +190,14 @@ def _day_row(
         ).one_or_none()
         if row is None:
             row = UsageDay(
-                course_id=course_id, day=day, username=username, cpu_s=0.0, gpu_s=0.0,
-                mem_peak_bytes=0, units=0,
-            )  # fmt: skip
+                course_id=course_id,
+                day=day,
+                username=username,
+                cpu_s=0.0,
+                gpu_s=0.0,
+                mem_peak_bytes=0,
+                units=0,
+            )
             session.add(row)
         cache[key] = row
     return row

@@ -48,17 +48,23 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
     here), where its runner jobs write their records while they run.
     """
     try:
-        cgroup = JobCgroup(add_cpuacct(cgroup.plan, Path(spawner.cgroup_root),
-                                       Path(spawner.proc_cgroup)))  # fmt: skip
+        cgroup = JobCgroup(
+            add_cpuacct(cgroup.plan, Path(spawner.cgroup_root), Path(spawner.proc_cgroup))
+        )
         folder = usage_folder(Path(spawner.runtime_dir) / "usage")
         assert folder is not None
         course_id = str((spawner.user_options or {}).get("course") or "")
         unit_id = server_unit_id(spawner.hub_id, spawner.user.name, spawner.name or "", time.time())
         n_gpus = len(getattr(spawner, "visible_gpus", None) or ())
         hub_sampler(folder, spawner.hub_id).open(
-            unit_id, "server", spawner.user.name, course_id, cgroup.plan.version,
-            cgroup.plan.job_dirs, n_gpus,
-        )  # fmt: skip
+            unit_id,
+            "server",
+            spawner.user.name,
+            course_id,
+            cgroup.plan.version,
+            cgroup.plan.job_dirs,
+            n_gpus,
+        )
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
         env = {USAGE_DIR_VAR: str(ensure_job_folder(job_folder(folder)))}
         if course_id:

@@ -151,9 +151,14 @@ class Sampler:
         cpu_s = max(last.cpu_s, usage.cpu_s or 0.0)
         gpu_s = unit.n_gpus * (now - last.started_at)
         unit.record = replace(
-            last, event=event, at=now, cpu_s=cpu_s, mem_peak_bytes=peak, gpu_s=gpu_s,
+            last,
+            event=event,
+            at=now,
+            cpu_s=cpu_s,
+            mem_peak_bytes=peak,
+            gpu_s=gpu_s,
             gpu_peak_bytes=max(last.gpu_peak_bytes, gpu_bytes),
-        )  # fmt: skip
+        )
         return unit.record
 
     def _write(self, record: UsageRecord) -> None:
@@ -302,8 +307,9 @@ class JobMeter:
         self.interval_s = interval_s if interval_s is not None else env_interval_s()
         now = time.time()
         self.user = _user_name()
-        self.record = UsageRecord("open", job_unit_id(job_id), "job", self.user,
-                                  os.environ.get(COURSE_VAR, ""), now, now)  # fmt: skip
+        self.record = UsageRecord(
+            "open", job_unit_id(job_id), "job", self.user, os.environ.get(COURSE_VAR, ""), now, now
+        )
         self.n_gpus = n_gpus
         self._next = time.monotonic() + self.interval_s
         self._write(self.record)

@@ -423,8 +423,16 @@ class LocalJob(Job):
         )
         self.note(render_summary(result).removeprefix("[coursehub] "))
         write_result(result, self.log_path.with_suffix(".json"))
-        record_job_end(self.job_id, time.time() - elapsed_s, elapsed_s, cpu_s, peak, gpu_peak,
-                       len(gpu_indices), reason or f"exit {returncode}")  # fmt: skip
+        record_job_end(
+            self.job_id,
+            time.time() - elapsed_s,
+            elapsed_s,
+            cpu_s,
+            peak,
+            gpu_peak,
+            len(gpu_indices),
+            reason or f"exit {returncode}",
+        )
         return result
 
     def _copy_output(self, proc: subprocess.Popen[bytes]) -> None:
