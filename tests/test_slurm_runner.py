@@ -236,3 +236,22 @@ def test_the_contention_benchmark_runs_managed_students_as_slurm_jobs(
     assert first.torch_threads == second.torch_threads == n
     # Slurm held the second while the first had every core: it waited for a whole run
     assert second.queued_s > first.queued_s
+
+
+def test_a_slurm_job_is_recorded_in_its_courses_usage(backend, tmp_path, monkeypatch):
+    from coursehub.meter.journal import read_records
+
+    usage = tmp_path / "usage"
+    usage.mkdir(mode=0o700)
+    monkeypatch.setenv("COURSEHUB_USAGE_DIR", str(usage))
+    monkeypatch.setenv("COURSEHUB_COURSE_ID", "mlmeca-2025")
+    busy = script(tmp_path, "busy.py", "x = sum(i * i for i in range(3_000_000))\nprint(x)\n")
+    result = run(str(busy), backend=backend, n_threads=1)
+    assert result.ok
+    records = [r for f in sorted(usage.iterdir()) for r in read_records(f).records]
+    closes = [r for r in records if r.event == "close"]
+    assert len(closes) == 1, records
+    close = closes[0]
+    assert (close.kind, close.course_id) == ("job", "mlmeca-2025")
+    assert close.cpu_s == pytest.approx(result.cpu_s) and close.cpu_s > 0
+    assert close.mem_peak_bytes == result.peak_rss_bytes

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from coursehub.meter.sampler import record_job_end
 from coursehub.runner import slurmcli
 from coursehub.runner.core import (
     Backend,
@@ -251,6 +252,18 @@ class SlurmJob(Job):
             log.write(summary + "\n")
         self._emit(summary + "\n")
         write_result(result, self.log_path.with_suffix(".json"))
+        # the course's usage, as a local job's: recorded by the submitting side,
+        # whose environment names the usage folder and the course
+        record_job_end(
+            f"slurm-{self.job_id}",
+            time.time() - result.elapsed_s,
+            result.elapsed_s,
+            result.cpu_s,
+            result.peak_rss_bytes,
+            result.gpu_peak_bytes,
+            self.spec.resources.gpus,
+            result.killed_reason or f"exit {result.returncode}",
+        )
         return result
 
 
