@@ -1,4 +1,4 @@
-"""``coursehub demo [--port 8000] [--data-dir DIR]``: run the whole system on this machine.
+"""``coursehub demo [--port 8000] [--data-dir DIR] [--spawner local|slurm]``: the whole system here.
 
 Nothing heavy is imported here; :mod:`coursehub.demo.hub` loads when the
 command runs.
@@ -33,6 +33,14 @@ def register(subparsers: Any) -> None:
         help="where the catalog, hub database and homes live "
         "(default: $COURSEHUB_DATA_DIR, else ~/.local/share/coursehub/demo)",
     )
+    parser.add_argument(
+        "--spawner",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: each server a process with its course's CPU and memory limits; slurm: "
+        "each server a Slurm job with its course's request, on a cluster already running "
+        "here (scripts/slurm-single-node start; docs/slurm.md) (default: local)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
     if data_dir is None:
         env_dir = os.environ.get("COURSEHUB_DATA_DIR")
         data_dir = Path(env_dir) if env_dir else Path.home() / ".local/share/coursehub/demo"
-    return run_demo(Path(data_dir), args.port, args.ip)
+    return run_demo(Path(data_dir), args.port, args.ip, getattr(args, "spawner", "local"))

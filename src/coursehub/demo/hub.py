@@ -70,6 +70,7 @@ from coursehub.demo.setup import (
     prepare_catalog,
     render_demo_config,
 )
+from coursehub.demo.slurm import cancel_leftover_jobs, check_slurm
 from coursehub.errors import CoursehubError
 from coursehub.hub.background import sync_in_background
 from coursehub.hub.hubclient import HubClient
@@ -117,8 +118,10 @@ class DemoHub:
         ip: str,
         spawn_limit: int | None = None,
         lock: DemoLock | None = None,
+        spawner: str = "local",
     ) -> None:
         self.data_dir, self.port, self.ip, self.lock = data_dir, port, ip, lock
+        self.spawner = spawner
         self.spawn_limit = spawn_limit or demo_spawn_limit(os.environ.get("COURSEHUB_SPAWN_LIMIT"))
         self.hub_dir = data_dir / "hub"
         self.process: subprocess.Popen[bytes] | None = None
@@ -162,6 +165,7 @@ class DemoHub:
             formgraders,
             ports,
             names,
+            kind=self.spawner,
         )
         config.write_text(text)
         env = {
@@ -256,6 +260,8 @@ class DemoHub:
         left += [*descendants(os.getpid()), *proxy_of_pid_file(self.data_dir / "proxy.pid")]
         stop_processes(left, LEFTOVER_STOP_TIMEOUT_S)
         _kill_group(process.pid, signal.SIGKILL)
+        if self.spawner == "slurm":  # jobs are not the hub's processes: cancel what it left
+            cancel_leftover_jobs(self.data_dir / "jupyterhub.sqlite")
         remove_stale_pid_files([self.data_dir / "proxy.pid", self.data_dir / "jupyterhub.pid"])
 
     def wait(self) -> int:
@@ -291,11 +297,16 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
+def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1", spawner: str = "local") -> int:
     """Run the demo until Ctrl-C; return the exit status (0 after a clean stop, 1 if the hub died).
+
+    ``spawner`` is ``local`` (servers are processes here) or ``slurm``
+    (servers are jobs of this host's Slurm cluster; checked first).
 
     Raises
     ------
+    coursehub.demo.slurm.SlurmUnavailableError
+        At once, with ``spawner="slurm"``, if no Slurm cluster answers here.
     coursehub.demo.lock.DemoAlreadyRunningError
         At once, if another demo runs on ``data_dir`` (nothing is touched).
     coursehub.demo.ports.PortInUseError
@@ -304,19 +315,21 @@ def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1") -> int:
         If the hub exits or does not answer while starting.
     """
     data_dir = data_dir.expanduser().resolve()
+    if spawner == "slurm":  # before anything is written
+        print(f"coursehub demo: servers run as Slurm jobs ({check_slurm()})", flush=True)
     previous_umask = os.umask(DEMO_UMASK)
     try:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = acquire_lock(data_dir, port)
         try:
-            return _run_locked(data_dir, port, ip, lock)
+            return _run_locked(data_dir, port, ip, lock, spawner)
         finally:
             lock.release()
     finally:
         os.umask(previous_umask)
 
 
-def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
+def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock, spawner: str) -> int:
     from coursehub.demo.accounts import render_banner
 
     ensure_private_data(data_dir)
@@ -331,7 +344,7 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock) -> int:
         secure_course(layout)
     print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
     become_subreaper()
-    hub = DemoHub(data_dir, port, ip, lock=lock)
+    hub = DemoHub(data_dir, port, ip, lock=lock, spawner=spawner)
     previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)

@@ -170,8 +170,13 @@ def render_demo_config(
     formgraders: Sequence[CourseLayout] = (),
     ports: DemoPorts | None = None,
     service_names: Mapping[str, str] | None = None,
+    kind: str = "local",
 ) -> str:
     """Return the demo hub's ``jupyterhub_config.py``.
+
+    ``kind`` is the spawner: ``local`` (a process in a cgroup per server) or
+    ``slurm`` (a Slurm job per server on this host's cluster, which the
+    servers call back at the hub's port, :mod:`coursehub.demo.slurm`).
 
     ``ports`` gives the hub, proxy API, app and formgrader ports (default:
     :func:`coursehub.demo.ports.pick_ports`). Each course of ``formgraders``
@@ -190,11 +195,13 @@ def render_demo_config(
     ports = ports or pick_ports(ip, port, len(formgraders))
     settings = replace(
         HubSettings(),
-        kind="local",
+        kind=kind,
         demo=True,
         data_dir=str(data_dir),
         bind_url=f"http://{ip}:{port}",
         hub_bind_url=f"http://127.0.0.1:{ports.hub}",
+        # slurm: the jobs run on this host (the single-node cluster)
+        hub_connect_url=f"http://127.0.0.1:{ports.hub}",
         proxy_api_url=f"http://127.0.0.1:{ports.proxy_api}",
         proxy_command=(find_proxy(),),
         service_url=f"http://127.0.0.1:{ports.service}",

@@ -56,6 +56,8 @@ CULL_EVERY_S = 300
 #: Seconds the spawner may take to launch a server, by spawner kind: a Slurm
 #: queue wait or an image pull (z2jh's own default is 300) take longer.
 START_TIMEOUT_S = {"slurm": 300, "kubernetes": 300, "systemd": 120, "local": 120}
+#: Spawner kinds of ``coursehub demo``: local processes, or Slurm jobs on this host's cluster.
+DEMO_SPAWNER_KINDS = ("local", "slurm")
 
 
 def plan_spawn_limit(n_cpus: float, per_cpu: int = SPAWNS_PER_CPU) -> int:
@@ -194,6 +196,31 @@ def _start_timeout_s(settings: HubSettings) -> int:
     return START_TIMEOUT_S.get(settings.kind, max(START_TIMEOUT_S.values()))
 
 
+def plan_hub_bind_url(hub_connect_url: str) -> str:
+    """Return the hub's ``hub_bind_url`` for servers that call it at ``hub_connect_url``.
+
+    Slurm jobs run on other machines: the hub listens on every interface
+    (``http://:PORT``, JupyterHub's notation) at the port the nodes use.
+
+    Raises
+    ------
+    UsageError
+        If ``hub_connect_url`` is not an ``http(s)://host:port`` URL.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(hub_connect_url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
+        raise UsageError(
+            f"--hub-connect-url must look like http://HOST:PORT, got {hub_connect_url!r}"
+        )
+    return f"{parts.scheme}://:{port}"
+
+
 def busy_server_arg() -> str:
     """Return the single-user server argument enabling the busy-kernel extension."""
     return SERVER_ARG
@@ -258,7 +285,7 @@ def render_hub_config(settings: HubSettings) -> str:
     ------
     UsageError
         If the spawner kind is unknown, or ``demo`` is asked with another
-        spawner than ``local``.
+        spawner than ``local`` or ``slurm``.
     """
     import jinja2
 
@@ -266,8 +293,11 @@ def render_hub_config(settings: HubSettings) -> str:
         raise UsageError(
             f"unknown spawner {settings.kind!r}: choose one of {', '.join(SPAWNER_KINDS)}"
         )
-    if settings.demo and settings.kind != "local":
-        raise UsageError("the demo configuration uses the local spawner only")
+    if settings.demo and settings.kind not in DEMO_SPAWNER_KINDS:
+        raise UsageError(
+            "the demo configuration uses the local spawner only, or slurm (servers as "
+            f"Slurm jobs); got {settings.kind!r}"
+        )
     if settings.lti_platforms and settings.kind == "kubernetes":
         raise UsageError(
             "--lti renders for the systemd, local and slurm spawners; on Kubernetes add the "
@@ -379,6 +409,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "that runs the servers, at least 2)",
     )
     parser.add_argument(
+        "--hub-connect-url",
+        metavar="URL",
+        default=HubSettings.hub_connect_url,
+        help="slurm: how the compute nodes reach the hub, e.g. http://hub.example.org:8081; "
+        "the hub then listens on that port on every interface (default: %(default)s)",
+    )
+    parser.add_argument(
         "--lti",
         metavar="FILE",
         help="also accept LTI 1.3 launches from the LMS platforms registered in FILE "
@@ -397,6 +434,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--cull-gpu-idle must be 0 (off) or a number of seconds")
     lti = getattr(args, "lti", None)
     platforms = tuple(read_registrations(lti)) if lti else ()
+    connect_url = getattr(args, "hub_connect_url", HubSettings.hub_connect_url)
     settings = replace(
         HubSettings(),
         kind=args.spawner,
@@ -409,6 +447,10 @@ def run(args: argparse.Namespace) -> int:
         no_course=args.no_course,
         lti_platforms=platforms,
     )
+    if args.spawner == "slurm" and connect_url != HubSettings.hub_connect_url:
+        settings = replace(
+            settings, hub_connect_url=connect_url, hub_bind_url=plan_hub_bind_url(connect_url)
+        )
     text = render_hub_config(settings)
     if args.output:
         write_atomically(

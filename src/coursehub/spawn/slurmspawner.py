@@ -1,0 +1,63 @@
+"""batchspawner's SlurmSpawner for ``coursehub demo --spawner slurm`` (loaded by the hub).
+
+The demo has no Unix account per student (every server runs as the hub's own
+user, :mod:`coursehub.spawn.cgroupspawner` does the same for local
+processes), while batchspawner's ``SlurmSpawner`` reads each user's home and
+shell from the password database (``UserEnvMixin.user_env``,
+``req_homedir``) and submits through ``sudo -E -u {username}``.
+:class:`DemoSlurmSpawner` takes the home from ``home_dir_template`` instead,
+creates it (0700) before submitting (``#SBATCH --chdir`` needs it), and
+submits as the hub's user (``exec_prefix = ""``). Everything else is
+SlurmSpawner's: the batch script, ``--cpus-per-task``/``--mem``/``--gres``
+from the course profile (:mod:`coursehub.spawn.profiles`), ``scancel`` on
+stop, and the job id kept in the hub's database (``get_state``/``load_state``).
+Reference: https://github.com/jupyterhub/batchspawner (README, "SlurmSpawner").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from batchspawner import SlurmSpawner
+from traitlets import Unicode, default
+
+
+class DemoSlurmSpawner(SlurmSpawner):
+    """SlurmSpawner whose jobs run as the hub's user with homes from a template (demo only)."""
+
+    home_dir_template = Unicode(
+        "/tmp/coursehub-slurm-homes/{username}",
+        help="Each server's home; {username} is the hub user's name.",
+    ).tag(config=True)
+
+    @default("exec_prefix")
+    def _exec_prefix_default(self) -> str:
+        return ""  # sbatch, squeue and scancel run as the hub's user
+
+    @property
+    def home_dir(self) -> str:
+        """The server's home directory (``home_dir_template`` for this user)."""
+        return str(self.home_dir_template.format(username=self.user.name))
+
+    @default("req_homedir")
+    def _req_homedir_default(self) -> str:
+        return self.home_dir
+
+    def user_env(self, env: dict[str, str]) -> dict[str, str]:
+        """Set ``HOME`` (not the password database's entry, which the demo users lack)."""
+        env["HOME"] = self.home_dir
+        return env
+
+    def get_args(self) -> list[str]:
+        """The server's arguments, plus ``--allow-root`` when the hub (hence the job) is root."""
+        args: list[str] = list(super().get_args())
+        if os.geteuid() == 0 and "--allow-root" not in args:
+            args.append("--allow-root")
+        return args
+
+    async def start(self) -> Any:
+        """Create the home directory (0700), then submit the job (SlurmSpawner.start)."""
+        Path(self.home_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return await super().start()
