@@ -66,7 +66,8 @@ class FakeClock:
 def test_batches_follow_the_time_each_one_took():
     clock = FakeClock()
     done = []
-    pacer = Pacer(PacePolicy(pause_s=0.0, first_batch=4), progress=done.append, clock=clock)
+    policy = PacePolicy(target_s=0.25, pause_s=0.0, first_batch=4)
+    pacer = Pacer(policy, progress=done.append, clock=clock)
     sizes = []
     for batch in pacer.batches("create_users", list(range(100))):
         sizes.append(len(batch))
@@ -77,7 +78,7 @@ def test_batches_follow_the_time_each_one_took():
 
 def test_each_kind_of_write_has_its_own_batch_size():
     clock = FakeClock()
-    pacer = Pacer(PacePolicy(pause_s=0.0, first_batch=10), clock=clock)
+    pacer = Pacer(PacePolicy(target_s=0.25, pause_s=0.0, first_batch=10), clock=clock)
     for _batch in pacer.batches("create_users", list(range(10))):
         clock.now += 0.5
     for _batch in pacer.batches("add_members", list(range(10))):
