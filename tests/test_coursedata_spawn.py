@@ -30,21 +30,43 @@ def local_spawner(tmp_path, *group_names):
     return spawner
 
 
+def shared_root(tmp_path, *course_ids):
+    """A shared root holding the data folders of ``course_ids``."""
+    root = tmp_path / "shared"
+    for course_id in course_ids:
+        data_dir(root, course_id).mkdir(parents=True)
+    return str(root)
+
+
 def test_a_local_server_gets_a_link_to_each_of_its_courses_data_folder(tmp_path):
+    root = shared_root(tmp_path, "a-2025", "b-2025")
     spawner = local_spawner(tmp_path, "nbgrader-a-2025", "formgrade-b-2025", "other")
-    CourseSpaces("local", root=ROOT)(spawner)
+    CourseSpaces("local", root=root)(spawner)
     home = tmp_path / "homes" / "alice"
-    assert os.readlink(home / "a-2025-data") == str(data_dir(ROOT, "a-2025"))
-    assert os.readlink(home / "b-2025-data") == str(data_dir(ROOT, "b-2025"))
+    assert os.readlink(home / "a-2025-data") == str(data_dir(root, "a-2025"))
+    assert os.readlink(home / "b-2025-data") == str(data_dir(root, "b-2025"))
     assert spawner.environment["JUPYTER_PATH"].split(":") == [
-        str(jupyter_data_dir(ROOT, "a-2025")),
-        str(jupyter_data_dir(ROOT, "b-2025")),
+        str(jupyter_data_dir(root, "a-2025")),
+        str(jupyter_data_dir(root, "b-2025")),
     ]
 
 
+def test_a_course_without_its_data_folder_gets_no_dangling_link(tmp_path):
+    root = shared_root(tmp_path, "a-2025")
+    home = tmp_path / "home"
+    home.mkdir()
+    apply_data_links(home, root, {"a-2025": "students", "b-2025": "students"})
+    assert os.path.isdir(home / "a-2025-data")
+    assert not os.path.lexists(home / "b-2025-data")
+    (home / "b-2025-data").symlink_to(data_dir(root, "b-2025"))  # made before it went
+    apply_data_links(home, root, {"b-2025": "students"})
+    assert not os.path.lexists(home / "b-2025-data")
+
+
 def test_leaving_a_course_removes_its_link_and_kernel_path_at_the_next_start(tmp_path):
+    root = shared_root(tmp_path, "a-2025", "b-2025")
     spawner = local_spawner(tmp_path, "nbgrader-a-2025", "nbgrader-b-2025")
-    spaces = CourseSpaces("local", root=ROOT)
+    spaces = CourseSpaces("local", root=root)
     spaces(spawner)
     spawner.user.groups = groups("nbgrader-b-2025")
     apply_override(spawner, spawner_override(PROFILE, "local", []))  # the profile hook runs first

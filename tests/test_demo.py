@@ -179,6 +179,8 @@ def test_demo_serves_login_and_student_server_runs_under_profile(demo_dir):
         assert env["OMP_WAIT_POLICY"] == "PASSIVE"
         assert env["HOME"] == str(demo_dir / "homes" / STUDENT)
         assert (demo_dir / "homes" / STUDENT / "double_pendulum.ipynb").is_file()
+        # the course's shared data folder is there from the first start
+        assert (demo_dir / "homes" / STUDENT / "mlmeca-2025-data" / "README.md").is_file()
         # the demo assignment is released, and the server's nbgrader sees the exchange
         exchange = demo_dir / "nbgrader" / "exchange" / "mlmeca-2025"
         assert (exchange / "outbound" / "pendulum_energy" / "pendulum_energy.ipynb").is_file()
@@ -213,6 +215,10 @@ def check_course_app(demo: Demo) -> None:
     assert student.get(f"{app}/courses/mlmeca-2025/", timeout=30).status_code == 200
     assert student.get(f"{app}/courses/mlmeca-2025/edit", timeout=30).status_code == 403
     assert student.get(f"{app}/courses/mlmeca-2025/roster", timeout=30).status_code == 403
+    # the printed administrator signs in with the shared password and administers
+    admin = demo.login("admin")
+    assert admin.get(f"{app}/admin/", timeout=30).status_code == 200
+    assert lead.get(f"{app}/admin/", timeout=30).status_code == 403
 
 
 def check_cgroup(pid: int) -> None:

@@ -74,7 +74,10 @@ def test_demo_config_is_marked_demo_only_and_loads(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSEHUB_DEMO_PASSWORD", "demo-password")
     monkeypatch.setenv("COURSEHUB_DEMO_SERVICE_TOKEN", "t" * 32)
     config = load_python_config(text, tmp_path, monkeypatch)
-    assert config.JupyterHub.authenticator_class == "shared-password"
+    assert (
+        config.JupyterHub.authenticator_class
+        == "coursehub.spawn.demoauth.DemoPasswordAuthenticator"
+    )
     assert config.SharedPasswordAuthenticator.user_password == "demo-password"
     assert config.JupyterHub.cleanup_servers is True
     assert callable(config.Spawner.pre_spawn_hook)

@@ -81,3 +81,33 @@ def ensure_private_data(data_dir: Path) -> list[tuple[str, int]]:
     for rel, mode in fixes:
         os.chmod(data_dir / rel, mode)
     return fixes
+
+
+#: What the demo puts in each course's shared data folder.
+DATA_README = (
+    "# Shared data of the course\n\n"
+    "The teaching team writes here; the course's students read. On a real host,\n"
+    "`coursehub data ensure COURSE_ID` gives the team and the students their own\n"
+    "Unix groups (docs/course-data.md); in the demo every account is one Unix user.\n"
+)
+
+
+def ensure_course_data(shared_root: Path, course_ids: list[str]) -> list[Path]:
+    """Make each course's data folder under the demo's shared root; return them.
+
+    The folders (``<shared_root>/courses/<course_id>/data``, private like
+    the rest of the data directory: every demo account is the demo's Unix
+    user) get a ``README.md`` once, so a server's ``~/<course_id>-data``
+    link leads somewhere from the first start.
+    """
+    from coursehub.courselayout import data_dir
+
+    made = []
+    for course_id in course_ids:
+        folder = data_dir(shared_root, course_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        readme = folder / "README.md"
+        if not readme.exists():
+            readme.write_text(DATA_README, encoding="utf-8")
+        made.append(folder)
+    return made

@@ -47,7 +47,7 @@ from types import FrameType
 from typing import Any
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.demo.files import DEMO_UMASK, ensure_private_data
+from coursehub.demo.files import DEMO_UMASK, ensure_course_data, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
 from coursehub.demo.ports import check_ports, free_port, pick_ports
 from coursehub.demo.processes import (
@@ -340,8 +340,10 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock, spawner: str
     ensure_private_data(data_dir)
     from coursehub.grading.layout import secure_course
 
-    for layout in grading_layouts(data_dir):  # an older version's course modes
+    layouts = grading_layouts(data_dir)
+    for layout in layouts:  # an older version's course modes
         secure_course(layout)
+    ensure_course_data(data_dir / "shared", [layout.course_id for layout in layouts])
     print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
     become_subreaper()
     hub = DemoHub(data_dir, port, ip, lock=lock, spawner=spawner)

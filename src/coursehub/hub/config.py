@@ -322,7 +322,9 @@ def render_hub_config(settings: HubSettings) -> str:
         "server_args": server_args(settings.cull_idle_s),
         "cull_every_s": CULL_EVERY_S,
         "lti_launch_url": settings.service_url.rstrip("/") + LTI_LAUNCH_PATH,
-        "lti_password_class": "shared-password" if settings.demo else "pam",
+        "lti_password_class": (
+            "coursehub.spawn.demoauth.DemoPasswordAuthenticator" if settings.demo else "pam"
+        ),
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),

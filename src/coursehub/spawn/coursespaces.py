@@ -150,6 +150,9 @@ def render_slurm_prologue(root: str, roles: Mapping[str, str], admin_prologue: s
 def apply_data_links(home: str | os.PathLike[str], root: str, roles: Mapping[str, str]) -> None:
     """Make ``home/<course_id>-data`` -> the course's data folder; remove links of old courses.
 
+    A course whose data folder does not exist gets no link (and loses one
+    made before), so a home never holds a dangling link.
+
     Only symlinks this function would make are replaced or removed; a file
     or folder of the user's own with that name is left alone. The home is
     opened with ``O_NOFOLLOW`` and every call works relative to it, so a
@@ -158,7 +161,10 @@ def apply_data_links(home: str | os.PathLike[str], root: str, roles: Mapping[str
     courses = Path(root) / "courses"
     fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        wanted = {data_link_name(c): str(data_dir(root, c)) for c in roles}
+        # a course whose data folder is not there (yet) gets no link: never a dangling one
+        wanted = {
+            data_link_name(c): str(data_dir(root, c)) for c in roles if data_dir(root, c).is_dir()
+        }
         owner = os.fstat(fd)
         for name in os.listdir(fd):
             if not name.endswith("-data") or name in wanted:
