@@ -206,6 +206,8 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
     from coursehub.runner.local import new_job_id
 
     script, script_args, options = spec_options(args)
+    if not args.log:  # the detached runner's --log must name a folder that exists
+        Path(backend.runs_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
     log = args.log or str(
         backend.runs_dir / f"{new_job_id(make_spec(script, script_args, **options))}.log"
     )
