@@ -26,7 +26,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -147,36 +147,12 @@ def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def run_queue_wait_s(task_dir: Path = Path("/proc/self/task")) -> float | None:
-    """Return the seconds this process's threads have waited on a run queue, None if not shown.
+def sum_over_threads(task_dir: Path, name: str, parse: Callable[[str], int | None]) -> int | None:
+    """Return the sum of ``parse(text of <task_dir>/<tid>/<name>)`` over the threads.
 
-    Sums the second field ("time spent waiting on a runqueue", nanoseconds)
-    of ``/proc/self/task/<tid>/schedstat`` over the live threads (Linux
-    kernel documentation, ``Documentation/scheduler/sched-stats.rst``);
-    threads that ended meanwhile are skipped. Time a thread was runnable
-    but held off the CPU by other work, or by its cgroup's CPU quota, counts.
-    """
-    total_ns, seen = 0, False
-    try:
-        tasks = list(task_dir.iterdir())
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            fields = (task / "schedstat").read_text().split()
-            total_ns += int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        seen = True
-    return total_ns / 1e9 if seen else None
-
-
-def count_migrations(task_dir: Path = Path("/proc/self/task")) -> int | None:
-    """Return the CPU migrations of this process's threads so far, None if not shown.
-
-    Sums ``se.nr_migrations`` over ``/proc/self/task/<tid>/sched`` (the
-    scheduler's debug file, ``kernel/sched/debug.c``); threads that ended
-    meanwhile are skipped.
+    ``parse`` returns None where the file does not show the figure. Threads
+    that ended meanwhile, and unreadable or malformed files, are skipped;
+    None when no thread showed it.
     """
     total, seen = 0, False
     try:
@@ -185,14 +161,41 @@ def count_migrations(task_dir: Path = Path("/proc/self/task")) -> int | None:
         return None
     for task in tasks:
         try:
-            text = (task / "sched").read_text()
-        except OSError:
+            value = parse((task / name).read_text())
+        except (OSError, IndexError, ValueError):
             continue
+        if value is not None:
+            total, seen = total + value, True
+    return total if seen else None
+
+
+def run_queue_wait_s(task_dir: Path = Path("/proc/self/task")) -> float | None:
+    """Return the seconds this process's threads have waited on a run queue, None if not shown.
+
+    Sums the second field ("time spent waiting on a runqueue", nanoseconds)
+    of ``/proc/self/task/<tid>/schedstat`` over the live threads (Linux
+    kernel documentation, ``Documentation/scheduler/sched-stats.rst``). Time
+    a thread was runnable but held off the CPU by other work, or by its
+    cgroup's CPU quota, counts.
+    """
+    total_ns = sum_over_threads(task_dir, "schedstat", lambda text: int(text.split()[1]))
+    return None if total_ns is None else total_ns / 1e9
+
+
+def count_migrations(task_dir: Path = Path("/proc/self/task")) -> int | None:
+    """Return the CPU migrations of this process's threads so far, None if not shown.
+
+    Sums ``se.nr_migrations`` over ``/proc/self/task/<tid>/sched`` (the
+    scheduler's debug file, ``kernel/sched/debug.c``).
+    """
+
+    def migrations(text: str) -> int | None:
         for line in text.splitlines():
             if line.startswith("se.nr_migrations"):
-                total += int(line.split(":")[1])
-                seen = True
-    return total if seen else None
+                return int(line.split(":")[1])
+        return None
+
+    return sum_over_threads(task_dir, "sched", migrations)
 
 
 def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> WorkloadReport:
