@@ -1,11 +1,11 @@
-"""The talk's collapse and its fix, with the issue's figures, in one table.
+"""The talk's collapse and its fix, with the benchmark's targets, in one table.
 
 Scenarios (cpu_limit 1 CPU per student, one cgroup quota each when root):
 one managed student (the baseline), naive and managed with 1 and 2
 students, and 4 students overcommitted through the runner's admission
 control on this machine's CPUs. The same code as
 ``coursehub bench contention`` (:mod:`coursehub.bench`); prints the table and
-whether the issue's three targets were met: managed slowdown <= 1.05 where
+whether the three targets were met: managed slowdown <= 1.05 where
 students x threads <= CPUs, naive slowdown >= 3 at 2 students, overcommit
 makespan <= 1.15 x ideal.
 

@@ -448,7 +448,7 @@ def test_header_says_when_no_quota_applied():
 
 
 def test_targets_text_when_none_applies():
-    assert "none of the issue's targets" in render_targets([])
+    assert "none of the benchmark's targets" in render_targets([])
     assert render_targets([Target("x", 2.0, True)]) == "target met: x (measured 2.00)"
 
 

@@ -4,7 +4,7 @@
 [--steps N] [--repeat 5] [--seed 0] [--json FILE] [--plot PNG]`` runs each
 scenario (see :mod:`coursehub.bench.scenarios` for the modes) ``--repeat``
 times, each run right after one student alone, prints the talk's table with
-the median slowdowns, their bootstrap intervals and the issue's targets
+the median slowdowns, their bootstrap intervals and the benchmark's targets
 (:mod:`coursehub.bench.stats`: a warning when the machine was too noisy to
 conclude), and writes the JSON document and the plot. Bad input
 gives one ``coursehub: error: ...`` line and exit status 2, before anything

@@ -178,7 +178,7 @@ def render_targets(targets: Sequence[Target], notes: Sequence[str] = ()) -> str:
     ``notes``: warnings about the whole run (the spread of the alone runs).
     """
     if not targets:
-        lines = ["targets: none of the issue's targets applies to these scenarios"]
+        lines = ["targets: none of the benchmark's targets applies to these scenarios"]
     else:
         lines = [render_target(t) for t in targets]
     warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.warnings)]))
@@ -265,7 +265,7 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
     axis, the median with a bar up to the slowest student; a dotted line
     marks the baseline. Right: each repeat's paired slowdown as a dot, the
     median as a marker with its bootstrap interval as a bar, dashed lines at
-    the issue's targets.
+    the benchmark's targets.
 
     Raises
     ------

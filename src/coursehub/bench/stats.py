@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Largest (max - min) / median of the alone runs for a run to count as quiet:
-#: the issue's threshold ("baseline spread > 20 %" is too noisy to conclude).
+#: the benchmark's threshold ("baseline spread > 20 %" is too noisy to conclude).
 MAX_BASELINE_SPREAD = 0.20
 #: Bootstrap resamples (enough for stable 2.5 / 97.5 percentiles).
 N_RESAMPLES = 10_000

@@ -19,7 +19,7 @@ Definitions (printed under the table by :mod:`coursehub.bench.report`):
   ``n_threads`` the baseline's threads (CPUs one job uses) and CPUs the CPU
   budget: the same total work in every mode, spread evenly over the CPUs,
   never shorter than one job. With one thread per student this is the
-  issue's "total work / CPUs".
+  "total work / CPUs".
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from coursehub.bench.stats import (
     summarise_slowdowns,
 )
 
-#: The issue's targets (measured by the benchmark, not asserted by tests).
+#: The benchmark's targets (measured by the benchmark, not asserted by tests).
 MANAGED_MAX_SLOWDOWN = 1.05
 NAIVE_MIN_SLOWDOWN = 3.0
 NAIVE_TARGET_STUDENTS = 2
@@ -112,7 +112,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Target:
-    """One of the issue's targets checked on one row: what, the figure, and whether it was met.
+    """One of the benchmark's targets checked on one row: what, the figure, and whether it was met.
 
     ``low``/``high``: the bootstrap interval of ``value`` where there is one;
     ``warnings``: why the figure cannot support a conclusion (noisy machine,
@@ -311,7 +311,7 @@ def plan_rows(
 
 
 def check_targets(rows: list[Row], n_threads: int, cpu_budget: int) -> list[Target]:
-    """Return the issue's targets that the rows allow to check, each with its figure.
+    """Return the benchmark's targets that the rows allow to check, each with its figure.
 
     * managed slowdown <= 1.05 wherever students x threads <= CPUs (2+ students);
     * naive slowdown >= 3 at 2 students;
