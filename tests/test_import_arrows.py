@@ -40,7 +40,9 @@ ALLOWED: dict[str, set[str]] = {
     | {"resources", "catalog", "hub", "grading", "admin", "material", "lti"}
     | {"courselayout", "coursedata", "courseenv", "teamaccess", "books"}
     | {"usage", "meter"},
-    "demo": BASE | {"resources", "catalog", "hub", "grading", "admin", "material", "web", "books"},
+    "demo": BASE
+    | {"resources", "catalog", "hub", "grading", "admin", "material", "web", "books"}
+    | {"courselayout"},
     "pendulum": BASE | {"resources", "runner"},
     "bench": BASE | {"resources", "runner", "pendulum"},
     "pipelines": BASE | {"resources", "runner", "pendulum"},
