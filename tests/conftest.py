@@ -336,3 +336,19 @@ def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         yield path
     finally:
         del os.environ["COURSEHUB_DATA_DIR"]
+
+
+@pytest.fixture(autouse=True)
+def collect_integration_sockets(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test with real servers (or a slow one), collect the client sockets it left open.
+
+    Integration tests open many HTTP sessions to hubs, servers and the course
+    app (``requests.Session``, websockets). One left to the garbage collector
+    warns (``ResourceWarning``) in whichever later test happens to collect it;
+    collecting after each such test keeps the warning out of unrelated tests.
+    """
+    yield
+    if any(request.node.get_closest_marker(m) for m in ("integration", "slow", "slurm")):
+        from coursehub.web.testing import collect_dropped_connections
+
+        collect_dropped_connections()
