@@ -14,11 +14,19 @@ teachers leading/teaching/grading 3 courses each, 2,910 students enrolled in
    syncs); median and range (min-max) per kind (target: <= 1 s);
 3. a one-course change and a sync after one student changes course.
 
-While the first sync runs, a prober logs in (``GET`` then ``POST
-/hub/login``) and loads ``/hub/home`` every 250 ms, as a student would at the
-start of term: its latency before and during the sync (p50/p95/max) tells
-whether the paced writes (:mod:`coursehub.hub.pacing`) let logins through
-(targets: p95 < 1 s, max < 2 s).
+While the first sync runs, a prober starts a login (``GET`` then ``POST
+/hub/login``) and a load of ``/hub/home`` every 250 ms, whether or not the
+earlier ones have finished, as students arrive at the start of term: its
+latency before and during the sync (p50/p95/max) tells whether the paced
+writes (:mod:`coursehub.hub.pacing`) let logins through (targets: p95 < 1 s,
+max < 2 s). Each login costs the hub's event loop time that the sync waits
+for, so the sync's time is only comparable under the same stream of logins.
+
+``--compare N`` times first syncs only: ``N`` rounds of an unpaced and a
+paced sync, each on a fresh hub and catalog, in ABBA order (a drift of the
+shared machine touches both alike); it prints each run, then per variant
+the median sync time, login p95 and max with a 95 % bootstrap interval, and
+the median of the paired ratios paced / unpaced.
 
 Then the hub grows: users outside coursehub are created directly with the
 hub's API in batches of 1,000 (not timed) up to each of ``--hub-users``
@@ -28,8 +36,9 @@ new student in one course, synced as the course app does: that course only;
 target: <= 0.5 s).
 
 Run: ``.venv/bin/python benchmarks/bench_sync.py`` (about 15 minutes at
-20,000 users on 2 CPUs, mostly creating the extra users). The figures are
-wall-clock seconds on whatever else the machine is doing.
+20,000 users on 2 CPUs, mostly creating the extra users) and
+``.venv/bin/python benchmarks/bench_sync.py --compare 4`` (about 15 minutes).
+The figures are wall-clock seconds on whatever else the machine is doing.
 """
 
 from __future__ import annotations
@@ -43,10 +52,13 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
+from coursehub.bench.stats import bootstrap_median_interval
 from coursehub.catalog.courses import create_course, create_portal, create_year
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.models import Course, Membership, Person
@@ -132,14 +144,26 @@ def move_one_student(engine) -> None:
 
 
 class Prober:
-    """Log in and load the hub's home page every ``period_s`` in a thread; keep the latencies."""
+    """Start a login (and a load of the hub's home page) every ``period_s``; keep the latencies.
 
-    def __init__(self, url: str, username: str, password: str, period_s: float = 0.25) -> None:
+    Open loop: a login starts every ``period_s`` whether or not the previous
+    ones have finished (each in a thread of a pool), as students arrive at
+    the start of term independently of one another. A prober that waited for
+    each login before starting the next would send fewer logins while the
+    hub is blocked, and so take less of the hub's time from an unpaced sync
+    than from a paced one: the two would not run under the same load.
+    """
+
+    def __init__(
+        self, url: str, username: str, password: str, period_s: float = 0.25, workers: int = 128
+    ) -> None:
         self.url, self.username, self.password, self.period_s = url, username, password, period_s
         self.samples: list[tuple[float, float]] = []  # (start, seconds)
         self.failures = 0
         self.stop = threading.Event()
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prober")
         self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.lock = threading.Lock()
 
     def __enter__(self) -> Prober:
         self.thread.start()
@@ -148,43 +172,145 @@ class Prober:
     def __exit__(self, *exc_info: object) -> None:
         self.stop.set()
         self.thread.join()
+        self.pool.shutdown(wait=True)  # the logins started are waited for
 
     def login_once(self) -> float:
         """Log in through the form and load /hub/home; return the seconds it took."""
         t0 = time.perf_counter()
         with requests.Session() as session:
-            form = session.get(f"{self.url}/hub/login", timeout=30).text
+            form = session.get(f"{self.url}/hub/login", timeout=60).text
             xsrf = re.search(r'name="_xsrf"[^>]*value="([^"]+)"', form)
             data = {"username": self.username, "password": self.password}
             data["_xsrf"] = xsrf.group(1) if xsrf else ""
-            session.post(f"{self.url}/hub/login", data=data, timeout=30, allow_redirects=False)
-            home = session.get(f"{self.url}/hub/home", timeout=30, allow_redirects=False)
+            session.post(f"{self.url}/hub/login", data=data, timeout=60, allow_redirects=False)
+            home = session.get(f"{self.url}/hub/home", timeout=60, allow_redirects=False)
             if home.status_code != 200:
                 raise RuntimeError(f"/hub/home answered {home.status_code}")
         return time.perf_counter() - t0
 
-    def _loop(self) -> None:
-        while not self.stop.is_set():
-            start = time.perf_counter()
-            try:
-                self.samples.append((start, self.login_once()))
-            except (requests.RequestException, RuntimeError):
+    def _one(self, start: float) -> None:
+        try:
+            seconds = self.login_once()
+        except (requests.RequestException, RuntimeError):
+            with self.lock:
                 self.failures += 1
-            self.stop.wait(max(0.0, self.period_s - (time.perf_counter() - start)))
+            return
+        with self.lock:
+            self.samples.append((start, seconds))
+
+    def _loop(self) -> None:
+        next_start = time.perf_counter()
+        while not self.stop.is_set():
+            self.pool.submit(self._one, time.perf_counter())
+            next_start += self.period_s
+            self.stop.wait(max(0.0, next_start - time.perf_counter()))
 
     def between(self, t0: float, t1: float) -> list[float]:
-        return [s for start, s in self.samples if t0 <= start < t1]
+        with self.lock:
+            return [s for start, s in self.samples if t0 <= start < t1]
+
+
+def percentiles(seconds: list[float]) -> tuple[float, float, float]:
+    """Return p50, p95 (nearest rank) and max of ``seconds`` (NaN when empty)."""
+    if not seconds:
+        return (float("nan"),) * 3
+    ranked = sorted(seconds)
+    p95 = ranked[min(len(ranked) - 1, max(0, round(0.95 * len(ranked)) - 1))]
+    return statistics.median(ranked), p95, ranked[-1]
 
 
 def latency_line(label: str, seconds: list[float]) -> str:
-    """Return p50/p95/max of ``seconds`` (nearest-rank percentiles) as one line."""
+    """Return p50/p95/max of ``seconds`` as one line."""
     if not seconds:
         return f"{label:30s} no sample"
-    ranked = sorted(seconds)
-    p95 = ranked[min(len(ranked) - 1, max(0, round(0.95 * len(ranked)) - 1))]
+    p50, p95, top = percentiles(seconds)
     return (
-        f"{label:30s} p50 {statistics.median(ranked):.3f} s, p95 {p95:.3f} s, "
-        f"max {ranked[-1]:.3f} s over {len(ranked)} logins"
+        f"{label:30s} p50 {p50:.3f} s, p95 {p95:.3f} s, max {top:.3f} s over {len(seconds)} logins"
+    )
+
+
+@dataclass
+class FirstSync:
+    """The first sync's figures and the prober's logins before and during it."""
+
+    figures: dict[str, float]
+    before: list[float]
+    during: list[float]
+    failures: int
+
+    def lines(self) -> list[str]:
+        return [
+            latency_line("login before the sync", self.before),
+            latency_line("login during the sync", self.during),
+            f"{'prober failures':30s} {self.failures}",
+        ]
+
+
+def first_sync(engine, hub, client: TimingClient, pace: PacePolicy) -> FirstSync:
+    """Run the first sync while the prober logs in every 250 ms (after 5 s of an idle hub)."""
+    prober = Prober(hub.url, "prober", hub.password)
+    prober.login_once()  # the prober's user exists before the sync
+    with prober:
+        time.sleep(5.0)  # the latency of an idle hub
+        t_sync = time.perf_counter()
+        figures = timed_sync(engine, client, pace)
+        t_end = time.perf_counter()
+    before, during = prober.between(0, t_sync), prober.between(t_sync, t_end)
+    return FirstSync(figures, before, during, prober.failures)
+
+
+def compare_first_syncs(args: argparse.Namespace, paced: PacePolicy) -> None:
+    """Time first syncs unpaced and paced, ``args.compare`` rounds in ABBA order, fresh hubs.
+
+    Prints each run, then per variant the median sync time and login
+    p95/max with a 95 % bootstrap interval, and the median of the paired
+    ratios paced / unpaced of the same round.
+    """
+    variants = {"unpaced": UNPACED, "paced": paced}
+    runs: dict[str, list[FirstSync]] = {name: [] for name in variants}
+    for round_ in range(args.compare):
+        order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
+        for name in order:
+            with tempfile.TemporaryDirectory() as tmp:
+                url = f"sqlite:///{tmp}/catalog.sqlite"
+                engine = make_engine(url)
+                upgrade_database(engine)
+                seed_catalog(url, args.courses, args.teachers, args.students, args.seed)
+                hub = start_hub(Path(tmp))
+                try:
+                    client = TimingClient(hub.api_url, hub.token)
+                    run = first_sync(engine, hub, client, variants[name])
+                finally:
+                    hub.stop()
+            runs[name].append(run)
+            p50, p95, top = percentiles(run.during)
+            requests_s = sum(client.seconds.values())
+            print(
+                f"round {round_} {name:8s} sync {run.figures['total_s']:.1f} s "
+                f"({int(run.figures['requests'])} requests, {requests_s:.1f} s in them), "
+                f"{len(run.during)} logins during it: p50 {p50:.2f} s, p95 {p95:.2f} s, "
+                f"max {top:.2f} s, {run.failures} failed",
+                flush=True,
+            )
+    for name, variant_runs in runs.items():
+        print(f"{name} ({variants[name]}):")
+        print("  " + describe("sync", [r.figures["total_s"] for r in variant_runs], " s"))
+        print("  " + describe("login p95", [percentiles(r.during)[1] for r in variant_runs], " s"))
+        print("  " + describe("login max", [percentiles(r.during)[2] for r in variant_runs], " s"))
+        print("  " + describe("logins served", [len(r.during) for r in variant_runs]))
+    ratios = [
+        p.figures["total_s"] / u.figures["total_s"]
+        for u, p in zip(runs["unpaced"], runs["paced"], strict=True)
+    ]
+    print(describe("paced / unpaced sync time (paired)", ratios, "x"))
+
+
+def describe(name: str, values: list[float], unit: str = "") -> str:
+    """Return ``name: median [low, high] (n=...)`` with a 95 % bootstrap interval of the median."""
+    low, high = bootstrap_median_interval(values)
+    return (
+        f"{name}: median {statistics.median(values):.3g}{unit}, "
+        f"95 % interval [{low:.3g}, {high:.3g}] (n={len(values)})"
     )
 
 
@@ -236,14 +362,28 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=2910)
     parser.add_argument("--target-s", type=float, default=PacePolicy().target_s)
     parser.add_argument("--pause-s", type=float, default=PacePolicy().pause_s)
+    parser.add_argument("--pause-every-s", type=float, default=PacePolicy().pause_every_s)
     parser.add_argument("--unpaced", action="store_true", help="one request per 500 users")
     parser.add_argument(
         "--hub-users", default="3000,10000,20000", help="hub sizes of the no-op syncs"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=7, help="no-op syncs of each kind (>= 5)")
+    parser.add_argument(
+        "--compare",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only first syncs: N rounds of unpaced and paced, interleaved, on fresh hubs",
+    )
     args = parser.parse_args()
-    pace = UNPACED if args.unpaced else PacePolicy(target_s=args.target_s, pause_s=args.pause_s)
+    paced = PacePolicy(
+        target_s=args.target_s, pause_s=args.pause_s, pause_every_s=args.pause_every_s
+    )
+    if args.compare:
+        compare_first_syncs(args, paced)
+        return 0
+    pace = UNPACED if args.unpaced else paced
     sizes = sorted(int(n) for n in args.hub_users.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/catalog.sqlite"
@@ -256,17 +396,10 @@ def main() -> int:
         try:
             client = TimingClient(hub.api_url, hub.token)
             admin = HubClient(hub.api_url, hub.admin_token)
-            prober = Prober(hub.url, "prober", hub.password)
-            prober.login_once()  # the prober's user exists before the sync
-            with prober:
-                time.sleep(5.0)  # the latency of an idle hub
-                t_sync = time.perf_counter()
-                first = timed_sync(engine, client, pace)
-                t_end = time.perf_counter()
-            report(client, "first sync", first)
-            print(latency_line("login before the sync", prober.between(0, t_sync)))
-            print(latency_line("login during the sync", prober.between(t_sync, t_end)))
-            print(f"{'prober failures':30s} {prober.failures}")
+            first = first_sync(engine, hub, client, pace)
+            report(client, "first sync", first.figures)
+            for line in first.lines():
+                print(line)
             for size in sizes:
                 t0 = time.perf_counter()
                 grow_hub(admin, size)

@@ -89,6 +89,8 @@ c.JupyterHub.services = [
     {{"name": "coursehub-sync", "api_token": os.environ["COURSEHUB_TEST_SYNC_TOKEN"]}},
     {{"name": "coursehub-test", "api_token": os.environ["COURSEHUB_TEST_ADMIN_TOKEN"]}},
 ]
+# 256-bit tokens, checked with one hash as in coursehub's hub configuration
+c.JupyterHub.trust_user_provided_tokens = True
 c.JupyterHub.load_roles = {roles!r}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = {str(workdir / "home" / "{username}")!r}
@@ -113,8 +115,8 @@ class RunningHub:
     workdir: Path
     proxy: str
     ports: dict[str, int]
-    token: str = field(default_factory=lambda: secrets.token_hex(16))
-    admin_token: str = field(default_factory=lambda: secrets.token_hex(16))
+    token: str = field(default_factory=lambda: secrets.token_hex(32))
+    admin_token: str = field(default_factory=lambda: secrets.token_hex(32))
     password: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     admin_user: str = ADMIN_USER
     extra_config: str = ""

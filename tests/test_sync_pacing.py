@@ -12,7 +12,7 @@ from coursehub.hub.pacing import (
     pause_after,
 )
 
-POLICY = PacePolicy(target_s=0.25, pause_s=0.1, pause_ratio=0.4, first_batch=8, max_batch=500)
+POLICY = PacePolicy(target_s=0.25, pause_s=0.1, pause_every_s=0.2, first_batch=8, max_batch=500)
 
 
 @pytest.mark.parametrize(
@@ -32,10 +32,26 @@ def test_the_next_batch_aims_at_the_target_time(size, seconds, expected):
 
 
 @pytest.mark.parametrize(
-    ("seconds", "expected"), [(0.25, 0.1), (0.05, 0.02), (0.0, 0.0), (3.0, 0.1), (-1.0, 0.0)]
+    ("busy_s", "expected"), [(0.25, 0.1), (0.2, 0.1), (0.05, 0.0), (0.0, 0.0), (3.0, 0.1)]
 )
-def test_the_pause_follows_the_request_up_to_pause_s(seconds, expected):
-    assert pause_after(POLICY, seconds) == pytest.approx(expected)
+def test_a_pause_comes_once_the_requests_add_up_to_pause_every_s(busy_s, expected):
+    assert pause_after(POLICY, busy_s) == pytest.approx(expected)
+
+
+def test_short_requests_go_back_to_back_until_they_add_up(monkeypatch):
+    clock = FakeClock()
+    pacer = Pacer(PacePolicy(pause_s=0.01, pause_every_s=0.25), clock=clock)
+    waits = []
+    monkeypatch.setattr(pacer.stop, "wait", waits.append)
+
+    def request(seconds):
+        clock.now += seconds
+
+    for _ in range(10):  # ten 1/16 s requests: a pause after the 4th and the 8th
+        pacer.one(lambda: request(0.0625))
+    pacer.one(lambda: request(0.375))  # 0.125 s pending + 0.375 s: a pause
+    assert waits == [0.01, 0.01, 0.01] and pacer.paused_s == pytest.approx(0.03)
+    assert pacer.busy_s == 0.0
 
 
 @pytest.mark.parametrize(
@@ -43,6 +59,7 @@ def test_the_pause_follows_the_request_up_to_pause_s(seconds, expected):
     [
         {"target_s": 0},
         {"pause_s": -1},
+        {"pause_every_s": -0.1},
         {"first_batch": 0},
         {"first_batch": 600, "max_batch": 500},
         {"max_growth": 0.5},
@@ -103,7 +120,7 @@ def test_a_stop_ends_the_batches_before_the_next_request():
 
 def test_a_stop_cuts_the_pause_short():
     stop = threading.Event()
-    pacer = Pacer(PacePolicy(pause_s=60.0, pause_ratio=1e6), stop=stop)
+    pacer = Pacer(PacePolicy(pause_s=60.0, pause_every_s=0.0), stop=stop)
     timer = threading.Timer(0.05, stop.set)
     timer.start()
     pacer.one(lambda: None)  # would pause 60 s without the stop

@@ -12,8 +12,11 @@ so a 500-user request blocks the hub for seconds.
 The :class:`Pacer` therefore sends a list of users in batches whose size
 follows the time the hub took for the previous batch of the same kind
 (:func:`next_batch_size`, pure): each request aims at
-:attr:`PacePolicy.target_s`, and a pause after it (:func:`pause_after`, pure)
-leaves the event loop free for the requests queued meanwhile. It also
+:attr:`PacePolicy.target_s`. Whenever the sync's requests have kept the hub
+busy for :attr:`PacePolicy.pause_every_s` since the last pause, a pause
+(:func:`pause_after`, pure) leaves the event loop free for the requests
+queued meanwhile, a login's next request among them; short requests (a group
+created) go on back to back until they add up to that much. It also
 counts progress and stops between two requests when asked (:class:`SyncStoppedError`),
 so that a long sync can be interrupted at a safe point and run again.
 """
@@ -43,17 +46,19 @@ class PacePolicy:
         Seconds one batched request should take (the longest a login waits
         behind it).
     pause_s
-        Longest pause after a request, in seconds.
-    pause_ratio
-        Pause after a request as a fraction of its duration (at most ``pause_s``).
+        The pause, in seconds.
+    pause_every_s
+        Seconds of the sync's requests (their sum since the last pause)
+        after which it pauses; 0 pauses after every request.
 
-    The defaults (0.5 s batches, pauses of at most 20 ms) were chosen with
-    ``benchmarks/bench_sync.py`` (a first sync of 3,000 users and 12,000
-    memberships on a 2-CPU hub, a prober logging in every 250 ms): logins
-    during the sync had p95 0.52 s and max 0.72-0.85 s, and the sync took
-    1.2 times as long as unpaced 500-user requests (70.7 and 74.6 s against
-    58.7 and 61.7 s), whose logins waited up to 10 s. 0.25 s batches with
-    pauses up to 0.1 s gave a p95 of 0.25 s but a sync 1.6 times as long.
+    The defaults (0.5 s batches, a 20 ms pause after each 0.25 s of
+    requests) were measured with ``benchmarks/bench_sync.py --compare 3``:
+    first syncs of 3,000 users and 12,000 memberships on a 2-CPU hub while
+    a login starts every 250 ms. Logins during the paced sync had a median
+    p95 of 0.82 s and max of 1.14 s, against 20.6 s and 22.7 s behind
+    unpaced 500-user requests, and the paced sync took 0.905 times as long
+    as the unpaced one under the same logins (paired median; 95 % bootstrap
+    interval 0.75-1.03).
     first_batch
         Users in the first batch of each kind, before anything was measured.
     max_batch
@@ -65,20 +70,20 @@ class PacePolicy:
 
     target_s: float = 0.5
     pause_s: float = 0.02
-    pause_ratio: float = 0.4
+    pause_every_s: float = 0.25
     first_batch: int = 8
     max_batch: int = 500
     max_growth: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.target_s <= 0 or self.pause_s < 0 or self.pause_ratio < 0:
+        if self.target_s <= 0 or self.pause_s < 0 or self.pause_every_s < 0:
             raise ValueError(f"pace: target_s must be > 0, pauses >= 0: {self}")
         if not 1 <= self.first_batch <= self.max_batch or self.max_growth < 1:
             raise ValueError(f"pace: need 1 <= first_batch <= max_batch, max_growth >= 1: {self}")
 
 
 #: Batches as large as allowed, no pauses: for tests and a hub nobody logs in to.
-UNPACED = PacePolicy(target_s=3600.0, pause_s=0.0, pause_ratio=0.0, first_batch=500)
+UNPACED = PacePolicy(target_s=3600.0, pause_s=0.0, first_batch=500)
 
 
 def next_batch_size(policy: PacePolicy, size: int, seconds: float) -> int:
@@ -95,9 +100,13 @@ def next_batch_size(policy: PacePolicy, size: int, seconds: float) -> int:
     return max(1, min(policy.max_batch, grown, ideal))
 
 
-def pause_after(policy: PacePolicy, seconds: float) -> float:
-    """Return the pause, in seconds, after a request that took ``seconds`` (pure)."""
-    return min(policy.pause_s, policy.pause_ratio * max(seconds, 0.0))
+def pause_after(policy: PacePolicy, busy_s: float) -> float:
+    """Return the pause, in seconds, once requests took ``busy_s`` since the last pause (pure).
+
+    :attr:`~PacePolicy.pause_s` when ``busy_s`` reached
+    :attr:`~PacePolicy.pause_every_s`, 0 before.
+    """
+    return policy.pause_s if busy_s >= policy.pause_every_s else 0.0
 
 
 class Pacer:
@@ -131,6 +140,10 @@ class Pacer:
         self.sizes: dict[str, int] = {}
         #: seconds of the longest request sent
         self.longest_s = 0.0
+        #: seconds of requests since the last pause
+        self.busy_s = 0.0
+        #: seconds paused in all
+        self.paused_s = 0.0
 
     def check(self) -> None:
         """Raise :class:`SyncStoppedError` if a stop was asked for."""
@@ -173,6 +186,9 @@ class Pacer:
     def _after(self, items: int, seconds: float) -> None:
         self.longest_s = max(self.longest_s, seconds)
         self.count(items)
-        pause = pause_after(self.policy, seconds)
+        self.busy_s += max(seconds, 0.0)
+        pause = pause_after(self.policy, self.busy_s)
         if pause > 0:
+            self.busy_s = 0.0
+            self.paused_s += pause
             self.stop.wait(pause)  # returns at once when a stop is asked for
