@@ -20,11 +20,14 @@ time of each run, the speed-up (serial / parallel of the same repeat), the
 per-submission overhead (job wall-clock time less the training time the
 notebook printed: interpreter, nbgrader and kernel start, gradebook), the
 CPU utilisation of the jobs (their CPU seconds over wall-clock x CPU budget)
-and of the whole host (``/proc/stat``, other users included), and whether
+and of the whole host (``/proc/stat``, other users included), the share
+of CPU time the hypervisor gave to other machines (steal), the jobs' CPU
+seconds per submission (more in parallel: the two jobs slow each other), and whether
 every run gave the serial run's scores.
 
-Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60 --repeats 1``
-(target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine).
+Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60 --repeats 3``
+(about 25 minutes a repeat on 2 CPUs;
+target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine).
 """
 
 from __future__ import annotations
@@ -126,11 +129,14 @@ def make_course(root: Path, steps: int, students: list[str]) -> CourseLayout:
     return layout
 
 
-def host_busy() -> tuple[float, float]:
-    """Return (busy, total) CPU jiffies of the host from ``/proc/stat`` (proc(5))."""
+def host_busy() -> tuple[float, float, float]:
+    """Return (busy, total, steal) CPU jiffies of the host from ``/proc/stat`` (proc(5)).
+
+    ``steal``: time the hypervisor gave this machine's CPUs to other guests.
+    """
     fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
+    return sum(fields) - idle, sum(fields), fields[7]
 
 
 def job_figures(layout: CourseLayout, students: list[str]) -> tuple[list[float], float]:
@@ -160,6 +166,8 @@ class RunFigures:
     overhead_s: float
     jobs_cpu_util: float
     host_cpu_util: float
+    steal: float
+    cpu_per_submission_s: float
 
 
 def one_run(
@@ -169,13 +177,13 @@ def one_run(
     budget = default_cpu_budget()
     backend = LocalBackend(root / "runs", SlotPool(root / "slots", budget), use_cgroups=False)
     limits = AutogradeLimits(n_threads=threads, mem_limit=2 * 2**30, timeout_s=600)
-    busy0, total0 = host_busy()
+    busy0, total0, steal0 = host_busy()
     started = time.perf_counter()
     outcomes = autograde_assignment(
         layout, ASSIGNMENT, students, limits, backend, parallel=parallel, force=True
     )
     wall = time.perf_counter() - started
-    busy1, total1 = host_busy()
+    busy1, total1, steal1 = host_busy()
     overheads, cpu = job_figures(layout, students)
     return RunFigures(
         wall_s=wall,
@@ -183,6 +191,8 @@ def one_run(
         overhead_s=statistics.median(overheads) if overheads else float("nan"),
         jobs_cpu_util=cpu / (wall * budget),
         host_cpu_util=(busy1 - busy0) / max(1.0, total1 - total0),
+        steal=(steal1 - steal0) / max(1.0, total1 - total0),
+        cpu_per_submission_s=cpu / max(1, len(students)),
     )
 
 
@@ -231,7 +241,10 @@ def main() -> None:
                 f"speed-up {serial.wall_s / side.wall_s:.2f}, overhead/submission "
                 f"{serial.overhead_s:.2f} s (serial) {side.overhead_s:.2f} s (parallel), "
                 f"jobs' CPU use {serial.jobs_cpu_util:.0%} / {side.jobs_cpu_util:.0%}, "
-                f"host {serial.host_cpu_util:.0%} / {side.host_cpu_util:.0%}, "
+                f"host {serial.host_cpu_util:.0%} / {side.host_cpu_util:.0%} "
+                f"(stolen by the hypervisor {serial.steal:.1%} / {side.steal:.1%}), "
+                f"jobs' CPU s/submission {serial.cpu_per_submission_s:.1f} / "
+                f"{side.cpu_per_submission_s:.1f}, "
                 f"same scores: {serial.scores == side.scores == pairs[0][0].scores}",
                 flush=True,
             )

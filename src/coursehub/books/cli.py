@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coursehub.resources.processes import pid_running
+
 
 def register(subparsers: Any) -> None:
     """Add ``coursehub book`` and its sub-commands."""
@@ -82,21 +84,11 @@ def run_show(args: argparse.Namespace) -> int:
     from coursehub.books.settings import read_settings, read_state
 
     paths = _paths(args)
-    state = plan_view(read_state(paths), is_building(paths), _alive(read_state(paths)))
+    state = plan_view(
+        read_state(paths), is_building(paths), pid_running(read_state(paths).get("pid"))
+    )
     print(json.dumps({"settings": asdict(read_settings(paths)), "build": state}, indent=2))
     return 0
-
-
-def _alive(state: dict[str, Any]) -> bool:
-    import psutil
-
-    pid = state.get("pid")
-    if not isinstance(pid, int):
-        return False
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def run_settings(args: argparse.Namespace) -> int:

@@ -19,12 +19,12 @@ seconds), ``estimated_s_left`` and the autograde's ``pid``.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.grading.layout import CourseLayout
+from coursehub.resources.processes import pid_running
 
 #: Values of :attr:`AutogradeProgress.state`.
 STATES = ("not-started", "starting", "running", "done", "interrupted")
@@ -138,24 +138,11 @@ def read_autograde_progress(course: str | CourseLayout, assignment: str) -> Auto
     except FileNotFoundError:
         return AutogradeProgress(layout.course_id, assignment)
     progress = parse_progress_json(text, layout.course_id, assignment)
-    if progress.is_running and not pid_alive(progress.pid):
+    if progress.is_running and not pid_running(progress.pid):
         return _interrupted(
             progress, _last_line(layout.reports_dir / f"autograde-{assignment}.log")
         )
     return progress
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Return True if process ``pid`` exists (another user's too)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _interrupted(progress: AutogradeProgress, last_line: str) -> AutogradeProgress:

@@ -35,6 +35,8 @@ import signal
 import time
 from collections.abc import Sequence
 
+from coursehub.resources.processes import pid_running
+
 #: Seconds between two checks when no pidfd is available.
 POLL_S = 0.2
 
@@ -112,7 +114,7 @@ def _watch(
             wait = min(wait, max(0.0, stop_at - now))
         watched = [fd for fd in (pidfd, lifeline) if fd is not None]
         ready, _, _ = select.select(watched, [], [], wait)
-        if (pidfd is not None and pidfd in ready) or (pidfd is None and not _alive(job)):
+        if (pidfd is not None and pidfd in ready) or (pidfd is None and not pid_running(job)):
             _end(pgid, procs_files)  # the job has ended: nothing of it may stay
         if lifeline is not None and lifeline in ready and not os.read(lifeline, 1):
             os.close(lifeline)
@@ -129,7 +131,7 @@ def _stop_group(
         if pidfd is not None:
             if select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 break
-        elif not _alive(job):
+        elif not pid_running(job):
             break
         else:
             time.sleep(POLL_S)
@@ -164,16 +166,6 @@ def _sweep(procs_files: list[str]) -> None:  # pragma: no cover - runs in the wa
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _kill(pgid: int, sig: int) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import psutil
 from flask import (
     Blueprint,
     abort,
@@ -46,6 +45,7 @@ from coursehub.books.settings import (
     write_settings,
 )
 from coursehub.errors import CoursehubError
+from coursehub.resources.processes import pid_running
 from coursehub.web.access import Access, require
 from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
@@ -66,21 +66,12 @@ def book_paths(course_id: str) -> BookPaths:
     return BookPaths(Path(configured) if configured else books_root(), course_id)
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 @bp.app_template_global("course_book")
 def course_book(course_id: str) -> dict[str, Any]:
     """The book's state for the course page: ``state``, times, ``error``, ``public``, ``served``."""
     paths = book_paths(course_id)
     state = read_state(paths)
-    view = plan_view(state, is_building(paths), _alive(state.get("pid")))
+    view = plan_view(state, is_building(paths), pid_running(state.get("pid")))
     try:
         view["public"] = read_settings(paths).public
     except CoursehubError as exc:
