@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coursehub.resources.processes import pid_running
-
 
 def register(subparsers: Any) -> None:
     """Add ``coursehub book`` and its sub-commands."""
@@ -82,11 +80,11 @@ def run_show(args: argparse.Namespace) -> int:
     from coursehub.books.build import is_building
     from coursehub.books.plan import plan_view
     from coursehub.books.settings import read_settings, read_state
+    from coursehub.resources.processes import pid_running  # psutil: not at start-up
 
     paths = _paths(args)
-    state = plan_view(
-        read_state(paths), is_building(paths), pid_running(read_state(paths).get("pid"))
-    )
+    recorded = read_state(paths)
+    state = plan_view(recorded, is_building(paths), pid_running(recorded.get("pid")))
     print(json.dumps({"settings": asdict(read_settings(paths)), "build": state}, indent=2))
     return 0
 
