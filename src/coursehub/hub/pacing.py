@@ -50,6 +50,13 @@ class PacePolicy:
     pause_every_s
         Seconds of the sync's requests (their sum since the last pause)
         after which it pauses; 0 pauses after every request.
+    first_batch
+        Users in the first batch of each kind, before anything was measured.
+    max_batch
+        Largest batch, whatever the measurements say.
+    max_growth
+        Largest factor between two successive batch sizes (a request that
+        was quick by chance does not make the next one huge).
 
     The defaults (0.5 s batches, a 20 ms pause after each 0.25 s of
     requests) were measured with ``benchmarks/bench_sync.py --compare 3``:
@@ -59,13 +66,6 @@ class PacePolicy:
     unpaced 500-user requests, and the paced sync took 0.905 times as long
     as the unpaced one under the same logins (paired median; 95 % bootstrap
     interval 0.75-1.03).
-    first_batch
-        Users in the first batch of each kind, before anything was measured.
-    max_batch
-        Largest batch, whatever the measurements say.
-    max_growth
-        Largest factor between two successive batch sizes (a request that
-        was quick by chance does not make the next one huge).
     """
 
     target_s: float = 0.5
