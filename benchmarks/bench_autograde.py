@@ -45,7 +45,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursehub.bench.stats import bootstrap_median_interval
+from coursehub.bench.stats import describe_median
 from coursehub.grading.assignments import (
     add_assignment,
     collect,
@@ -196,14 +196,6 @@ def one_run(
     )
 
 
-def describe(name: str, values: list[float], unit: str = "") -> str:
-    """Return ``name: median [low, high] (n=...)``."""
-    low, high = bootstrap_median_interval(values)
-    median = statistics.median(values)
-    interval = f"95 % interval [{low:.3g}, {high:.3g}]"
-    return f"{name}: median {median:.3g}{unit}, {interval} (n={len(values)})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=60)
@@ -249,11 +241,15 @@ def main() -> None:
                 flush=True,
             )
     speedups = [s.wall_s / p.wall_s for s, p in pairs]
-    print(describe("speed-up", speedups, "x"))
-    print(describe("serial s/submission", [s.wall_s / args.students for s, _ in pairs], " s"))
-    print(describe("parallel s/submission", [p.wall_s / args.students for _, p in pairs], " s"))
-    print(describe("overhead/submission (serial)", [s.overhead_s for s, _ in pairs], " s"))
-    print(describe("jobs' CPU utilisation, parallel", [p.jobs_cpu_util for _, p in pairs]))
+    print(describe_median("speed-up", speedups, "x"))
+    per_submission = {
+        "serial": [s.wall_s / args.students for s, _ in pairs],
+        "parallel": [p.wall_s / args.students for _, p in pairs],
+    }
+    for kind, values in per_submission.items():
+        print(describe_median(f"{kind} s/submission", values, " s"))
+    print(describe_median("overhead/submission (serial)", [s.overhead_s for s, _ in pairs], " s"))
+    print(describe_median("jobs' CPU utilisation, parallel", [p.jobs_cpu_util for _, p in pairs]))
     scores = pairs[0][0].scores
     print(f"scores (serial): {sorted(set(v for v in scores.values()))}")
     print(

@@ -58,7 +58,7 @@ from pathlib import Path
 
 import requests
 
-from coursehub.bench.stats import bootstrap_median_interval
+from coursehub.bench.stats import describe_median
 from coursehub.catalog.courses import create_course, create_portal, create_year
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.models import Course, Membership, Person
@@ -189,14 +189,15 @@ class Prober:
         return time.perf_counter() - t0
 
     def _one(self, start: float) -> None:
+        """One login started at ``start``; its latency counts from then (a queued one too)."""
         try:
-            seconds = self.login_once()
+            self.login_once()
         except (requests.RequestException, RuntimeError):
             with self.lock:
                 self.failures += 1
             return
         with self.lock:
-            self.samples.append((start, seconds))
+            self.samples.append((start, time.perf_counter() - start))
 
     def _loop(self) -> None:
         next_start = time.perf_counter()
@@ -294,24 +295,19 @@ def compare_first_syncs(args: argparse.Namespace, paced: PacePolicy) -> None:
             )
     for name, variant_runs in runs.items():
         print(f"{name} ({variants[name]}):")
-        print("  " + describe("sync", [r.figures["total_s"] for r in variant_runs], " s"))
-        print("  " + describe("login p95", [percentiles(r.during)[1] for r in variant_runs], " s"))
-        print("  " + describe("login max", [percentiles(r.during)[2] for r in variant_runs], " s"))
-        print("  " + describe("logins served", [len(r.during) for r in variant_runs]))
+        figures = {
+            "sync": ([r.figures["total_s"] for r in variant_runs], " s"),
+            "login p95": ([percentiles(r.during)[1] for r in variant_runs], " s"),
+            "login max": ([percentiles(r.during)[2] for r in variant_runs], " s"),
+            "logins started during the sync": ([len(r.during) for r in variant_runs], ""),
+        }
+        for label, (values, unit) in figures.items():
+            print("  " + describe_median(label, values, unit))
     ratios = [
         p.figures["total_s"] / u.figures["total_s"]
         for u, p in zip(runs["unpaced"], runs["paced"], strict=True)
     ]
-    print(describe("paced / unpaced sync time (paired)", ratios, "x"))
-
-
-def describe(name: str, values: list[float], unit: str = "") -> str:
-    """Return ``name: median [low, high] (n=...)`` with a 95 % bootstrap interval of the median."""
-    low, high = bootstrap_median_interval(values)
-    return (
-        f"{name}: median {statistics.median(values):.3g}{unit}, "
-        f"95 % interval [{low:.3g}, {high:.3g}] (n={len(values)})"
-    )
+    print(describe_median("paced / unpaced sync time (paired)", ratios, "x"))
 
 
 def grow_hub(admin: HubClient, n_users: int, batch: int = 1000) -> None:

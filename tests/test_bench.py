@@ -31,6 +31,7 @@ from coursehub.bench.scenarios import (
 )
 from coursehub.bench.stats import (
     bootstrap_median_interval,
+    describe_median,
     describe_spread,
     summarise_slowdowns,
 )
@@ -668,3 +669,12 @@ def test_release_is_judged_against_what_still_runs():
         ExitSample(2, 500 * MiB, ()),
     ]
     assert judge_release(500 * MiB, exits, peaks) == [True, False, True]
+
+
+def test_describe_median_gives_the_median_its_interval_and_n():
+    line = describe_median("speed-up", [2.03, 1.41, 1.97], "x")
+    low, high = bootstrap_median_interval([2.03, 1.41, 1.97])
+    assert line == f"speed-up: median 1.97x, 95 % interval [{low:.3g}, {high:.3g}] (n=3)"
+    assert describe_median("one", [5.0], " s") == "one: median 5 s, 95 % interval [5, 5] (n=1)"
+    with pytest.raises(ValueError, match="no values"):
+        describe_median("none", [])

@@ -170,6 +170,24 @@ def bootstrap_median_interval(
     return float(low), float(high)
 
 
+def describe_median(name: str, values: Sequence[float], unit: str = "") -> str:
+    """Return one line: ``name: median M<unit>, 95 % interval [L, H] (n=N)`` (pure).
+
+    ``[L, H]``: :func:`bootstrap_median_interval` of ``values``; three
+    significant digits.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty.
+    """
+    low, high = bootstrap_median_interval(values)
+    return (
+        f"{name}: median {statistics.median(values):.3g}{unit}, "
+        f"95 % interval [{low:.3g}, {high:.3g}] (n={len(values)})"
+    )
+
+
 def summarise_slowdowns(
     alone_s: Sequence[float],
     pair_s: Sequence[float],
