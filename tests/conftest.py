@@ -297,10 +297,10 @@ def client(app: object) -> object:
 
 @pytest.fixture(scope="session", autouse=True)
 def grader_account() -> Iterator[str | None]:
-    """A throwaway grading account for autograding as root (``chtest-grader-...``).
+    """A throwaway sandbox account for sandboxed jobs as root (``chtest-grader-...``).
 
-    As root, autograde creates its grading account when it is missing
-    (:func:`coursehub.grading.sandbox.ensure_grader_user`); the suite names
+    As root, the sandbox creates its account when it is missing
+    (:func:`coursehub.sandbox.account.ensure_sandbox_account`); the suite names
     its own through ``COURSEHUB_GRADER_USER`` so that it never leaves
     ``coursehub-grader`` on the machine, and deletes it at the end.
     """

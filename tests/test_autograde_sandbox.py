@@ -25,14 +25,10 @@ import pytest
 from coursehub.grading.assignments import collect
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, ensure_students
 from coursehub.grading.demo import DEMO_ASSIGNMENT
-from coursehub.grading.sandbox import (
-    GraderAccount,
-    plan_kernel_command,
-    plan_launch_env,
-    plan_sandbox_env,
-    sandbox_mode,
-)
-from coursehub.grading.sandbox_kernel import ROOT_WORK_DIR
+from coursehub.sandbox.account import SandboxAccount
+from coursehub.sandbox.command import SandboxPlan, plan_sandbox_command, sandbox_mode
+from coursehub.sandbox.env import plan_launch_env, plan_sandbox_env
+from coursehub.sandbox.workdir import ROOT_WORK_DIR
 from test_grading_e2e import CORRECT, PS, answer, backend, new_course
 
 SECRET_ENV = {
@@ -79,11 +75,9 @@ def test_the_course_apps_autograde_process_gets_the_catalog_but_no_token():
 
 
 def test_as_root_the_kernel_runs_as_the_grader_without_network_or_capabilities():
-    cmd = plan_kernel_command(
+    cmd = plan_sandbox_command(
         ["python", "-m", "ipykernel_launcher"],
-        "root",
-        ["/srv/courses"],
-        GraderAccount("g", 999, 998),
+        SandboxPlan("root", SandboxAccount("g", 999, 998), hidden=("/srv/courses",)),
     )
     assert cmd[cmd.index("unshare") + 1 :][:3] == ["--net", "--mount", "--pid"]
     assert {"--reuid=999", "--regid=998", "--clear-groups", "--no-new-privs"} <= set(cmd)
@@ -92,11 +86,11 @@ def test_as_root_the_kernel_runs_as_the_grader_without_network_or_capabilities()
 
 
 def test_without_namespaces_the_kernel_command_is_unchanged_or_only_drops_privileges():
-    assert plan_kernel_command(["k"], "none") == ["k"]
-    uid_only = plan_kernel_command(["k"], "uid", (), GraderAccount("g", 5, 6))
+    assert plan_sandbox_command(["k"], SandboxPlan("none")) == ["k"]
+    uid_only = plan_sandbox_command(["k"], SandboxPlan("uid", SandboxAccount("g", 5, 6)))
     assert "unshare" not in uid_only and "--reuid=5" in uid_only
-    with pytest.raises(ValueError, match="root mode needs the grading account"):
-        plan_kernel_command(["k"], "root")
+    with pytest.raises(ValueError, match="root mode needs the sandbox account"):
+        plan_sandbox_command(["k"], SandboxPlan("root"))
 
 
 HOSTILE = """\
@@ -131,9 +125,9 @@ print("FOUND" + json.dumps(found, sort_keys=True))
 
 @pytest.fixture
 def grader(monkeypatch):
-    """A fresh grading account (``chtest-...``), removed afterwards."""
+    """A fresh sandbox account (``chtest-...``), removed afterwards."""
     if os.geteuid() != 0:
-        pytest.skip("needs root to create the grading account")
+        pytest.skip("needs root to create the sandbox account")
     name = f"chtest-g{secrets.token_hex(3)}"
     monkeypatch.setenv("COURSEHUB_GRADER_USER", name)
     yield name
@@ -255,7 +249,7 @@ print("NPROC", resource.getrlimit(resource.RLIMIT_NPROC)[0])
 def test_a_submissions_daemons_die_with_its_kernel_and_it_cannot_fork_without_limit(
     grader, tmp_path
 ):
-    from coursehub.grading.sandbox import GRADER_MAX_TASKS
+    from coursehub.sandbox.account import SANDBOX_MAX_TASKS
 
     marker = str(900000 + secrets.randbelow(90000))
     layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
@@ -269,21 +263,58 @@ def test_a_submissions_daemons_die_with_its_kernel_and_it_cannot_fork_without_li
         layout.course_dir / "autograded" / "mallory" / PS / f"{DEMO_ASSIGNMENT}.ipynb", 4
     )
     printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
-    assert f"NPROC {GRADER_MAX_TASKS}" in printed, printed
+    assert f"NPROC {SANDBOX_MAX_TASKS}" in printed, printed
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == ""
 
 
 @pytest.mark.root
 def test_the_students_kernel_cannot_open_a_gpu_device(grader, open_course_root):
-    from coursehub.grading.sandbox import ensure_grader_user
+    from coursehub.sandbox.account import ensure_sandbox_account
 
-    account = ensure_grader_user(grader)
+    account = ensure_sandbox_account(grader)
     node = open_course_root / "nvidia0"  # a stand-in device: /dev/zero's numbers (1, 5), 0666
     subprocess.run(["mknod", "-m", "666", str(node), "c", "1", "5"], check=True)
     read = ["head", "-c", "4", str(node)]
     assert subprocess.run(read, capture_output=True).stdout == b"\0" * 4  # outside: readable
-    sandboxed = plan_kernel_command(read, sandbox_mode(), [], account, devices=[node])
+    sandboxed = plan_sandbox_command(read, SandboxPlan(sandbox_mode(), account, devices=(node,)))
     done = subprocess.run(sandboxed, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout == b""  # /dev/null in its place
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_as_root_autograde_grades_when_the_catalogs_folder_holds_the_courses_and_exchange(
+    grader, open_course_root, monkeypatch
+):
+    # the demo's layout: DATA/courses and DATA/exchange inside the catalog's DATA
+    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(open_course_root))
+    layout = new_course(open_course_root, "phys-2025", execute_timeout_s=30)
+    answer(layout, open_course_root, "alice", CORRECT)
+    collect(layout, PS)
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+    [outcome] = autograde_assignment(layout, PS, ["alice"], limits, backend(open_course_root))
+    assert (outcome.status, outcome.score) == ("graded", 4.0), outcome.message
+
+
+def test_a_kernel_that_died_before_running_a_cell_is_a_host_error_not_the_students(tmp_path):
+    from types import SimpleNamespace
+
+    from coursehub.grading.autograde_core import HOST_ERROR
+    from coursehub.grading.autograde_job import finish_grading, job_log_path
+
+    layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
+    answer(layout, tmp_path, "alice", CORRECT)
+    collect(layout, PS)
+    ensure_students(layout, ["alice"])
+    log = job_log_path(layout, PS, "alice")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(
+        "[AutogradeApp | ERROR] RuntimeError: Kernel died before replying to kernel_info\n"
+    )
+    result = SimpleNamespace(killed_reason=None, ok=False, returncode=1)
+    outcome = finish_grading(layout, PS, "alice", result)
+    assert outcome.status == HOST_ERROR and outcome.score == 0
+    log.write_text("[AutogradeApp | ERROR] There was an error processing assignment\n")
+    assert finish_grading(layout, PS, "alice", result).status == "failed"

@@ -2,9 +2,9 @@
 
 One job per submission: ``python -m coursehub.grading.sandbox_kernel autograde
 ASSIGNMENT --student S --course-dir DIR`` (nbgrader, with the student's kernel
-sandboxed: :mod:`coursehub.grading.sandbox`) through
+sandboxed: :mod:`coursehub.sandbox`) through
 :func:`coursehub.runner.api.run`, with the environment of
-:func:`coursehub.grading.sandbox.plan_sandbox_env` (no token, no catalog URL), the course
+:func:`coursehub.sandbox.env.plan_sandbox_env` (no token, no catalog URL), the course
 profile's ``n_threads`` and ``mem_limit`` and a wall-clock ``timeout_s``
 (nbgrader itself puts no memory cap on the kernel, nbgrader#1429). Two
 limits stop a student's runaway code:

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from coursehub.errors import UsageError
 from coursehub.grading.autograde_core import (
+    HOST_ERROR,
     AutogradeLimits,
     SubmissionOutcome,
     ensure_students,
@@ -176,13 +177,12 @@ def run_batch(
         If ``parallel`` < 1 (nothing has started).
     """
     from coursehub.grading.assignments import open_api
-    from coursehub.grading.sandbox import ensure_grader_user
     from coursehub.runner.local import LocalBackend
+    from coursehub.sandbox.workdir import sweep_job_dirs
 
     if parallel is not None and parallel < 1:
         raise UsageError(f"--parallel must be at least 1, got {parallel}")
-    if os.geteuid() == 0:
-        ensure_grader_user()
+    check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
     previous = {o.student_id: o for o in load_outcomes(layout, assignment)}
@@ -206,6 +206,8 @@ def run_batch(
         batch.cancel()
         batch.publish("interrupted")
         raise
+    finally:
+        sweep_job_dirs()  # private copies of jobs that ended without removing theirs
     batch.publish("done")
     return sorted(batch.outcomes, key=lambda o: o.student_id)
 
@@ -332,4 +334,26 @@ def _runner_failure(
     score, max_score = read_score(layout, assignment, student)
     stamp = submitted_at(layout, assignment, student)
     message = f"assignment {assignment}, student {student}: runner error: {exc}"[:500]
-    return SubmissionOutcome(student, "failed", score, max_score, message, stamp)
+    return SubmissionOutcome(student, HOST_ERROR, score, max_score, message, stamp)
+
+
+def check_sandbox(layout: CourseLayout) -> None:
+    """Check, before anything is graded, that the kernels' sandbox can start here.
+
+    Builds the plan every kernel of ``layout`` gets
+    (:func:`coursehub.sandbox.plan.make_plan` with
+    :func:`coursehub.grading.autograde_core.plan_hidden`) and starts its
+    interpreter once (:func:`coursehub.sandbox.preflight.check_plan`).
+
+    Raises
+    ------
+    CoursehubError
+        One line naming what the sandbox account cannot reach and what to
+        change (e.g. a virtualenv under ``/root`` on a host without mount
+        namespaces), or why the account cannot be had.
+    """
+    from coursehub.grading.autograde_core import plan_hidden
+    from coursehub.sandbox.plan import make_plan
+    from coursehub.sandbox.preflight import check_plan
+
+    check_plan(make_plan(plan_hidden(layout, os.environ)))

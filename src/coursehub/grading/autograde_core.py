@@ -65,6 +65,13 @@ def plan_autograde(submitted: Iterable[str], roster: Iterable[str]) -> Autograde
     return AutogradePlan(tuple(sorted(submitted & roster)), tuple(sorted(submitted - roster)))
 
 
+#: The outcome status of a submission that a host fault stopped (:class:`SubmissionOutcome`).
+HOST_ERROR = "error"
+#: What nbgrader's log says when the kernel ended before running any cell: the
+#: sandbox or the installation, never the student's code (nbclient ``wait_for_ready``).
+KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond")
+
+
 #: The module every autograde job runs: nbgrader with the sandboxed kernel.
 AUTOGRADE_MODULE = "coursehub.grading.sandbox_kernel"
 
@@ -130,7 +137,9 @@ class SubmissionOutcome:
     ``status``: ``graded``, ``timeout`` (a cell was interrupted by
     ``Execute.timeout``; graded, that cell scores 0), ``killed`` (the runner
     stopped the job: score 0), ``failed`` (nbgrader failed: score 0),
-    ``corrupt`` (unreadable notebook: score 0), ``not-on-roster`` (not graded).
+    ``corrupt`` (unreadable notebook: score 0), ``error`` (a fault of the host, not of
+    the student's code: the runner failed, or the kernel died before it ran a cell;
+    score 0, and ``coursehub grading autograde`` exits 1), ``not-on-roster`` (not graded).
     ``submitted_at``: the submission's nbgrader ``timestamp.txt`` ("" if none),
     so that a later run knows whether it was graded already.
     """

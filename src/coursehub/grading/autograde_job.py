@@ -18,6 +18,8 @@ from typing import Any
 from coursehub.errors import CoursehubError
 from coursehub.grading.autograde_core import (
     AUTOGRADE_MODULE,
+    HOST_ERROR,
+    KERNEL_START_FAILURES,
     AutogradeLimits,
     SubmissionOutcome,
     autograde_args,
@@ -62,11 +64,12 @@ def grading_spec(
     UsageError
         On out-of-range limits.
     """
-    from coursehub.grading.sandbox import grader_user_name, plan_sandbox_env
     from coursehub.runner.api import make_spec
+    from coursehub.sandbox.account import sandbox_user_name
+    from coursehub.sandbox.env import plan_sandbox_env
 
     args = autograde_args(
-        layout, assignment, student_id, plan_hidden(layout, os.environ), grader_user_name()
+        layout, assignment, student_id, plan_hidden(layout, os.environ), sandbox_user_name()
     )
     return make_spec(
         AUTOGRADE_MODULE,
@@ -126,7 +129,8 @@ def finish_grading(
         record_zero(layout, assignment, student_id)
         reason = _last_error(job_log_path(layout, assignment, student_id))
         reason = reason or f"exit status {result.returncode}"
-        return zero_outcome(layout, assignment, student_id, "failed", f"nbgrader failed: {reason}")
+        status = HOST_ERROR if any(k in reason for k in KERNEL_START_FAILURES) else "failed"
+        return zero_outcome(layout, assignment, student_id, status, f"nbgrader failed: {reason}")
     score, max_score = read_score(layout, assignment, student_id)
     stamp = submitted_at(layout, assignment, student_id)
     cells = timed_out_cells(layout, assignment, student_id)

@@ -8,7 +8,7 @@ from ``/dev/null``, output appended to
 ``<course_dir>/coursehub/autograde-<assignment>.log``) and hands it the
 locked descriptor (``pass_fds`` and
 :data:`coursehub.grading.autograde_lock.LOCK_FD_VAR`). The process gets the
-allow-listed environment of :func:`coursehub.grading.sandbox.plan_launch_env`
+allow-listed environment of :func:`coursehub.sandbox.env.plan_launch_env`
 (the catalog and ``COURSEHUB_GRADING_*``, no hub token or secret key).
 Its progress: :func:`coursehub.grading.autograde_progress.read_autograde_progress`.
 """
@@ -83,7 +83,7 @@ def start_autograde(
     from coursehub.errors import UsageError
     from coursehub.grading.autograde_lock import LOCK_FD_VAR, acquire_autograde_lock
     from coursehub.grading.layout import layout_from_env
-    from coursehub.grading.sandbox import plan_launch_env
+    from coursehub.sandbox.env import plan_launch_env
 
     if parallel is not None and parallel < 1:
         raise UsageError(f"parallel must be at least 1, got {parallel}")

@@ -156,6 +156,7 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
 def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
     from coursehub.catalog.db import make_engine, session_scope
     from coursehub.grading.autograde import render_outcomes
+    from coursehub.grading.autograde_core import HOST_ERROR
     from coursehub.grading.course import autograde_course_assignment, setup_course
 
     engine = make_engine()
@@ -189,6 +190,15 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
     finally:
         engine.dispose()
     print(render_outcomes(args.assignment, outcomes))
+    host = [o.student_id for o in outcomes if o.status == HOST_ERROR]
+    if host:
+        print(
+            f"coursehub: {len(host)} submission(s) of {args.assignment} not graded for a host "
+            f"reason ({', '.join(host[:5])}{', ...' if len(host) > 5 else ''}): see the messages "
+            "above, fix the cause and run the same command again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -250,9 +260,9 @@ def _student(args: argparse.Namespace, layout: Any) -> int:
 
 
 def _grader_user() -> int:
-    """Create (as root) the grading account of :mod:`coursehub.grading.sandbox`; print it."""
-    from coursehub.grading.sandbox import ensure_grader_user
+    """Create (as root) the sandbox account of :mod:`coursehub.sandbox`; print it."""
+    from coursehub.sandbox.account import ensure_sandbox_account
 
-    account = ensure_grader_user()
-    print(f"grading account {account.name}: uid {account.uid}, gid {account.gid}")
+    account = ensure_sandbox_account()
+    print(f"sandbox account {account.name}: uid {account.uid}, gid {account.gid}")
     return 0

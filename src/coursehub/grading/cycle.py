@@ -4,7 +4,7 @@
 autograde: :func:`coursehub.grading.autograde_launch.start_autograde` (a
 detached ``coursehub grading autograde COURSE ASSIGNMENT``, handed the
 assignment's autograde lock, with the allow-listed environment of
-:func:`coursehub.grading.sandbox.plan_launch_env`). :func:`autograde_progress`
+:func:`coursehub.sandbox.env.plan_launch_env`). :func:`autograde_progress`
 says, while it runs, how many submissions are graded out of how many, which
 failed and why, and an estimate of the time left (the autograde's progress
 record, :func:`coursehub.grading.autograde_progress.read_autograde_progress`).

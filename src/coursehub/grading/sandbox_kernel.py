@@ -13,9 +13,9 @@ change it). For each notebook it
    would have run the kernel in (the submission's files);
 2. starts the kernel with transport ``ipc`` (Unix sockets: they work across
    network namespaces, TCP on 127.0.0.1 does not), an environment from
-   :func:`coursehub.grading.sandbox.plan_sandbox_env`, ``cwd`` = that copy,
-   through :func:`coursehub.grading.sandbox.plan_kernel_command` (grading
-   account, namespaces, no GPU device: see :mod:`coursehub.grading.sandbox`);
+   :func:`coursehub.sandbox.env.plan_sandbox_env`, ``cwd`` = that copy,
+   through :func:`coursehub.sandbox.plan.make_plan` (sandbox account,
+   namespaces, no GPU device: see :mod:`coursehub.sandbox`);
 3. removes the folder once the kernel has been shut down.
 
 nbgrader then writes the autograded notebook and the gradebook itself,
@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,25 +36,15 @@ from nbgrader.preprocessors import Execute
 from traitlets import List, Unicode
 from traitlets.config import Config
 
-from coursehub.grading.sandbox import (
-    GraderAccount,
-    chown_tree,
-    ensure_grader_user,
-    find_grader,
-    gpu_devices,
-    grader_user_name,
-    hidden_paths,
-    plan_kernel_command,
-    plan_sandbox_env,
-    sandbox_mode,
-)
-
-#: Parent of the kernels' private folders when running as root (mode 0711).
-ROOT_WORK_DIR = Path("/tmp/coursehub-grading")
+from coursehub.sandbox.account import SandboxAccount
+from coursehub.sandbox.command import SandboxPlan, chown_tree, plan_sandbox_command, sandbox_mode
+from coursehub.sandbox.env import plan_sandbox_env
+from coursehub.sandbox.plan import make_plan, sandbox_account
+from coursehub.sandbox.workdir import make_job_dir
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager starting the kernel in the sandbox of :mod:`coursehub.grading.sandbox`."""
+    """A kernel manager starting the kernel in the sandbox of :mod:`coursehub.sandbox`."""
 
     hidden = List(
         Unicode(), help="Folders the kernel must not see (covered by an empty tmpfs)."
@@ -66,20 +55,11 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _job_dir: Path | None = None
     _mode = "none"
-    _account: GraderAccount | None = None
+    _account: SandboxAccount | None = None
 
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
         self._mode = sandbox_mode()
-        self._account = None
-        if self._mode in ("root", "uid"):
-            name = self.grader_user or grader_user_name()
-            self._account = find_grader(name)
-            if self._account is None and os.geteuid() == 0:
-                self._account = ensure_grader_user(name)  # e.g. the formgrader's button
-            if self._account is None:
-                raise RuntimeError(
-                    f"grading account {name!r} missing: run coursehub grading grader-user"
-                )
+        self._account = sandbox_account(self._mode, self.grader_user)
         self._job_dir = make_job_dir()
         self.connection_file = str(self._job_dir / "kernel.json")
         if self._mode in ("root", "userns"):
@@ -97,7 +77,7 @@ class SandboxKernelManager(AsyncKernelManager):
             shutil.copytree(source, work, symlinks=True)
         else:
             work.mkdir()
-        for folder in (home, home / "tmp"):
+        for folder in (home, home / "tmp", job / "stage"):
             folder.mkdir(exist_ok=True)
         env = plan_sandbox_env(kw.get("env") or os.environ)
         env.update(
@@ -113,17 +93,16 @@ class SandboxKernelManager(AsyncKernelManager):
             env["USER"] = env["LOGNAME"] = self._account.name
             chown_tree(job, self._account.uid, self._account.gid)
         kw["env"], kw["cwd"] = env, str(work)
-        if self._mode in ("root", "userns"):  # no parent poller: see plan_kernel_command
+        if self._mode in ("root", "userns"):  # no parent poller: see plan_sandbox_command
             kw["independent"] = True
-        keep: list[str | Path] = [
-            job,
-            sys.prefix,
-            sys.base_prefix,
-            Path(sys.executable).resolve().parent,
-        ]
-        cmd = plan_kernel_command(
-            kernel_cmd, self._mode, hidden_paths(self.hidden, keep), self._account, gpu_devices()
+        plan: SandboxPlan = make_plan(
+            self.hidden,
+            keep=[job],
+            stage_dir=job / "stage",
+            account_name=self._account.name if self._account else "",
+            mode=self._mode,
         )
+        cmd = plan_sandbox_command(kernel_cmd, plan)
         self.log.info("sandboxed kernel (%s) in %s", self._mode, work)
         await super()._async_launch_kernel(cmd, **kw)
 
@@ -145,24 +124,6 @@ class SandboxKernelManager(AsyncKernelManager):
         self._remove_job_dir()
 
 
-def make_job_dir() -> Path:
-    """Return a new private folder for one kernel (0700; under :data:`ROOT_WORK_DIR` as root).
-
-    :data:`ROOT_WORK_DIR` is 0711 and root's, so that the grading account can
-    enter its own folder but cannot list the others (whose names are random).
-    """
-    if os.geteuid() != 0:
-        return Path(tempfile.mkdtemp(prefix="coursehub-grade-"))
-    try:
-        ROOT_WORK_DIR.mkdir(mode=0o711)
-    except FileExistsError:
-        info = ROOT_WORK_DIR.lstat()
-        if not ROOT_WORK_DIR.is_dir() or ROOT_WORK_DIR.is_symlink() or info.st_uid != 0:
-            raise RuntimeError(f"{ROOT_WORK_DIR} must be a folder owned by root") from None
-    os.chmod(ROOT_WORK_DIR, 0o711)
-    return Path(tempfile.mkdtemp(prefix="job-", dir=ROOT_WORK_DIR))
-
-
 class SandboxExecute(Execute):
     """nbgrader's ``Execute`` preprocessor with kernels from :class:`SandboxKernelManager`.
 
@@ -173,6 +134,15 @@ class SandboxExecute(Execute):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb: Any, resources: Any = None, km: Any = None) -> Any:
+        """Execute ``nb``; however it ends, remove the kernel's private folder."""
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            manager = getattr(self, "km", None)
+            if isinstance(manager, SandboxKernelManager):
+                manager._remove_job_dir()
 
 
 def sandbox_config() -> Config:

@@ -1,0 +1,325 @@
+"""The command that starts a job inside the sandbox: account, namespaces, hidden and exposed paths.
+
+What a sandboxed job gets depends on where coursehub runs (:func:`sandbox_mode`):
+
+- **root** (the course app on a hub host): the job runs as the sandbox
+  account (:mod:`coursehub.sandbox.account`) with no supplementary groups, no
+  capabilities and ``no_new_privs`` (``setpriv``), in new mount and PID
+  namespaces and, unless the plan allows the network, a new network
+  namespace (``unshare``): no view of other processes, the plan's hidden
+  folders covered by an empty, unreadable tmpfs, the GPU device files by
+  ``/dev/null``, and at most :data:`~coursehub.sandbox.account.SANDBOX_MAX_TASKS`
+  tasks for the account. Folders it needs but cannot enter (a virtualenv
+  under ``/root``, mode 0700 on Debian) are exposed read-only at their own
+  path over a tmpfs that hides the rest of that folder
+  (:func:`plan_exposures`).
+- **not root, user namespaces allowed** (a teacher's own server): the same
+  namespaces inside an unprivileged user namespace, all capabilities dropped
+  before the job's code starts; same uid.
+- **uid** (root on a host without usable namespaces): only the account
+  switch; nothing hidden, nothing exposed.
+- **none** (not root, no user namespaces): unchanged; only the environment
+  allow-list and a private working copy remain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursehub.errors import CoursehubError
+from coursehub.sandbox.account import SANDBOX_MAX_TASKS, SandboxAccount
+
+#: Sandbox modes, strongest first (:func:`sandbox_mode`).
+MODES = ("root", "userns", "uid", "none")
+
+#: Device files of GPUs (NVIDIA's driver, the DRM render and card nodes of others).
+GPU_DEVICE_PATTERNS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd")
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """A folder the account cannot enter, covered by a tmpfs, with paths shown read-only in it.
+
+    ``cover``: the topmost folder on the way that the account cannot enter;
+    ``paths``: the folders below it the job needs, bind-mounted read-only at
+    their own paths.
+    """
+
+    cover: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SandboxPlan:
+    """Everything the sandbox applies to one job (see the module docstring).
+
+    Parameters
+    ----------
+    mode
+        One of :data:`MODES` (:func:`sandbox_mode`).
+    account
+        The sandbox account (``root`` and ``uid`` modes).
+    hidden
+        Existing folders covered by an empty tmpfs of mode 000 (outermost
+        only: :func:`hidden_paths`).
+    exposures
+        Folders shown read-only under a covering tmpfs (:func:`plan_exposures`).
+    devices
+        Device files replaced by ``/dev/null`` (the GPUs).
+    network
+        Keep the host's network (no new network namespace).
+    stage_dir
+        An existing folder, outside every cover, where exposed folders are
+        bind-mounted before their covers are mounted (needed with
+        ``exposures``).
+    """
+
+    mode: str
+    account: SandboxAccount | None = None
+    hidden: tuple[str, ...] = ()
+    exposures: tuple[Exposure, ...] = ()
+    devices: tuple[str, ...] = ()
+    network: bool = False
+    stage_dir: str = ""
+
+
+#: The shell that runs as root inside the new namespaces, before the account switch:
+#: stage the exposed folders, mount the covers, move the stages into place read-only
+#: (the exposed folders come twice: staged, then moved), hide the hidden folders,
+#: replace the devices, then run the command.
+_NAMESPACE_SCRIPT = (
+    'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
+    'mkdir -p "$STAGE/$i" && mount --bind "$1" "$STAGE/$i" || exit 125; '
+    "shift; i=$((i+1)); done; ne=$n; "
+    'n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'mount -t tmpfs -o size=64k,mode=755 coursehub-cover "$1" || exit 125; '
+    "shift; n=$((n-1)); done; "
+    'i=0; while [ "$i" -lt "$ne" ]; do '
+    'mkdir -p "$1" && mount --move "$STAGE/$i" "$1" '
+    '&& mount -o remount,bind,ro "$1" || exit 125; '
+    "shift; i=$((i+1)); done; "
+    'n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'mount -t tmpfs -o size=4k,mode=000 coursehub-hidden "$1" || exit 125; '
+    "shift; n=$((n-1)); done; "
+    'n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'mount --bind /dev/null "$1" || exit 125; '
+    "shift; n=$((n-1)); done; "
+    '"$@"'
+)
+
+
+def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
+    """Return the command that starts ``cmd`` inside the sandbox of ``plan`` (pure).
+
+    Raises
+    ------
+    ValueError
+        If ``root`` or ``uid`` mode has no account, or ``exposures`` no ``stage_dir``.
+
+    Notes
+    -----
+    With the sandbox account the job also gets ``RLIMIT_NPROC`` =
+    :data:`~coursehub.sandbox.account.SANDBOX_MAX_TASKS` (``prlimit``), so
+    that a fork bomb cannot use up the host's process ids.
+
+    A kernel's parent poller (ipykernel, ``JPY_PARENT_PID``) cannot see its
+    parent from inside a PID namespace: such a job is started
+    ``independent`` and ``setpriv --pdeathsig=KILL`` ties it to its parent
+    instead. ``unshare --fork --pid`` makes ``sh`` PID 1 of the new
+    namespace; it runs the job as its child (so SIGINT, a kernel interrupt,
+    reaches it: a namespace's PID 1 ignores signals it has no handler for),
+    and when it exits Linux kills whatever the job left behind
+    (pid_namespaces(7)). ``unshare`` ignores SIGINT and SIGTERM while it
+    waits (util-linux unshare(1)). ``mount --move`` and the read-only
+    remount of a bind mount: mount(8).
+    """
+    mode = plan.mode
+    if mode == "none":
+        return list(cmd)
+    if mode in ("root", "uid") and plan.account is None:
+        raise ValueError(f"{mode} mode needs the sandbox account")
+    if plan.exposures and not plan.stage_dir:
+        raise ValueError("exposed paths need a stage folder")
+    drop = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+    if mode in ("root", "uid"):
+        assert plan.account is not None
+        account = plan.account
+        drop += [f"--reuid={account.uid}", f"--regid={account.gid}", "--clear-groups"]
+        # a fork bomb stops at the sandbox account's task limit, not at the host's pid_max
+        drop[:0] = ["prlimit", f"--nproc={SANDBOX_MAX_TASKS}", "--"]
+    if mode == "uid":
+        return [*drop, "--", *cmd]
+    # setpriv --pdeathsig: unshare (then, --kill-child, the whole namespace) dies with the parent
+    unshare = ["setpriv", "--pdeathsig=KILL", "--", "unshare"]
+    if mode == "userns":
+        unshare += ["--user", "--map-root-user"]
+    if not plan.network:
+        unshare.append("--net")
+    unshare += ["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    exposed = [path for exposure in plan.exposures for path in exposure.paths]
+    covers = [exposure.cover for exposure in plan.exposures]
+    return [
+        *unshare,
+        "--",
+        "/usr/bin/env",
+        f"STAGE={plan.stage_dir}",
+        "/bin/sh",
+        "-c",
+        _NAMESPACE_SCRIPT,
+        "coursehub-sandbox",
+        str(len(exposed)),
+        *exposed,
+        str(len(covers)),
+        *covers,
+        *exposed,
+        str(len(plan.hidden)),
+        *plan.hidden,
+        str(len(plan.devices)),
+        *plan.devices,
+        *drop,
+        "--",
+        *cmd,
+    ]
+
+
+@functools.lru_cache(maxsize=4)
+def sandbox_mode(is_root: bool | None = None) -> str:
+    """Return the strongest mode of :func:`plan_sandbox_command` this host allows.
+
+    Root: ``"root"`` where the namespaces work, else ``"uid"``; otherwise
+    ``"userns"`` where unprivileged user namespaces work, else ``"none"``.
+    Tries the command once with ``true``.
+
+    Raises
+    ------
+    CoursehubError
+        As root, if ``setpriv`` (util-linux) is missing.
+    """
+    is_root = os.geteuid() == 0 if is_root is None else is_root
+    mode = "root" if is_root else "userns"
+    fallback = "uid" if is_root else "none"
+    if not shutil.which("setpriv"):
+        if is_root:
+            raise CoursehubError("setpriv (util-linux) is needed to run sandboxed jobs as root")
+        return "none"
+    if not shutil.which("unshare"):
+        return fallback
+    nobody = SandboxAccount("nobody", 65534, 65534)  # any non-root ids do for the probe
+    probe = plan_sandbox_command(["true"], SandboxPlan(mode, nobody if is_root else None))
+    try:
+        ok = subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return mode if ok else fallback
+
+
+def gpu_devices(patterns: Iterable[str] = GPU_DEVICE_PATTERNS) -> list[str]:
+    """Return the GPU device files (character devices) present on this host, sorted."""
+    import glob
+
+    found = set()
+    for pattern in patterns:
+        for path in glob.glob(pattern):
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.stat(path).st_mode):
+                    found.add(path)
+    return sorted(found)
+
+
+def _contains(outer: Path, inner: Path) -> bool:
+    return outer == inner or outer in inner.parents
+
+
+def hidden_paths(
+    paths: Iterable[str | Path], keep: Iterable[str | Path], covered: Iterable[str | Path] = ()
+) -> list[str]:
+    """Return the existing folders of ``paths`` to hide, outermost only, sorted.
+
+    A folder that holds one of ``keep`` (the interpreter running the job, the
+    job's own folder) cannot be hidden and is skipped. A folder inside
+    another one to hide, or inside one of ``covered`` (already replaced by an
+    exposure's tmpfs), is hidden with it: mounting on it after its parent is
+    hidden would fail ("mount point does not exist"). Pure but for the
+    ``resolve`` and ``is_dir`` calls.
+    """
+    kept = [Path(k).resolve() for k in keep]
+    covers = [Path(c).resolve() for c in covered]
+    folders = {Path(p).resolve() for p in paths}
+    folders = {f for f in folders if f.is_dir() and not any(_contains(f, k) for k in kept)}
+    outermost = {
+        f for f in folders if not any(o != f and _contains(o, f) for o in folders | set(covers))
+    }
+    return sorted(str(f) for f in outermost)
+
+
+def can_enter(path: Path, account: SandboxAccount) -> bool:
+    """Return True if ``account`` (no supplementary groups) may search the folder ``path``.
+
+    From the mode bits and owner (inode(7)); POSIX ACLs are not read, so an
+    ACL that grants access is missed (the job then gets an exposure it did
+    not need, which is harmless).
+    """
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    if info.st_uid == account.uid:
+        return bool(info.st_mode & stat.S_IXUSR)
+    if info.st_gid == account.gid:
+        return bool(info.st_mode & stat.S_IXGRP)
+    return bool(info.st_mode & stat.S_IXOTH)
+
+
+def blocking_folder(path: str | Path, account: SandboxAccount) -> Path | None:
+    """Return the topmost folder on the way to ``path`` that ``account`` cannot enter, or None."""
+    target = Path(path).resolve()
+    for folder in [*reversed(target.parents), target]:
+        if folder.is_dir() and not can_enter(folder, account):
+            return folder
+    return None
+
+
+def plan_exposures(needed: Iterable[str | Path], account: SandboxAccount) -> list[Exposure]:
+    """Return the exposures that let ``account`` read every folder of ``needed``.
+
+    Each needed folder under a folder the account cannot enter is bind-mounted
+    read-only at its own path over a tmpfs covering the topmost such folder
+    (:func:`blocking_folder`), so a virtualenv under ``/root`` runs at its
+    own path (its scripts and ``.pth`` files name it) while the rest of
+    ``/root`` stays out of sight. Folders inside another needed folder are
+    dropped; so is a needed folder that is itself the blocking one (a
+    folder the account cannot read at all: :mod:`coursehub.sandbox.preflight`
+    reports it).
+    """
+    folders = sorted({Path(p).resolve() for p in needed if Path(p).is_dir()})
+    folders = [f for f in folders if not any(o != f and _contains(o, f) for o in folders)]
+    by_cover: dict[str, list[str]] = {}
+    for folder in folders:
+        cover = blocking_folder(folder, account)
+        if cover is not None and cover != folder:
+            by_cover.setdefault(str(cover), []).append(str(folder))
+    covers = sorted(by_cover)
+    # a cover inside another cover is replaced by the outer one's tmpfs already
+    outer = [c for c in covers if not any(o != c and _contains(Path(o), Path(c)) for o in covers)]
+    merged: dict[str, list[str]] = {c: [] for c in outer}
+    for inner, paths in by_cover.items():
+        home = next(o for o in outer if _contains(Path(o), Path(inner)))
+        merged[home].extend(paths)
+    return [Exposure(cover, tuple(sorted(paths))) for cover, paths in sorted(merged.items())]
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """``chown -R uid:gid root`` without following symbolic links."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)

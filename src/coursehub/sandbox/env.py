@@ -1,0 +1,115 @@
+"""The environment a sandboxed job gets: an allow-list, never a credential."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+
+#: Variables passed on as they are (locale, paths, time zone, Python and Jupyter set-up).
+ALLOWED_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "TMPDIR",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONUNBUFFERED",
+        "PYTHONIOENCODING",
+        "PYTHONDONTWRITEBYTECODE",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_CONFIG_PATH",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_PATH",
+        "JUPYTER_PLATFORM_DIRS",
+        "MPLBACKEND",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES",
+        "COURSEHUB_N_THREADS",
+        "COURSEHUB_GPU_MEM_FRACTION",
+        "NBGRADER_EXECUTION",
+        "JPY_SESSION_NAME",
+    }
+)
+#: Prefixes passed on: locale categories, thread counts of the numeric libraries
+#: (OpenMP API specification ``OMP_*``; MKL, OpenBLAS, numexpr, Accelerate and BLIS
+#: documentation), coursehub's grading paths.
+ALLOWED_PREFIXES = (
+    "LC_",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "NUMEXPR_",
+    "VECLIB_",
+    "BLIS_",
+    "COURSEHUB_GRADING_",
+)
+#: Name patterns never passed on, even when allowed above (``fnmatch``, upper case).
+SECRET_PATTERNS = (
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*PRIVATE*",
+    "*API_KEY*",
+    "*ACCESS_KEY*",
+    "*AUTH*",
+    "*COOKIE*",
+    "*DATABASE_URL*",
+    "*_DSN",
+)
+#: Variables the course app's ``coursehub grading autograde`` process needs to open the
+#: catalog (:func:`coursehub.catalog.db.database_url`); never passed further down.
+CATALOG_NAMES = ("COURSEHUB_DATABASE_URL", "COURSEHUB_DATA_DIR", "XDG_DATA_HOME")
+
+
+def is_secret_name(name: str) -> bool:
+    """Return True if the variable ``name`` looks like a credential (:data:`SECRET_PATTERNS`)."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+
+
+def plan_sandbox_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Return the allow-listed part of ``environ`` for a sandboxed job (pure).
+
+    Parameters
+    ----------
+    environ
+        The environment of the process that starts the job.
+
+    Returns
+    -------
+    dict
+        The variables of :data:`ALLOWED_NAMES` or with a prefix of
+        :data:`ALLOWED_PREFIXES`, minus any whose name matches
+        :data:`SECRET_PATTERNS`. Everything else (``JUPYTERHUB_API_TOKEN``,
+        ``JPY_API_TOKEN``, ``COURSEHUB_DATABASE_URL``, ``COURSEHUB_SECRET_KEY``,
+        ``PGPASSWORD``, ``AWS_SECRET_ACCESS_KEY``, ...) is left out.
+    """
+    return {
+        name: value
+        for name, value in environ.items()
+        if (name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)) and not is_secret_name(name)
+    }
+
+
+def plan_launch_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Return the environment of a ``coursehub grading autograde`` process started by the app.
+
+    :func:`plan_sandbox_env` plus :data:`CATALOG_NAMES` (it reads the roster
+    and profile from the catalog); it passes neither on to nbgrader.
+    """
+    env = plan_sandbox_env(environ)
+    env.update({name: environ[name] for name in CATALOG_NAMES if name in environ})
+    return env

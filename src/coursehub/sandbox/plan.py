@@ -1,0 +1,115 @@
+"""One plan for every sandboxed job: build it for this host, check it works, start the command.
+
+Every caller (autograde kernels, course book builds, course environment
+builds) goes through :func:`make_plan` and
+:func:`coursehub.sandbox.command.plan_sandbox_command`, so that the
+account, the environment allow-list, the hidden and exposed folders and the
+network are decided in one place.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from coursehub.sandbox.account import (
+    SandboxAccount,
+    ensure_sandbox_account,
+    find_sandbox_account,
+    sandbox_user_name,
+)
+from coursehub.sandbox.command import (
+    SandboxPlan,
+    gpu_devices,
+    hidden_paths,
+    plan_exposures,
+    sandbox_mode,
+)
+
+
+def interpreter_paths() -> list[str]:
+    """Return the folders this Python needs to run: its prefixes and its import path (sorted).
+
+    ``sys.prefix`` (a virtualenv), ``sys.base_prefix``, the interpreter's own
+    folder and every folder on ``sys.path`` (an editable install's source
+    folder, e.g. ``/root/coursehub/src``); the zip and missing entries are
+    left out.
+    """
+    folders = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)}
+    folders |= {entry for entry in sys.path if entry and Path(entry).is_dir()}
+    return sorted(str(Path(f).resolve()) for f in folders)
+
+
+def sandbox_account(mode: str, name: str = "") -> SandboxAccount | None:
+    """Return the sandbox account for ``mode`` (``root``/``uid``), creating it as root; else None.
+
+    Raises
+    ------
+    CoursehubError
+        If the account is missing and cannot be created (not root), or is root.
+    """
+    if mode not in ("root", "uid"):
+        return None
+    name = name or sandbox_user_name()
+    account = find_sandbox_account(name)
+    if account is not None and account.uid != 0 and account.gid != 0:
+        return account
+    return ensure_sandbox_account(name)
+
+
+def make_plan(
+    hidden: Iterable[str | Path] = (),
+    *,
+    keep: Iterable[str | Path] = (),
+    needed: Iterable[str | Path] | None = None,
+    network: bool = False,
+    stage_dir: str | Path = "",
+    account_name: str = "",
+    mode: str | None = None,
+) -> SandboxPlan:
+    """Return the sandbox plan of one job on this host.
+
+    Parameters
+    ----------
+    hidden
+        Folders the job must not see (missing ones are ignored; nested ones
+        are hidden once, outermost).
+    keep
+        Folders the job works in (its private copy): never hidden.
+    needed
+        Folders the job must read (default :func:`interpreter_paths`):
+        exposed read-only where the account cannot enter them.
+    network
+        Whether the job keeps the network (a ``pip install``).
+    stage_dir
+        A folder of the job's own, outside the covered ones (root mode with
+        exposures).
+    account_name
+        The sandbox account (default ``$COURSEHUB_GRADER_USER``).
+    mode
+        Force a mode of :data:`coursehub.sandbox.command.MODES` (default:
+        :func:`coursehub.sandbox.command.sandbox_mode`).
+
+    Raises
+    ------
+    CoursehubError
+        If the sandbox account cannot be had (:func:`sandbox_account`).
+    """
+    mode = mode or sandbox_mode()
+    account = sandbox_account(mode, account_name)
+    needed = interpreter_paths() if needed is None else [str(p) for p in needed]
+    exposures = plan_exposures(needed, account) if mode == "root" and account else []
+    covered = [e.cover for e in exposures]
+    keep_all = [*keep, *needed]
+    hide = hidden_paths(hidden, keep_all, covered) if mode in ("root", "userns") else []
+    devices = gpu_devices() if mode in ("root", "userns") else []
+    return SandboxPlan(
+        mode=mode,
+        account=account,
+        hidden=tuple(hide),
+        exposures=tuple(exposures),
+        devices=tuple(devices),
+        network=network,
+        stage_dir=str(stage_dir) if exposures else "",
+    )
