@@ -1,0 +1,163 @@
+"""Every process coursehub starts: the account it runs as, what it reaches, its sandbox plan.
+
+:data:`PROCESSES` is the one list; ``docs/security.md`` prints it
+(:func:`render_process_table`), and ``tests/test_security_table.py`` checks
+that the page shows exactly this table, that every ``entry`` names code
+that exists, and that every module that builds a sandbox plan
+(:func:`coursehub.sandbox.command.plan_sandbox_command`) is the ``plan`` of a row,
+so that a new path that runs someone else's code cannot be left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    """One process coursehub starts.
+
+    ``entry``: ``module:name`` of the code that starts it (or renders its
+    configuration); ``plan``: ``module:name`` of the code that puts it in
+    the sandbox (:mod:`coursehub.sandbox`), or "" for trusted code.
+    """
+
+    process: str
+    entry: str
+    account: str
+    reads: str
+    writes: str
+    network: str
+    plan: str = ""
+
+
+#: The processes, in the order of a request's path through the system.
+PROCESSES: tuple[ProcessRow, ...] = (
+    ProcessRow(
+        "JupyterHub",
+        "coursehub.hub.config:render_hub_config",
+        "the hub's account (root on a department host, for the spawners)",
+        "hub database, its configuration, the course profiles",
+        "hub database, servers' cgroups and units",
+        "yes",
+    ),
+    ProcessRow(
+        "configurable-http-proxy",
+        "coursehub.hub.config:render_hub_config",
+        "the hub's account",
+        "its routes (from the hub)",
+        "nothing",
+        "yes (the public port)",
+    ),
+    ProcessRow(
+        "course app (hub service)",
+        "coursehub.hub.config:render_hub_config",
+        "the hub's account (a hub-managed service)",
+        "catalog, material mirrors and credentials, books, course directories",
+        "catalog, course directories, mirrors",
+        "yes (the hub API, allow-listed material hosts)",
+    ),
+    ProcessRow(
+        "formgrader (one per course, hub service)",
+        "coursehub.grading.hubservice:render_formgrader_config",
+        "the hub's account",
+        "its course directory",
+        "its course's gradebook and feedback",
+        "yes (the hub API)",
+    ),
+    ProcessRow(
+        "idle culler (hub service)",
+        "coursehub.hub.config:render_hub_config",
+        "the hub's account",
+        "the hub API (its token's scopes)",
+        "nothing",
+        "loopback (the hub API)",
+    ),
+    ProcessRow(
+        "student's server (single-user Jupyter)",
+        "coursehub.spawn.spawner:CourseProfiles",
+        "the student's own account (SystemdSpawner, cgroup spawners as root); the demo's own",
+        "the student's home, the course data folders (read)",
+        "the student's home",
+        "yes",
+    ),
+    ProcessRow(
+        "runner job (`coursehub run`)",
+        "coursehub.runner.local:LocalBackend",
+        "whoever runs it (the student, in their server)",
+        "what that account reads",
+        "what that account writes; its run log",
+        "yes",
+    ),
+    ProcessRow(
+        "Slurm job (runner on Slurm, SlurmSpawner server)",
+        "coursehub.runner.slurm:SlurmBackend",
+        "the submitting account, on the Slurm node",
+        "what that account reads on the node",
+        "what that account writes on the node",
+        "as the cluster allows",
+    ),
+    ProcessRow(
+        "autograde job (nbgrader, trusted)",
+        "coursehub.grading.autograde_job:grading_spec",
+        "the course app's account (root on a hub host)",
+        "the course directory",
+        "the gradebook, autograded/ and feedback/ of the course",
+        "no need (allow-listed environment, no token)",
+    ),
+    ProcessRow(
+        "autograde kernel (the student's cells)",
+        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace otherwise",
+        "a private copy of the one submission; the installation, read-only",
+        "that private copy",
+        "no (own network namespace)",
+        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+    ),
+    ProcessRow(
+        "material update (git fetch)",
+        "coursehub.material.mirror:update_mirror",
+        "the course app's account",
+        "the course's credential, its mirrors",
+        "the course's private and published mirrors",
+        "yes, to the course's repository host only",
+    ),
+    ProcessRow(
+        "usage ingest",
+        "coursehub.catalog.usage:ingest_folder",
+        "the course app's account (root for the hub's records)",
+        "the hub's usage folder and the jobs' folder (files checked by owner)",
+        "catalog (usage tables)",
+        "no need",
+    ),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_process_table(rows: tuple[ProcessRow, ...] = PROCESSES) -> str:
+    """Return :data:`PROCESSES` as the Markdown table of ``docs/security.md`` (pure)."""
+    header = (
+        "| process | started by | account | reads | writes | network | sandbox plan |\n"
+        "| --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    lines = [
+        "| "
+        + " | ".join(
+            _cell(value)
+            for value in (
+                row.process,
+                f"`{row.entry}`",
+                row.account,
+                row.reads,
+                row.writes,
+                row.network,
+                f"`{row.plan}`" if row.plan else "none (trusted code)",
+            )
+        )
+        + " |"
+        for row in rows
+    ]
+    return header + "\n".join(lines) + "\n"
