@@ -54,6 +54,9 @@ def course(tmp_path, sqlite_template, monkeypatch):
     url = f"sqlite:///{path}"
     seed_web_catalog(url)
     monkeypatch.setenv("COURSEHUB_DATABASE_URL", url)  # the background autograde reads it
+    # the demo's layout: the catalog's folder holds the courses and the exchange, and the
+    # course app passes it on to the autograde (as root, the sandbox hides it whole)
+    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
     monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
     monkeypatch.setenv("COURSEHUB_GRADING_SINGLE_USER", "1")

@@ -211,3 +211,14 @@ def test_a_new_job_folder_is_private_and_names_its_process():
         assert ROOT_WORK_DIR.stat().st_mode & 0o777 == 0o711
     finally:
         folder.rmdir()
+
+
+def test_the_jobs_working_directory_on_the_import_path_never_unhides_its_parent(
+    open_tmp, monkeypatch
+):
+    course = open_tmp / "courses" / "phys-2025"
+    course.mkdir(parents=True)
+    monkeypatch.chdir(course)  # an autograde job runs in the course directory, and
+    monkeypatch.syspath_prepend(str(course))  # `python -m` puts it first on sys.path
+    plan = make_plan([open_tmp / "courses"], mode="userns")
+    assert plan.hidden == (str(open_tmp / "courses"),)

@@ -32,12 +32,22 @@ def interpreter_paths() -> list[str]:
     """Return the folders this Python needs to run: its prefixes and its import path (sorted).
 
     ``sys.prefix`` (a virtualenv), ``sys.base_prefix``, the interpreter's own
-    folder and every folder on ``sys.path`` (an editable install's source
-    folder, e.g. ``/root/coursehub/src``); the zip and missing entries are
-    left out.
+    folder and the folders of ``sys.path`` that the installation put there
+    (the standard library, site-packages, an editable install's source
+    folder such as ``/root/coursehub/src``, ``PYTHONPATH``). Left out: the
+    script's folder or working directory that Python puts first
+    (``sys.path[0]``, unless ``-P``/``sys.flags.safe_path``), which for an
+    autograde job is the course directory, the working directory itself, and
+    zip or missing entries.
     """
+    entries = sys.path if sys.flags.safe_path else sys.path[1:]
+    cwd = Path.cwd().resolve()
     folders = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)}
-    folders |= {entry for entry in sys.path if entry and Path(entry).is_dir()}
+    folders |= {
+        entry
+        for entry in entries
+        if entry and Path(entry).is_dir() and Path(entry).resolve() != cwd
+    }
     return sorted(str(Path(f).resolve()) for f in folders)
 
 
