@@ -12,6 +12,10 @@ TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX_cpu := --index-url https://download.pytorch.org/whl/cpu
 TORCH_INDEX_cuda :=
+# pip's index options for torch; a site that installs from its own mirror gives its own
+# (make setup TORCH_INDEX="--index-url https://mirror.example/whl/cpu"), or none at all
+# (make setup TORCH_INDEX=) to use pip's configured index and find-links.
+TORCH_INDEX ?= $(TORCH_INDEX_$(TORCH))
 # Whether the torch in the venv is the build asked for (torch.version.cuda is None on CPU builds).
 TORCH_IS_cpu := torch.version.cuda is None
 TORCH_IS_cuda := torch.version.cuda is not None
@@ -22,7 +26,7 @@ endif
 # replaces one of the other build.
 TORCH_INSTALL = $(BIN)/python -c "import sys, torch; sys.exit(0 if $(TORCH_IS_$(TORCH)) else 1)" 2>/dev/null || { \
 	$(BIN)/python -m pip uninstall -q -y torch 2>/dev/null; \
-	$(BIN)/python -m pip install -q $(TORCH_INDEX_$(TORCH)) "torch==$(TORCH_VERSION)"; }
+	$(BIN)/python -m pip install -q $(TORCH_INDEX) "torch==$(TORCH_VERSION)"; }
 
 .PHONY: setup torch demo test lint system-deps
 
