@@ -1,9 +1,9 @@
 """The teaching team in its students' servers: the list page, and who can open a student's server.
 
 The page ``/courses/<course_id>/servers`` (the course's team and admins only)
-first shares the students' servers with the team group on the hub
-(:func:`coursehub.teamaccess.shares.sync_team_shares`: the hub, not this app,
-decides who may open a server), then lists each student's server: running
+first shares the students' servers with the team on the hub, its group and
+each member (:func:`coursehub.teamaccess.shares.sync_team_shares`, paced;
+the hub, not this app, decides who may open a server), then lists each student's server: running
 or not, last activity, and an "Open" link to a running one. On the course
 page a student reads who can open their server (the hub's shares of it).
 The app talks to the hub with its sync token (``HUB_SYNC_URL``/``HUB_SYNC_TOKEN``
