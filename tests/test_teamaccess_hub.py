@@ -73,7 +73,7 @@ def courses(app_hub):
     return names, ids
 
 
-def open_server(hub: RunningHub, who: str, owner: str) -> int:
+def open_server(hub: RunningHub, who: str, owner: str, consents: list[str] | None = None) -> int:
     """Log ``who`` in (a fresh browser session), open ``owner``'s JupyterLab; return the status.
 
     The whole OAuth round trip of a browser: ``/user/{owner}/lab`` redirects to
@@ -82,7 +82,8 @@ def open_server(hub: RunningHub, who: str, owner: str) -> int:
     ``oauth_callback`` sets its cookie and sends the browser back to the lab.
     The answer is the server's own ``/user/{owner}/api/status`` with that
     cookie (200: the server let ``who`` in), or the first refusal on the way
-    (the hub's 403 on the authorize page, the server's 403).
+    (the hub's 403 on the authorize page, the server's 403). Each consent
+    page met is appended to ``consents`` (its URL).
     """
     with requests.Session() as browser:
         browser.get(f"{hub.url}/hub/login", timeout=30)
@@ -94,6 +95,8 @@ def open_server(hub: RunningHub, who: str, owner: str) -> int:
         if page.status_code == 200 and "/oauth2/authorize" in page.url:
             consent = re.search(r'<form method="post" action="">(.*?)</form>', page.text, re.S)
             assert consent, page.text[:500]
+            if consents is not None:
+                consents.append(page.url)
             fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', consent[1])
             page = browser.post(
                 page.url, data=[(k, html.unescape(v)) for k, v in fields], timeout=60
@@ -108,9 +111,13 @@ def open_server(hub: RunningHub, who: str, owner: str) -> int:
 def test_a_teacher_opens_a_students_server_of_their_course(app_hub, courses):
     hub, _client = app_hub
     names, _ids = courses
-    assert open_server(hub, names["teacher-a"], names["student-a"]) == 200
-    # a second session: the hub asks no consent again, the server still lets the teacher in
-    assert open_server(hub, names["teacher-a"], names["student-a"]) == 200
+    consents: list[str] = []
+    assert open_server(hub, names["teacher-a"], names["student-a"], consents) == 200
+    assert len(consents) == 1  # JupyterHub's "Authorize access" page, clicked
+    # a second session: the hub asks no consent again (the first one's token
+    # holds the scopes, apihandlers/auth.py needs_oauth_confirm); the server lets the teacher in
+    assert open_server(hub, names["teacher-a"], names["student-a"], consents) == 200
+    assert len(consents) == 1
 
 
 def test_a_teacher_of_another_course_and_a_classmate_cannot_open_it(app_hub, courses):
