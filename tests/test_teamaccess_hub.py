@@ -215,3 +215,35 @@ def test_the_cli_sync_shares_the_students_servers_with_the_team(
     team = {f"user {name}" for name in roster.team}
     for student in roster.students:  # and with each member of the team
         assert team <= set(read_server_sharers(client, student)), student
+
+
+def test_the_cli_sync_revokes_the_shares_of_a_teacher_removed_from_the_course(
+    app_hub, database_url, monkeypatch, capsys
+):
+    """A teacher taken out of the catalog: the next ``coursehub hub sync`` revokes their shares."""
+    from coursehub.catalog.courses import get_course
+    from coursehub.catalog.db import make_engine, session_factory
+    from coursehub.catalog.people import remove_member
+    from coursehub.cli import main
+    from coursehub.coursedata.ensure import load_rosters
+    from coursehub.web.testing import seed_web_catalog
+
+    hub, client = app_hub
+    course_id = seed_web_catalog(database_url)
+    monkeypatch.setenv("COURSEHUB_DATABASE_URL", database_url)
+    monkeypatch.setenv("CHTEST_HUB_TOKEN", client.session.headers["Authorization"].split()[1])
+    sync = ["hub", "sync", "--hub-url", hub.api_url, "--token-env", "CHTEST_HUB_TOKEN"]
+    assert main(sync) == 0, capsys.readouterr()
+    engine = make_engine(database_url)
+    with session_factory(engine)() as session:
+        (roster,) = load_rosters(session, [course_id])
+        assert "tdupont" in roster.team
+        remove_member(session, get_course(session, course_id), "tdupont")
+        session.commit()
+    engine.dispose()
+    assert "user tdupont" in read_server_sharers(client, sorted(roster.students)[0])
+    assert main(sync) == 0, capsys.readouterr()
+    for student in roster.students:
+        sharers = set(read_server_sharers(client, student))
+        assert "user tdupont" not in sharers and f"group formgrade-{course_id}" in sharers
+        assert {f"user {name}" for name in roster.team - {"tdupont"}} <= sharers, student
