@@ -161,6 +161,28 @@ def test_the_team_lists_its_students_servers(app_hub, courses):
     assert rows[0].url == f"/user/{names['student-a']}/"
 
 
+def test_the_teams_page_grants_a_new_members_shares_and_leaves_revocations_to_the_sync(
+    app_hub, courses
+):
+    hub, client = app_hub
+    names, ids = courses
+    team, newcomer = f"formgrade-{ids['a']}", names["teacher-b"]
+    newcomer_shares = [(names["classmate-a"], newcomer), (names["student-a"], newcomer)]
+    client.add_group_users(team, [newcomer])
+    try:
+        report = sync_team_shares(client, ids["a"], grants_only=True)  # what the page does
+        assert report.granted_users == newcomer_shares and report.errors == []
+        assert open_server(hub, newcomer, names["student-a"]) == 200
+    finally:
+        client.remove_group_users(team, [newcomer])
+    report = sync_team_shares(client, ids["a"], grants_only=True)
+    assert (report.granted_users, report.revoked_users, report.revoked) == ([], [], [])
+    assert f"user {newcomer}" in read_server_sharers(client, names["student-a"])
+    report = sync_team_shares(client, ids["a"])  # the sync's own run
+    assert report.revoked_users == newcomer_shares
+    assert open_server(hub, newcomer, names["student-a"]) == 403
+
+
 def test_a_removed_teacher_is_refused_once_the_team_change_is_synced(app_hub, courses):
     hub, client = app_hub
     names, ids = courses

@@ -44,7 +44,7 @@ Nothing here needs a hub restart; the course app's token needs the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from urllib.parse import quote
 
@@ -211,6 +211,25 @@ def read_server_shares(client: HubClient, owner: str) -> ServerShares:
     return ServerShares(frozenset(groups), frozenset(users))
 
 
+def read_member_shares(client: HubClient, member: str) -> set[str]:
+    """Return the owners of default servers shared with ``member`` directly, not through a group.
+
+    ``GET /users/{member}/shared`` lists both (``jupyterhub/apihandlers/shares.py``,
+    ``UserShareListAPIHandler``); a group share has ``user`` None.
+
+    Raises
+    ------
+    HubError
+        404 when the hub has no such user.
+    """
+    owners = set()
+    for share in client.paginate(f"/users/{_q(member)}/shared"):
+        server = share.get("server") or {}
+        if share.get("user") and server.get("name", "") == "":
+            owners.add(server["user"]["name"])
+    return owners
+
+
 def apply_share_plan(client: HubClient, plan: SharePlan, pacer: Pacer | None = None) -> ShareReport:
     """Grant and revoke the shares of ``plan``, one paced request each; a refusal is reported.
 
@@ -261,7 +280,9 @@ def apply_share_plan(client: HubClient, plan: SharePlan, pacer: Pacer | None = N
     return report
 
 
-def sync_team_shares(client: HubClient, course_id: str, pacer: Pacer | None = None) -> ShareReport:
+def sync_team_shares(
+    client: HubClient, course_id: str, pacer: Pacer | None = None, *, grants_only: bool = False
+) -> ShareReport:
     """Keep the shares of the students' servers of ``course_id`` in step with the hub's groups.
 
     Reads the course's two groups (written by ``coursehub hub sync``), the
@@ -274,6 +295,12 @@ def sync_team_shares(client: HubClient, course_id: str, pacer: Pacer | None = No
     hub yet gets nothing (empty report); a server the hub does not know
     (404) is reported and left out.
 
+    With ``grants_only`` (the team's page, which should answer quickly): only
+    the shares missing for the course's students and team members are
+    granted, read from each member's direct shares (one read per member,
+    :func:`read_member_shares`) instead of each server's; nothing is
+    revoked, which the sync's own run does.
+
     Raises
     ------
     HubError
@@ -285,10 +312,21 @@ def sync_team_shares(client: HubClient, course_id: str, pacer: Pacer | None = No
     team = pacer.one(partial(client.get_group, team_group(course_id)), items=0)
     if team is None:
         return ShareReport()
+    members = list(team.get("users", []))
+    teams: dict[str, list[str]] = {team_group(course_id): members}
     students = pacer.one(partial(read_students, client, course_id), items=0)
     shared = pacer.one(partial(read_shared_owners, client, course_id), items=0)
     errors: list[tuple[str, str]] = []
     servers: dict[str, ServerShares] = {}
+    if grants_only:
+        direct = {m: pacer.one(partial(read_member_shares, client, m), items=0) for m in members}
+        for owner in students:
+            groups = frozenset({team_group(course_id)} if owner in shared else ())
+            users = frozenset(m for m in members if owner in direct[m])
+            servers[owner] = ServerShares(groups, users)
+        plan = plan_team_shares(course_id, students, servers, teams)
+        plan = replace(plan, revoke=(), revoke_users=())
+        return apply_share_plan(client, plan, pacer)
     for owner in sorted(set(students) | shared):
         try:
             servers[owner] = pacer.one(partial(read_server_shares, client, owner), items=0)
@@ -296,7 +334,6 @@ def sync_team_shares(client: HubClient, course_id: str, pacer: Pacer | None = No
             if exc.status != 404:
                 raise
             errors.append((owner, f"read: {exc}"))
-    teams: dict[str, list[str]] = {team_group(course_id): list(team.get("users", []))}
     for name in sorted({g for sh in servers.values() for g in sh.groups} - set(teams)):
         parsed = parse_course_group(name)
         if parsed and parsed[0] == "team":
