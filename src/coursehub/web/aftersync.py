@@ -4,8 +4,10 @@ Called by :func:`coursehub.web.hubsync.run_sync` with the sync's client,
 after :func:`coursehub.hub.sync.sync_catalog`, for the courses it synced:
 
 * :func:`coursehub.teamaccess.shares.sync_team_shares`: a new student's
-  server is shared with the team, a former student's share revoked (a team
-  change needs nothing: the hub reads the team group's members at each request);
+  server is shared with the team (its group, and each member: JupyterHub 6.1
+  gives a server's OAuth token the direct shares only), a former student's
+  shares revoked, a new team member's granted and a removed one's revoked,
+  paced by one :class:`~coursehub.hub.pacing.Pacer` for all the courses;
 * :func:`coursehub.coursedata.ensure.ensure_data`, when the app runs as root
   with ``COURSEHUB_SHARED_ROOT`` set: the course's Unix groups follow the roster.
 
@@ -29,6 +31,7 @@ from coursehub.coursedata.ensure import ensure_data
 from coursehub.courselayout import SHARED_ROOT_ENV, shared_root
 from coursehub.errors import CoursehubError
 from coursehub.hub.hubclient import HubClient
+from coursehub.hub.pacing import Pacer
 from coursehub.teamaccess.shares import sync_team_shares
 
 log = logging.getLogger(__name__)
@@ -37,9 +40,10 @@ log = logging.getLogger(__name__)
 def after_sync(session: Session, client: HubClient, course_ids: Iterable[str]) -> None:
     """Refresh the team shares and, as root with a shared root, the data folders."""
     course_ids = sorted(course_ids)
+    pacer = Pacer()
     for course_id in course_ids:
         try:
-            report = sync_team_shares(client, course_id)
+            report = sync_team_shares(client, course_id, pacer)
         except CoursehubError as exc:
             log.warning("team shares of %s not refreshed: %s", course_id, exc)
             continue

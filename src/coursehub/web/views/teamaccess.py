@@ -1,10 +1,12 @@
 """The teaching team in its students' servers: the list page, and who can open a student's server.
 
 The page ``/courses/<course_id>/servers`` (the course's team and admins only)
-first shares the students' servers with the team group on the hub
-(:func:`coursehub.teamaccess.shares.sync_team_shares`: the hub, not this app,
-decides who may open a server), then lists each student's server: running
-or not, last activity, and an "Open" link to a running one. On the course
+first grants the shares of the students' servers missing on the hub, to the
+team's group and each member (:func:`coursehub.teamaccess.shares.sync_team_shares`
+with ``grants_only``: a read per member, not per student; revocations are the
+sync's; the hub, not this app, decides who may open a server), then lists
+each student's server: running or not, last activity, and an "Open" link to
+a running one. On the course
 page a student reads who can open their server (the hub's shares of it).
 The app talks to the hub with its sync token (``HUB_SYNC_URL``/``HUB_SYNC_TOKEN``
 or the service's own), which needs the ``shares`` scope.
@@ -61,7 +63,8 @@ def servers(course_id: str) -> str:
     if client is not None:
         with client:
             try:
-                share_errors = sync_team_shares(client, course.course_id).errors
+                report = sync_team_shares(client, course.course_id, grants_only=True)
+                share_errors = report.errors
                 rows = read_server_rows(client, course_students(course.id))
             except CoursehubError as exc:
                 problem = f"the hub could not be read: {exc}"
