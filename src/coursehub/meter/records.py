@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from coursehub.errors import CoursehubError
@@ -57,6 +57,10 @@ class UsageRecord:
         Peak GPU memory, in bytes (0 without a GPU).
     exit_reason
         On ``close``: ``"exit 0"``, ``"stopped"``, the runner's kill reason...
+    cpu_limit
+        CPUs the unit may use at most (a cgroup quota), 0 when not limited
+        below the host's; it only narrows the CPU bound at ingest
+        (:mod:`coursehub.meter.bounds`).
     """
 
     event: str
@@ -71,9 +75,10 @@ class UsageRecord:
     gpu_s: float = 0.0
     gpu_peak_bytes: int = 0
     exit_reason: str = ""
+    cpu_limit: float = 0.0
 
 
-_NUMBERS = {"at", "started_at", "cpu_s", "gpu_s"}
+_NUMBERS = {"at", "started_at", "cpu_s", "gpu_s", "cpu_limit"}
 _INTS = {"mem_peak_bytes", "gpu_peak_bytes"}
 
 
@@ -100,7 +105,7 @@ def parse_record(line: str) -> UsageRecord:
     values: dict[str, Any] = {}
     for spec in fields(UsageRecord):
         if spec.name not in data:
-            if spec.name in _NUMBERS | _INTS | {"exit_reason"}:
+            if spec.default is not MISSING:
                 continue
             raise RecordError(f"missing field {spec.name!r}")
         values[spec.name] = _check(spec.name, data[spec.name])
