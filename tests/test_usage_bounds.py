@@ -60,6 +60,7 @@ def test_a_job_within_the_hosts_size_fits():
         ({"gpu_s": float("inf")}, "finite and not negative"),
         ({"cpu_s": -1.0}, "finite and not negative"),
         ({"mem_peak_bytes": -1}, "must not be negative"),
+        ({"started_at": 0.0, "cpu_s": 1.0}, "a unit of 20833 days, more than 31"),
     ],
 )
 def test_a_record_beyond_the_host_or_the_clock_is_refused_with_the_bound(fields, message):

@@ -1,7 +1,8 @@
 """What a usage record may claim: counters a unit could physically reach on the host.
 
 A record's counters are cumulative since its unit started, so each is
-bounded by the unit's wall time (``at`` minus the unit's start) and the
+bounded by the unit's wall time (``at`` minus the unit's start, at most
+:data:`MAX_WALL_S`) and the
 host's size: CPU-seconds by wall time times the host's CPUs (or the
 record's own ``cpu_limit`` when it gives one), GPU-seconds by wall time
 times the host's GPUs, peak memory by the host's memory, peak GPU memory by
@@ -26,6 +27,9 @@ CLOCK_SKEW_S = 120.0
 #: Seconds added to a unit's wall time in the CPU and GPU bounds: a unit's start
 #: is stamped a moment after its processes may start counting.
 WALL_SLACK_S = 2.0
+#: Longest wall time of a unit a user's records may claim (31 days): without it a
+#: record "started in 1970" could claim decades of CPU-seconds on one day.
+MAX_WALL_S = 31 * 86400.0
 #: Peak memory of one GPU when the ingesting host cannot tell (no NVML there), in bytes.
 GPU_MEM_FALLBACK_BYTES = 256 * 2**30
 
@@ -146,6 +150,9 @@ def bounds_problem(
     if problem is not None:
         return problem
     start = record.started_at if started_at is None else started_at
+    if record.at - start > MAX_WALL_S:
+        days = (record.at - start) / 86400
+        return f"a unit of {days:.0f} days, more than {MAX_WALL_S / 86400:.0f}"
     wall = record.at - start + WALL_SLACK_S
     cpus = min(limits.cpus, record.cpu_limit) if record.cpu_limit > 0 else limits.cpus
     if record.cpu_s > wall * cpus:
