@@ -46,6 +46,14 @@ BAD_LINES = [
         render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"user": "a"', '"user": 3'),
         "must be text",
     ),
+    ("[" * 50_000 + "]" * 50_000, "nested too deeply"),
+    ('{"a": ' * 30_000 + "1" + "}" * 30_000, "nested too deeply"),
+    (
+        render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace(
+            '"mem_peak_bytes": 0', '"mem_peak_bytes": 1e30'
+        ),
+        "must be at most",
+    ),
 ]
 
 

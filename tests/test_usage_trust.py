@@ -325,3 +325,14 @@ def test_the_ingest_command_refuses_a_host_of_no_cpus(database_url, tmp_path, ca
     argv = ["usage", "ingest", str(tmp_path), "--database-url", database_url, "--cpus", "0"]
     assert main(argv) == 2
     assert "--cpus must be more than 0" in capsys.readouterr().err
+
+
+def test_a_newline_in_a_file_name_or_unit_id_cannot_forge_a_report_line(session, tmp_path):
+    name = "a\nrefused: fake.jsonl"
+    forged = rec("job:h:1\nrefused: fake", "nobody-here", "", kind="server")
+    (tmp_path / name).write_text(render_record(forged))
+    os.chmod(tmp_path, 0o777)  # others may write: the file is read as its owner's
+    outcome = ingest_folder(session, tmp_path, limits=HOST)
+    assert outcome.records == 0 and len(outcome.refused) == 2
+    assert all("\n" not in line for line in outcome.refused)
+    assert outcome.refused[1].startswith("'a\\nrefused: fake.jsonl': 'job:h:1\\nrefused: fake': ")

@@ -66,7 +66,7 @@ from coursehub.catalog.models import Base, Course, Membership, Person, UTCDateTi
 from coursehub.catalog.people import normalize_username
 from coursehub.meter.bounds import HostLimits, bounds_problem, host_limits, time_problem
 from coursehub.meter.journal import JournalError, list_journals, read_records
-from coursehub.meter.records import UsageRecord
+from coursehub.meter.records import UsageRecord, shown
 
 #: Days a unit row is kept after its unit ended.
 KEEP_UNITS_DAYS = 400
@@ -297,7 +297,7 @@ def apply_records(
             )
         if why is not None:
             if refused is not None:
-                refused.append(f"{where}: {record.unit_id}: {why}")
+                refused.append(f"{where}: {shown(record.unit_id)}: {why}")
             continue
         if unit is not None and takeover:
             _take_over(unit, record)  # a user claimed the hub's unit id first: the hub's wins
@@ -440,7 +440,7 @@ def ingest_folder(
             with session.begin_nested():
                 _ingest_file(session, path, hub_folder, limits, now, outcome)
         except (JournalError, OSError, SQLAlchemyError) as exc:
-            outcome.refused.append(f"{path.name}: skipped: {exc}")
+            outcome.refused.append(f"{shown(path.name)}: skipped: {exc}")
     session.flush()
     return outcome
 
@@ -459,6 +459,7 @@ def _ingest_file(
     if stat.S_ISREG(info.st_mode) and info.st_size <= offset:
         return
     batch = read_records(path, offset)
+    where = shown(path.name)
     if mark is None:
         mark = UsageJournal(path=str(path), offset=0)
         session.add(mark)
@@ -466,7 +467,7 @@ def _ingest_file(
     outcome.refused += batch.problems
     writer = file_writer(batch.owner_uid, hub_folder)
     if not writer.hub and batch.links != 1:
-        outcome.refused.append(f"{path.name}: skipped: a file with {batch.links} hard links")
+        outcome.refused.append(f"{where}: skipped: a file with {batch.links} hard links")
         return
     courses = {} if writer.hub else member_courses(session, [writer.user])
     mine = courses.get(normalize_username(writer.user), frozenset())
@@ -474,11 +475,11 @@ def _ingest_file(
     for record in batch.records:
         why = user_record_problem(record, writer)
         if why is not None:
-            outcome.refused.append(f"{path.name}: {record.unit_id}: {why}")
+            outcome.refused.append(f"{where}: {shown(record.unit_id)}: {why}")
             continue
         course_id, note = charged_course(record, writer, mine)
         if note is not None:
-            outcome.refused.append(f"{path.name}: {record.unit_id}: {note}")
+            outcome.refused.append(f"{where}: {shown(record.unit_id)}: {note}")
             record = replace(record, course_id=course_id)
         taken.append(record)
     outcome.records += apply_records(
@@ -488,7 +489,7 @@ def _ingest_file(
         limits=limits,
         now=now,
         refused=outcome.refused,
-        where=path.name,
+        where=where,
     )
 
 

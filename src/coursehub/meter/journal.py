@@ -20,7 +20,7 @@ from pathlib import Path
 
 from coursehub.errors import CoursehubError
 from coursehub.filemodes import ensure_private_dir
-from coursehub.meter.records import RecordError, UsageRecord, parse_record, render_record
+from coursehub.meter.records import RecordError, UsageRecord, parse_record, render_record, shown
 
 #: Environment variable naming the usage folder of this hub / runner.
 USAGE_DIR_VAR = "COURSEHUB_USAGE_DIR"
@@ -141,7 +141,7 @@ def read_records(
             raise JournalError(
                 f"{info.st_size} bytes, more than the {max_file} a usage file may have"
             )
-        records, problems, end = _read_lines(fd, path.name, offset, max_line, max_read)
+        records, problems, end = _read_lines(fd, shown(path.name), offset, max_line, max_read)
     finally:
         os.close(fd)
     return ReadBatch(records, problems, end, info.st_uid, info.st_nlink)

@@ -19,6 +19,8 @@ from coursehub.errors import CoursehubError
 EVENTS = ("open", "sample", "close")
 #: Unit kinds.
 UNIT_KINDS = ("server", "job")
+#: Largest byte count kept (a 64-bit signed integer, the catalog's column).
+MAX_INT = 2**63 - 1
 #: Longest text field kept (user names, course ids, reasons are cut there).
 MAX_TEXT = 200
 
@@ -82,6 +84,15 @@ _NUMBERS = {"at", "started_at", "cpu_s", "gpu_s", "cpu_limit"}
 _INTS = {"mem_peak_bytes", "gpu_peak_bytes"}
 
 
+def shown(text: str) -> str:
+    """Return ``text`` for a message: as it is when printable, else as Python's ``ascii()``.
+
+    File names and unit ids come from users; a newline in one must not
+    forge a line of the ingest's report.
+    """
+    return text if text.isprintable() else ascii(text)
+
+
 def render_record(record: UsageRecord) -> str:
     """Return ``record`` as one JSON line ending in ``\\n`` (keys sorted, ASCII only)."""
     return json.dumps(asdict(record), sort_keys=True, ensure_ascii=True) + "\n"
@@ -93,13 +104,16 @@ def parse_record(line: str) -> UsageRecord:
     Raises
     ------
     RecordError
-        If the line is not a JSON object with the record's fields and types,
-        a known ``event`` and ``kind``, and finite, non-negative counters.
+        If the line is not a JSON object (nested too deeply included) with the
+        record's fields and types, a known ``event`` and ``kind``, and
+        finite, non-negative counters (byte counts at most :data:`MAX_INT`).
     """
     try:
         data: Any = json.loads(line)
     except ValueError as exc:
         raise RecordError(f"not JSON: {exc}") from exc
+    except RecursionError as exc:  # "[[[[...": the decoder's recursion, not a crash
+        raise RecordError("not JSON: nested too deeply") from exc
     if not isinstance(data, dict):
         raise RecordError("not a JSON object")
     values: dict[str, Any] = {}
@@ -124,6 +138,8 @@ def _check(name: str, value: Any) -> Any:
             raise RecordError(f"{name} must be a number, got {value!r}")
         if not math.isfinite(value) or value < 0:
             raise RecordError(f"{name} must be finite and not negative, got {value!r}")
+        if name in _INTS and value > MAX_INT:
+            raise RecordError(f"{name} must be at most {MAX_INT}, got {value:.3g}")
         return int(value) if name in _INTS else float(value)
     if not isinstance(value, str):
         raise RecordError(f"{name} must be text, got {value!r}")
