@@ -10,6 +10,7 @@ from coursehub.meter.journal import (
     MAX_FILE_BYTES,
     JournalError,
     append_record,
+    journal_path,
     list_journals,
     read_records,
 )
@@ -95,3 +96,29 @@ def test_the_owner_and_links_come_from_the_opened_file(tmp_path):
     os.link(path, tmp_path / "again.jsonl")
     batch = read_records(path)
     assert (batch.owner_uid, batch.links) == (os.geteuid(), 2)
+
+
+def test_a_writer_never_appends_through_a_link_nor_waits_on_a_fifo(tmp_path):
+    target = tmp_path / "victim.txt"
+    target.write_text("")
+    day_file = journal_path(tmp_path, "runner-ada", AT)
+    day_file.symlink_to(target)
+    with pytest.raises(OSError):
+        append_record(tmp_path, "runner-ada", job(1))
+    assert target.read_text() == ""
+    day_file.unlink()
+    os.mkfifo(day_file)
+    with pytest.raises(OSError):  # ENXIO at once: no reader, never a hang
+        append_record(tmp_path, "runner-ada", job(1))
+
+
+def test_a_writer_never_appends_to_a_file_another_user_made_first(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (chown)")
+    day_file = journal_path(tmp_path, "runner-ada", AT)
+    day_file.write_text("")
+    os.chmod(day_file, 0o666)
+    os.chown(day_file, 65534, 65534)  # nobody's, made in the shared jobs folder first
+    with pytest.raises(OSError, match="is not a file of this user"):
+        append_record(tmp_path, "runner-ada", job(1))
+    assert day_file.read_text() == ""

@@ -41,19 +41,26 @@ def append_record(folder: Path, source: str, record: UsageRecord) -> Path:
 
     A folder this process owns (or makes) is made owner-only; another's
     (the shared jobs folder, :func:`coursehub.meter.sampler.ensure_job_folder`)
-    keeps its mode.
+    keeps its mode. In a shared folder another user may have made the file's
+    name first: the file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (never a
+    link, never a FIFO waited on) and written only when it is a regular file
+    of this process's user.
 
     Raises
     ------
     OSError
-        If the folder or file cannot be written.
+        If the folder or file cannot be written, or the file is not this user's own.
     """
     if not Path(folder).is_dir() or Path(folder).stat().st_uid == os.geteuid():
         ensure_private_dir(folder)  # ours: owner-only; a shared jobs folder is left as made
     path = journal_path(folder, source, record.at)
     data = render_record(record).encode("ascii")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
     try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            raise OSError(f"{path} is not a file of this user: another made it first")
         written = os.write(fd, data)
         if written != len(data):  # a full disk: never leave half a line behind silently
             raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
