@@ -217,18 +217,20 @@ def test_a_student_of_one_course_cannot_charge_another_nor_squat_the_hubs_server
         jobs / "job-bea.jsonl",
         accounts[bea],
         rec("job:h:forged1", bea, ids["demo"], cpu_s=3.6e9, gpu_s=3.6e8),  # out of bounds
+        rec("job:h:plain", bea, ids["demo"], event="sample", cpu_s=45.0),
         rec("job:h:plain", bea, ids["demo"], cpu_s=90.0),  # fits, but not bea's course
         rec("job:h:mine", bea, ids["other"], cpu_s=30.0),  # bea's own course
         rec("job:h:other", ana, ids["demo"], cpu_s=30.0),  # another's name
         rec(server_id, bea, ids["other"], event="open", cpu_s=0.0),  # the hub's next server
     )
     outcome = ingest_folder(session, jobs, hub_folder=False, limits=HOST)
-    assert outcome.records == 2
+    assert outcome.records == 3
     text = "\n".join(outcome.refused)
     assert "job:h:forged1: cpu_s 3.6e+09 is more than" in text
     assert (
         f"job:h:plain: user '{bea}' is not in course '{ids['demo']}': charged to no course" in text
     )
+    assert text.count("job:h:plain:") == 1  # once for the unit, not for each of its records
     assert f"job:h:other: names user '{ana}'" in text
     assert f"{server_id}: unit id '{server_id}' is not a job id" in text
 

@@ -471,7 +471,7 @@ def _ingest_file(
         return
     courses = {} if writer.hub else member_courses(session, [writer.user])
     mine = courses.get(normalize_username(writer.user), frozenset())
-    taken = []
+    taken, noted = [], set()
     for record in batch.records:
         why = user_record_problem(record, writer)
         if why is not None:
@@ -479,7 +479,9 @@ def _ingest_file(
             continue
         course_id, note = charged_course(record, writer, mine)
         if note is not None:
-            outcome.refused.append(f"{where}: {shown(record.unit_id)}: {note}")
+            if record.unit_id not in noted:  # once per unit, not for each of its samples
+                noted.add(record.unit_id)
+                outcome.refused.append(f"{where}: {shown(record.unit_id)}: {note}")
             record = replace(record, course_id=course_id)
         taken.append(record)
     outcome.records += apply_records(
