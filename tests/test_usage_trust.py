@@ -147,11 +147,31 @@ def test_a_hub_record_takes_over_a_unit_id_a_user_claimed_first(session):
 
 def test_a_users_record_never_touches_a_unit_of_the_hub(session):
     apply_records(session, [rec("job:h:root1", "root", "", cpu_s=5.0)])  # a root job, the hub's
-    refused: list[str] = []
     forged = rec("job:h:root1", "root", "", cpu_s=100.0)
-    assert apply_records(session, [forged], from_hub=False, limits=HOST, refused=refused) == 0
-    assert refused == [": job:h:root1: a unit of the hub's records"]
-    assert session.query(UsageUnit).one().cpu_s == 5.0
+    assert apply_records(session, [forged], from_hub=False, limits=HOST) == 1
+    units = {u.unit_id: (u.cpu_s, u.from_hub) for u in session.query(UsageUnit)}
+    assert units == {"job:h:root1": (5.0, True), "job:h:root1#root": (100.0, False)}
+
+
+def test_a_user_claiming_another_users_next_job_id_hides_nothing_of_it(session):
+    squat = rec("job:h:slurm-1234", "mallory", "", event="open", cpu_s=0.0)
+    assert apply_records(session, [squat], from_hub=False, limits=HOST) == 1
+    theirs = [
+        rec("job:h:slurm-1234", "ada", "alpha", event="sample", cpu_s=30.0),
+        rec("job:h:slurm-1234", "ada", "alpha", cpu_s=60.0),
+    ]
+    assert apply_records(session, theirs, from_hub=False, limits=HOST) == 2
+    units = {u.unit_id: (u.username, u.cpu_s) for u in session.query(UsageUnit)}
+    assert units == {"job:h:slurm-1234": ("mallory", 0.0), "job:h:slurm-1234#ada": ("ada", 60.0)}
+    assert {(d.username, d.cpu_s) for d in session.query(UsageDay)} == {
+        ("mallory", 0.0),
+        ("ada", 60.0),
+    }
+
+
+def test_a_users_unit_id_may_not_name_a_scoped_row():
+    problem = user_record_problem(rec("job:h:slurm-1234#ada", "ada", ""), ADA)
+    assert problem is not None and "holds '#'" in problem
 
 
 def test_a_users_forged_counters_are_refused_and_the_hubs_are_not_bounded_by_this_host(session):

@@ -28,9 +28,10 @@ usage folder is the hub's; any other file (every file of the jobs folder) is
 its owner's, and its records pass :func:`user_record_problem` (a job of the
 owner, a job unit id) and :func:`charged_course` (a course the owner is a
 student or in the team of, else none). Every record passes
+:func:`coursehub.meter.bounds.time_problem`, a user's record also
 :func:`coursehub.meter.bounds.bounds_problem`. A hub record for a unit id a
 user's record claimed first takes the unit over; a user's record never
-touches a unit the hub recorded.
+touches a unit of the hub or of another user (:func:`scoped_unit_id`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from coursehub.catalog.models import Base, Course, Membership, Person, UTCDateTi
 from coursehub.catalog.people import normalize_username
 from coursehub.meter.bounds import HostLimits, bounds_problem, host_limits, time_problem
 from coursehub.meter.journal import JournalError, list_journals, read_records
-from coursehub.meter.records import UsageRecord, shown
+from coursehub.meter.records import MAX_TEXT, UsageRecord, shown
 
 #: Days a unit row is kept after its unit ended.
 KEEP_UNITS_DAYS = 400
@@ -126,6 +127,8 @@ class UsageJournal(Base):
 
 #: The unit id namespace of records a user writes (runner jobs: ``job:<host>:<job id>``).
 USER_UNIT_PREFIX = "job:"
+#: Joins a user's unit id and their name in :func:`scoped_unit_id` (never in a user's unit id).
+SCOPE_SEP = "#"
 
 
 @dataclass
@@ -188,7 +191,8 @@ def user_record_problem(record: UsageRecord, writer: Writer) -> str | None:
 
     A user writes only records of their own runner jobs: ``kind`` ``job``,
     ``user`` their account, a unit id in the job namespace
-    (:data:`USER_UNIT_PREFIX`), so never a server's id of the hub.
+    (:data:`USER_UNIT_PREFIX`), so never a server's id of the hub, and
+    without :data:`SCOPE_SEP` (:func:`scoped_unit_id`).
     """
     if writer.hub:
         return None
@@ -200,6 +204,8 @@ def user_record_problem(record: UsageRecord, writer: Writer) -> str | None:
         return f"a {record.kind} record in a file of {writer.describe()} (users write jobs only)"
     if not record.unit_id.startswith(USER_UNIT_PREFIX):
         return f"unit id {record.unit_id!r} is not a job id ({USER_UNIT_PREFIX}...)"
+    if SCOPE_SEP in record.unit_id:
+        return f"unit id {record.unit_id!r} holds {SCOPE_SEP!r}"
     return None
 
 
@@ -263,10 +269,11 @@ def apply_records(
     """Apply usage records to the unit rows and the daily rollup; return how many applied.
 
     Counters only grow: a record older than its unit's last one adds nothing.
-    A record naming a unit of another user or kind is skipped, except that a
-    hub record (``from_hub``) takes over a unit a user's record made: its
-    row then starts again from the hub's figures. A user's record never
-    touches a unit of the hub. Every record's times are checked against the
+    A hub record (``from_hub``) naming a unit of another user or kind is
+    skipped, except that it takes over a unit a user's record made: its row
+    then starts again from the hub's figures. A user's record never touches
+    a unit of the hub or of another user: when one holds its unit id, it
+    goes to the row :func:`scoped_unit_id`. Every record's times are checked against the
     clock (:func:`coursehub.meter.bounds.time_problem`); a user's record
     also against the host's size (:func:`coursehub.meter.bounds.bounds_problem`,
     ``limits``, default this host's), from its unit's first start. Skipped
@@ -277,6 +284,8 @@ def apply_records(
     if not from_hub and limits is None:
         limits = host_limits()
     ids = {r.unit_id for r in records}
+    if not from_hub:
+        ids |= {scoped_unit_id(r.unit_id, r.user) for r in records}
     units = {
         u.unit_id: u
         for chunk in _chunks(sorted(ids))
@@ -285,7 +294,11 @@ def apply_records(
     days: dict[tuple[str, date, str], UsageDay] = {}
     applied = 0
     for record in records:
-        unit = units.get(record.unit_id)
+        key = record.unit_id
+        unit = units.get(key)
+        if not from_hub and unit is not None and not _users_own(unit, record):
+            key = scoped_unit_id(record.unit_id, record.user)  # claimed first by another
+            unit = units.get(key)
         takeover = unit is not None and from_hub and not unit.from_hub
         why = _unit_problem(unit, record, from_hub)
         if why is None:
@@ -305,7 +318,7 @@ def apply_records(
         new = unit is None
         if unit is None:
             unit = UsageUnit(
-                unit_id=record.unit_id,
+                unit_id=key,
                 kind=record.kind,
                 username=record.user,
                 course_id=record.course_id,
@@ -319,10 +332,23 @@ def apply_records(
                 from_hub=from_hub,
             )
             session.add(unit)
-            units[record.unit_id] = unit
+            units[key] = unit
         _add(session, days, unit, record, new)
     session.flush()
     return applied
+
+
+def scoped_unit_id(unit_id: str, user: str) -> str:
+    """Return the row id of a user's unit whose id another user or the hub holds already.
+
+    ``<unit id>#<user>`` (at most 300 characters, the column's size): a unit
+    id claimed first by someone else hides nothing of ``user``'s unit.
+    """
+    return f"{unit_id[:MAX_TEXT]}{SCOPE_SEP}{user[:99]}"
+
+
+def _users_own(unit: UsageUnit, record: UsageRecord) -> bool:
+    return not unit.from_hub and (unit.username, unit.kind) == (record.user, record.kind)
 
 
 def _unit_problem(unit: UsageUnit | None, record: UsageRecord, from_hub: bool) -> str | None:
