@@ -251,6 +251,7 @@ def test_a_student_of_one_course_cannot_charge_another_nor_squat_the_hubs_server
         f"job:h:plain: user '{bea}' is not in course '{ids['demo']}': charged to no course" in text
     )
     assert text.count("job:h:plain:") == 1  # once for the unit, not for each of its records
+    assert text.count("job:h:forged1:") == 1  # refused, so never "charged to no course"
     assert f"job:h:other: names user '{ana}'" in text
     assert f"{server_id}: unit id '{server_id}' is not a job id" in text
 

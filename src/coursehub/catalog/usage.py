@@ -500,6 +500,8 @@ def _ingest_file(
     taken, noted = [], set()
     for record in batch.records:
         why = user_record_problem(record, writer)
+        if why is None and not writer.hub:  # out of bounds: refused before any course note
+            why = bounds_problem(record, limits, now)
         if why is not None:
             outcome.refused.append(f"{where}: {shown(record.unit_id)}: {why}")
             continue
