@@ -279,6 +279,23 @@ def apply_records(
     ``limits``, default this host's), from its unit's first start. Skipped
     records are listed in ``refused`` (``"<where>: <unit id>: <why>"``).
     Flushes, never commits.
+
+    Parameters
+    ----------
+    session
+        The catalog session.
+    records
+        Records in file order (a user's already checked by :func:`user_record_problem`).
+    from_hub
+        True for the hub's own records, False for a user's.
+    limits
+        The hub host's size, the bounds of a user's records (default: this host's).
+    now
+        Unix time of the check, in seconds (default: the clock).
+    refused
+        Where to list the records skipped and why (None: not listed).
+    where
+        The file name the records come from, for ``refused``.
     """
     now = time.time() if now is None else now
     if not from_hub and limits is None:
@@ -454,6 +471,11 @@ def ingest_folder(
         this host, :func:`coursehub.meter.bounds.host_limits`).
     now
         Unix time of the ingest, in seconds (default: the clock).
+
+    Raises
+    ------
+    OSError
+        If the folder itself cannot be listed (a file's error is reported, not raised).
     """
     limits = host_limits() if limits is None else limits
     now = time.time() if now is None else now
