@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from coursehub.catalog.usage import UsageUnit, apply_records, ingest_folder
+from coursehub.meter.bounds import HostLimits
 from coursehub.meter.gpuread import GpuReader, cgroup_pids, parse_procs
 from coursehub.meter.journal import list_journals, read_records
 from coursehub.meter.sampler import Sampler
@@ -122,7 +123,8 @@ def test_the_gpu_figures_reach_the_catalog_and_the_report(session, tmp_path):
     sampler.sample_once()
     closed = sampler.close("server:hub1:ada::1", "stopped")
     assert closed is not None
-    ingest_folder(session, tmp_path / "usage")
+    one_gpu = HostLimits(cpus=4, mem_bytes=64 * 2**30, gpus=1, gpu_mem_bytes=80 * 2**30)
+    assert ingest_folder(session, tmp_path / "usage", limits=one_gpu).refused == []
     unit = session.query(UsageUnit).one()
     assert unit.gpu_peak_bytes == 2048 * MiB and unit.gpu_s == pytest.approx(closed.gpu_s)
     [row] = usage_report(session, "alpha", by="student")

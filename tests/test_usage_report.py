@@ -27,7 +27,7 @@ def rec(event, unit, user, course, at, cpu_s, peak=0, kind="server", started=Non
 #: (records, ...) of two courses, two students, two days; figures chosen to be checked by hand.
 RECORDS = [
     rec("open", "s1", "ada", "alpha", DAY1, 0.0),
-    rec("sample", "s1", "ada", "alpha", DAY1 + 60, 3600.0, 2**30, started=DAY1),
+    rec("sample", "s1", "ada", "alpha", DAY1 + 3600, 3600.0, 2**30, started=DAY1),
     rec("close", "s1", "ada", "alpha", DAY2, 7200.0, 2**29, started=DAY1),
     rec("close", "j1", "bob", "alpha", DAY2, 1800.0, 2**20, kind="job", started=DAY2 - 1800),
     rec("close", "j2", "ada", "beta", DAY2, 360.0, 0, kind="job", started=DAY2 - 360),
@@ -45,6 +45,14 @@ BAD_LINES = [
     (
         render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace('"user": "a"', '"user": 3'),
         "must be text",
+    ),
+    ("[" * 50_000 + "]" * 50_000, "nested too deeply"),
+    ('{"a": ' * 30_000 + "1" + "}" * 30_000, "nested too deeply"),
+    (
+        render_record(rec("open", "u", "a", "c", 1.0, 0.0)).replace(
+            '"mem_peak_bytes": 0', '"mem_peak_bytes": 1e30'
+        ),
+        "must be at most",
     ),
 ]
 

@@ -17,8 +17,12 @@ Modules
 ``coursehub.meter.gpuread``
     ``GpuReader`` (NVML loaded on first use), ``cgroup_pids``: the GPU memory
     of a cgroup's processes.
+``coursehub.meter.bounds``
+    ``HostLimits``, ``host_limits``; pure ``bounds_problem`` (counters a unit
+    could reach on the host) and ``time_problem`` (times that can be).
 ``coursehub.meter.journal``
-    ``append_record`` (one ``write(2)`` with ``O_APPEND``), ``read_records``.
+    ``append_record`` (one ``write(2)`` with ``O_APPEND``), ``read_records``
+    (``O_NOFOLLOW``, the owner from ``fstat(2)``, line by line with size caps).
 ``coursehub.meter.sampler``
     ``Sampler`` (open, sample, close units; a thread every ``interval_s``),
     ``record_job_end`` (a runner job's close record).

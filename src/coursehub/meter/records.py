@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from coursehub.errors import CoursehubError
@@ -19,6 +19,8 @@ from coursehub.errors import CoursehubError
 EVENTS = ("open", "sample", "close")
 #: Unit kinds.
 UNIT_KINDS = ("server", "job")
+#: Largest byte count kept (a 64-bit signed integer, the catalog's column).
+MAX_INT = 2**63 - 1
 #: Longest text field kept (user names, course ids, reasons are cut there).
 MAX_TEXT = 200
 
@@ -57,6 +59,10 @@ class UsageRecord:
         Peak GPU memory, in bytes (0 without a GPU).
     exit_reason
         On ``close``: ``"exit 0"``, ``"stopped"``, the runner's kill reason...
+    cpu_limit
+        CPUs the unit may use at most (a cgroup quota), 0 when not limited
+        below the host's; it only narrows the CPU bound at ingest
+        (:mod:`coursehub.meter.bounds`).
     """
 
     event: str
@@ -71,10 +77,20 @@ class UsageRecord:
     gpu_s: float = 0.0
     gpu_peak_bytes: int = 0
     exit_reason: str = ""
+    cpu_limit: float = 0.0
 
 
-_NUMBERS = {"at", "started_at", "cpu_s", "gpu_s"}
+_NUMBERS = {"at", "started_at", "cpu_s", "gpu_s", "cpu_limit"}
 _INTS = {"mem_peak_bytes", "gpu_peak_bytes"}
+
+
+def shown(text: str) -> str:
+    """Return ``text`` for a message: as it is when printable, else as Python's ``ascii()``.
+
+    File names and unit ids come from users; a newline in one must not
+    forge a line of the ingest's report.
+    """
+    return text if text.isprintable() else ascii(text)
 
 
 def render_record(record: UsageRecord) -> str:
@@ -88,19 +104,22 @@ def parse_record(line: str) -> UsageRecord:
     Raises
     ------
     RecordError
-        If the line is not a JSON object with the record's fields and types,
-        a known ``event`` and ``kind``, and finite, non-negative counters.
+        If the line is not a JSON object (nested too deeply included) with the
+        record's fields and types, a known ``event`` and ``kind``, and
+        finite, non-negative counters (byte counts at most :data:`MAX_INT`).
     """
     try:
         data: Any = json.loads(line)
     except ValueError as exc:
         raise RecordError(f"not JSON: {exc}") from exc
+    except RecursionError as exc:  # "[[[[...": the decoder's recursion, not a crash
+        raise RecordError("not JSON: nested too deeply") from exc
     if not isinstance(data, dict):
         raise RecordError("not a JSON object")
     values: dict[str, Any] = {}
     for spec in fields(UsageRecord):
         if spec.name not in data:
-            if spec.name in _NUMBERS | _INTS | {"exit_reason"}:
+            if spec.default is not MISSING:
                 continue
             raise RecordError(f"missing field {spec.name!r}")
         values[spec.name] = _check(spec.name, data[spec.name])
@@ -119,6 +138,8 @@ def _check(name: str, value: Any) -> Any:
             raise RecordError(f"{name} must be a number, got {value!r}")
         if not math.isfinite(value) or value < 0:
             raise RecordError(f"{name} must be finite and not negative, got {value!r}")
+        if name in _INTS and value > MAX_INT:
+            raise RecordError(f"{name} must be at most {MAX_INT}, got {value:.3g}")
         return int(value) if name in _INTS else float(value)
     if not isinstance(value, str):
         raise RecordError(f"{name} must be text, got {value!r}")

@@ -19,6 +19,12 @@ def register(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="usage_command", metavar="COMMAND", required=True)
     ingest = commands.add_parser("ingest", help="read the hub's and runner's usage files")
     ingest.add_argument("folder", metavar="FOLDER", nargs="?", type=Path, help=FOLDER_HELP)
+    ingest.add_argument("--cpus", type=float, help="CPUs of the hub's host (default: this host's)")
+    ingest.add_argument("--memory", help="memory of the hub's host, e.g. 512G (default: here)")
+    ingest.add_argument("--gpus", type=int, help="GPUs of the hub's host (default: this host's)")
+    ingest.add_argument(
+        "--gpu-memory", help="memory of all the hub host's GPUs, e.g. 320G (default: this host's)"
+    )
     report = commands.add_parser("report", help="CPU-hours, GPU-hours and peak memory")
     report.add_argument("course", metavar="COURSE_ID", nargs="?", help="only this course")
     report.add_argument("--since", metavar="DATE", help="only from this day on (YYYY-MM-DD)")
@@ -53,19 +59,42 @@ def _session(args: argparse.Namespace) -> Any:
     return engine, session_scope(engine)
 
 
+def _limits(args: argparse.Namespace) -> Any:
+    from coursehub.meter.bounds import host_limits
+    from coursehub.resources.units import parse_mem
+
+    cpus, gpus = getattr(args, "cpus", None), getattr(args, "gpus", None)
+    if cpus is not None and not cpus > 0:
+        raise UsageError(f"--cpus must be more than 0, got {cpus:g}")
+    if gpus is not None and gpus < 0:
+        raise UsageError(f"--gpus must not be negative, got {gpus}")
+    memory, gpu_memory = getattr(args, "memory", None), getattr(args, "gpu_memory", None)
+    return host_limits(
+        cpus=cpus,
+        mem_bytes=parse_mem(memory) if memory else None,
+        gpus=gpus,
+        gpu_mem_bytes=parse_mem(gpu_memory) if gpu_memory else None,
+    )
+
+
 def run_ingest(args: argparse.Namespace) -> int:
-    """Apply what was appended to the usage files; print counts and refused lines."""
+    """Apply what was appended to the usage files; print counts and refused lines.
+
+    The hub's folder first, then its jobs folder (``FOLDER-jobs``), whose
+    files are all read as written by their owners.
+    """
     from coursehub.catalog.usage import ingest_folder
     from coursehub.meter.sampler import job_folder
 
     folder = _folder(args)
+    limits = _limits(args)
     jobs = job_folder(folder)  # the runner jobs of the hub's servers, when there are any
     engine, scope = _session(args)
     try:
         with scope as session:
-            outcome = ingest_folder(session, folder)
+            outcome = ingest_folder(session, folder, limits=limits)
             if jobs.is_dir():
-                more = ingest_folder(session, jobs)
+                more = ingest_folder(session, jobs, hub_folder=False, limits=limits)
                 outcome.records += more.records
                 outcome.refused += more.refused
     except OSError as exc:
