@@ -25,10 +25,10 @@ import pytest
 from coursehub.grading.assignments import collect
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, ensure_students
 from coursehub.grading.demo import DEMO_ASSIGNMENT
+from coursehub.resources.processes import pid_running
 from coursehub.sandbox.account import SandboxAccount
 from coursehub.sandbox.command import SandboxPlan, plan_sandbox_command, sandbox_mode
 from coursehub.sandbox.env import plan_launch_env, plan_sandbox_env
-from coursehub.resources.processes import pid_running
 from coursehub.sandbox.workdir import ROOT_WORK_DIR
 from test_grading_e2e import CORRECT, PS, answer, backend, new_course
 
