@@ -95,7 +95,8 @@ def kernels_seen(jupyter_path: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_build_switches_atomically_and_a_failed_one_keeps_the_previous(tmp_path):
+def test_a_build_switches_atomically_and_a_failed_one_keeps_the_previous(open_tmp):
+    tmp_path = open_tmp  # the sandbox account enters the build folder as root
     paths = declare(tmp_path, "a-2025", ["six"])
     state = build_environment(tmp_path, "a-2025")
     assert state["status"] == "ok" and state["size_bytes"] > 0
