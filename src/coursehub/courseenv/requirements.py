@@ -1,12 +1,13 @@
 """A course's declared requirements: PEP 508 lines only, checked before anything is built.
 
-The build runs as root on the host (:mod:`coursehub.courseenv.build`), and a
-teacher is trusted in their course only: the requirements may name packages
-and versions from the site's configured index, nothing else. pip options
-(``-e``, ``--index-url``, ``-r``...), URLs and local paths are refused here,
-and the build installs wheels only (``--only-binary=:all:``) so that no
-package runs code at install time (a wheel is unpacked, never executed:
-PEP 427).
+A teacher is trusted in their course only: the requirements may name
+packages and versions from the site's configured index, nothing else. pip
+options (``-e``, ``--index-url``, ``-r``...), URLs and local paths are
+refused here, and the build installs wheels only (``--only-binary=:all:``) so
+that no package runs code at install time (a wheel is unpacked, never
+executed: PEP 427). A wheel's ``.pth`` file still runs at every start of the
+environment's interpreter: the build runs in the sandbox and never starts
+that interpreter as root (:mod:`coursehub.courseenv.build`).
 """
 
 from __future__ import annotations
