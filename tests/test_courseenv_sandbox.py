@@ -244,3 +244,20 @@ def test_a_shared_root_the_sandbox_account_cannot_enter_fails_the_build_in_one_l
     assert "\n" not in str(info.value)
     assert read_state(paths)["status"] == "failed"
     assert [p for p in paths.builds.iterdir()] == []
+
+
+def test_a_site_index_url_with_a_password_fails_the_build_and_the_secret_is_not_shown(
+    open_tmp, monkeypatch
+):
+    from coursehub.courseenv.build import build_environment, env_paths, read_log_tail, read_state
+
+    monkeypatch.setenv("PIP_INDEX_URL", "https://deploy:s3cret@pypi.example/simple")
+    paths = env_paths(open_tmp / "shared", "a-2025")
+    paths.home.mkdir(parents=True)
+    paths.requirements.write_text("six\n")
+    with pytest.raises(EnvBuildError, match=r"^course a-2025: the site's pip setting index-url"):
+        build_environment(open_tmp / "shared", "a-2025")
+    state = read_state(paths)
+    assert state["status"] == "failed" and "s3cret" not in state["error"]
+    assert "s3cret" not in read_log_tail(paths, state["log"])
+    assert list(paths.builds.iterdir()) == []

@@ -521,11 +521,8 @@ def build_environment(
             )
         except (CoursehubError, OSError) as exc:  # venv, pip, sandbox, pip settings, seal
             shutil.rmtree(build, ignore_errors=True)
-            error = (
-                exc
-                if isinstance(exc, EnvBuildError)
-                else EnvBuildError(f"course {course_id}: {exc} (log {log_path})")
-            )
+            named = isinstance(exc, EnvBuildError) and str(exc).startswith(f"course {course_id}:")
+            error = exc if named else EnvBuildError(f"course {course_id}: {exc} (log {log_path})")
             state = {
                 **{k: v for k, v in previous.items() if k in ("build", "size_bytes", "python")},
                 "status": "failed",
