@@ -53,6 +53,12 @@ def test_a_bad_requirement_is_refused_with_its_line(text, message):
         parse_requirements(text, "req.txt")
 
 
+def test_a_malformed_requirement_is_refused_in_one_line():
+    with pytest.raises(UsageError, match="line 1: not a requirement") as info:
+        parse_requirements("brkevil --global-option=x", "req.txt")
+    assert "\n" not in str(info.value)
+
+
 def test_a_build_gets_a_new_name_even_in_the_same_second():
     now = datetime(2025, 9, 1, 8, 0, 0, tzinfo=UTC)
     assert plan_stamp(now, set()) == "20250901T080000Z"

@@ -50,7 +50,8 @@ def parse_requirements(text: str, where: str) -> list[str]:
         try:
             requirement = Requirement(line)
         except InvalidRequirement as exc:
-            raise UsageError(f"{at}: not a requirement: {exc}") from None
+            reason = (str(exc).splitlines() or ["invalid"])[0]  # packaging adds a caret line
+            raise UsageError(f"{at}: not a requirement: {reason}") from None
         if requirement.url:
             raise UsageError(f"{at}: only package names from the index, not URLs or paths")
         key = requirement.name.lower().replace("_", "-").replace(".", "-")
