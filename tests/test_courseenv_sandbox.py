@@ -154,6 +154,15 @@ def test_installed_packages_are_read_from_the_metadata_without_running_a_pth(tmp
     assert not marker.exists()
 
 
+def test_metadata_behind_a_link_out_of_the_build_is_not_read(tmp_path):
+    outside = tmp_path / "root-home/python3.11/site-packages/secret-1.0.dist-info"
+    outside.mkdir(parents=True)
+    (outside / "METADATA").write_text("Name: secret\nVersion: 1.0\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build/lib").symlink_to(tmp_path / "root-home")
+    assert installed_packages(tmp_path / "build") == []
+
+
 def test_a_sealed_build_is_read_only_for_everybody_but_its_owner(tmp_path):
     build = tmp_path / "build"
     (build / "lib").mkdir(parents=True)

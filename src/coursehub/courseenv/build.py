@@ -386,12 +386,14 @@ def installed_packages(build: Path) -> list[str]:
     Read from the ``*.dist-info/METADATA`` files of the build's
     ``site-packages`` (``importlib.metadata``) by this process: the new
     interpreter is never started, so no ``.pth`` file of the build runs.
-    A ``dist-info`` folder or ``METADATA`` that is a symbolic link is skipped.
+    A ``site-packages`` outside the build (through a link), a ``dist-info``
+    folder or ``METADATA`` that is a symbolic link is skipped.
     """
     found = set()
+    inside = build.resolve()
     for site in sorted(build.glob("lib/python*/site-packages")):
-        if site.is_symlink():
-            continue
+        if site.is_symlink() or not site.resolve().is_relative_to(inside):
+            continue  # a link out of the build (lib -> /root/...): never read as root
         for info in site.glob("*.dist-info"):
             metadata = info / "METADATA"
             if info.is_symlink() or metadata.is_symlink() or not metadata.is_file():
