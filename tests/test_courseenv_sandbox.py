@@ -130,6 +130,7 @@ def test_the_build_hides_other_courses_its_logs_the_catalog_and_the_material(tmp
     root = tmp_path / "shared"
     for sub in ("a/env/builds/old", "a/env/builds/new", "a/env/logs", "a/data", "a/kernels", "b"):
         (root / "courses" / sub).mkdir(parents=True)
+    (root / "material").mkdir()
     environ = {
         "COURSEHUB_DATA_DIR": str(tmp_path / "data"),
         "COURSEHUB_MATERIAL_DIR": str(tmp_path / "material"),
@@ -138,7 +139,7 @@ def test_the_build_hides_other_courses_its_logs_the_catalog_and_the_material(tmp
     courses = root / "courses"
     for folder in ("b", "a/data", "a/kernels", "a/env/logs", "a/env/builds/old"):
         assert str(courses / folder) in hidden
-    assert str(courses / "a/env/builds/new") not in hidden
+    assert str(courses / "a/env/builds/new") not in hidden and str(root / "material") in hidden
     assert {str(tmp_path / "data"), str(tmp_path / "material")} <= set(hidden)
 
 

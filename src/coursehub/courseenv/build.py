@@ -360,8 +360,8 @@ def plan_build_hidden(
 ) -> list[str]:
     """Return the folders a build must not see (sorted; missing ones included).
 
-    Every other course of the shared root, this course's data, kernels,
-    logs and other builds, the catalog's folder
+    Everything else of the shared root: every other course, this course's
+    data, kernels, logs and other builds; then the catalog's folder
     (:func:`coursehub.catalog.db.data_dir`), the material
     (:func:`coursehub.material.layout.material_root`: the credentials) and
     the folders named by :data:`HIDDEN_DIR_VARS`. Pure but for listing the
@@ -371,9 +371,10 @@ def plan_build_hidden(
     from coursehub.material.layout import material_root
 
     paths = env_paths(root, course_id)
-    keep_chain = {paths.home.parent, paths.home, paths.builds, build}
+    courses = paths.home.parent.parent
+    keep_chain = {courses, paths.home.parent, paths.home, paths.builds, build}
     folders: set[Path] = {data_dir(environ), material_root(environ)}
-    for parent in (paths.home.parent.parent, paths.home.parent, paths.home, paths.builds):
+    for parent in (Path(root), courses, paths.home.parent, paths.home, paths.builds):
         with contextlib.suppress(OSError):
             folders |= {e for e in parent.iterdir() if e not in keep_chain and not e.is_symlink()}
     folders |= {Path(environ[name]) for name in HIDDEN_DIR_VARS if environ.get(name)}
