@@ -20,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/bench_course_env.py [--requirements numpy pan
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -37,6 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     lines = parse_requirements("\n".join(args.requirements), "--requirements")
     with tempfile.TemporaryDirectory(prefix="bench-course-env-") as root:
+        os.chmod(root, 0o755)  # as root the build runs as the sandbox account, which enters it
         paths = env_paths(root, COURSE_ID)
         paths.home.mkdir(parents=True)
         paths.requirements.write_text(render_requirements(lines))

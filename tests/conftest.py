@@ -352,3 +352,16 @@ def collect_integration_sockets(request: pytest.FixtureRequest) -> Iterator[None
         from coursehub.web.testing import collect_dropped_connections
 
         collect_dropped_connections()
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A fresh folder every account may enter (0755 under ``/tmp``), removed after the test.
+
+    pytest's own ``tmp_path`` lies in a 0700 folder, which a job run as the
+    sandbox account (``coursehub.sandbox``) cannot enter.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="chtest-open-"))
+    folder.chmod(0o755)
+    yield folder
+    subprocess.run(["rm", "-rf", str(folder)], check=False)

@@ -53,6 +53,12 @@ def test_a_bad_requirement_is_refused_with_its_line(text, message):
         parse_requirements(text, "req.txt")
 
 
+def test_a_malformed_requirement_is_refused_in_one_line():
+    with pytest.raises(UsageError, match="line 1: not a requirement") as info:
+        parse_requirements("brkevil --global-option=x", "req.txt")
+    assert "\n" not in str(info.value)
+
+
 def test_a_build_gets_a_new_name_even_in_the_same_second():
     now = datetime(2025, 9, 1, 8, 0, 0, tzinfo=UTC)
     assert plan_stamp(now, set()) == "20250901T080000Z"
@@ -95,7 +101,8 @@ def kernels_seen(jupyter_path: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_build_switches_atomically_and_a_failed_one_keeps_the_previous(tmp_path):
+def test_a_build_switches_atomically_and_a_failed_one_keeps_the_previous(open_tmp):
+    tmp_path = open_tmp  # the sandbox account enters the build folder as root
     paths = declare(tmp_path, "a-2025", ["six"])
     state = build_environment(tmp_path, "a-2025")
     assert state["status"] == "ok" and state["size_bytes"] > 0

@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
     build = commands.add_parser(
         "build",
         help="build the course's environment aside, then switch to it",
-        description="python -m venv + pip (wheels only), then the course kernel; a failed "
-        "build keeps the previous environment.",
+        description="python -m venv + pip (wheels only) in the sandbox (as the sandbox "
+        "account when root), sealed read-only, then the course kernel; a failed build keeps "
+        "the previous environment.",
     )
     show = commands.add_parser("show", help="print the environment's state")
     show.add_argument("--log", action="store_true", help="also print the last build's log")

@@ -1,12 +1,13 @@
 """A course's declared requirements: PEP 508 lines only, checked before anything is built.
 
-The build runs as root on the host (:mod:`coursehub.courseenv.build`), and a
-teacher is trusted in their course only: the requirements may name packages
-and versions from the site's configured index, nothing else. pip options
-(``-e``, ``--index-url``, ``-r``...), URLs and local paths are refused here,
-and the build installs wheels only (``--only-binary=:all:``) so that no
-package runs code at install time (a wheel is unpacked, never executed:
-PEP 427).
+A teacher is trusted in their course only: the requirements may name
+packages and versions from the site's configured index, nothing else. pip
+options (``-e``, ``--index-url``, ``-r``...), URLs and local paths are
+refused here, and the build installs wheels only (``--only-binary=:all:``) so
+that no package runs code at install time (a wheel is unpacked, never
+executed: PEP 427). A wheel's ``.pth`` file still runs at every start of the
+environment's interpreter: the build runs in the sandbox and never starts
+that interpreter as root (:mod:`coursehub.courseenv.build`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def parse_requirements(text: str, where: str) -> list[str]:
         try:
             requirement = Requirement(line)
         except InvalidRequirement as exc:
-            raise UsageError(f"{at}: not a requirement: {exc}") from None
+            reason = (str(exc).splitlines() or ["invalid"])[0]  # packaging adds a caret line
+            raise UsageError(f"{at}: not a requirement: {reason}") from None
         if requirement.url:
             raise UsageError(f"{at}: only package names from the index, not URLs or paths")
         key = requirement.name.lower().replace("_", "-").replace(".", "-")
