@@ -115,6 +115,15 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "coursehub.grading.sandbox_kernel:SandboxKernelManager",
     ),
     ProcessRow(
+        "course environment build (venv, pip install)",
+        "coursehub.courseenv.build:build_environment",
+        "the sandbox account as root (it owns only the new build folder); the caller otherwise",
+        "the course's requirements, the site's package index",
+        "the new build folder, then sealed root's and read-only",
+        "only when the package index is remote",
+        "coursehub.courseenv.build:_run_step",
+    ),
+    ProcessRow(
         "material update (git fetch)",
         "coursehub.material.mirror:update_mirror",
         "the course app's account",
