@@ -25,9 +25,16 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy import select
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.lti import Context, LtiGradeService, confirm_link, record_pending
+from coursehub.catalog.lti import (
+    Context,
+    LtiGradeService,
+    bind_account,
+    confirm_link,
+    record_pending,
+)
 from coursehub.catalog.ltilaunch import MEMBERSHIP
 from coursehub.catalog.models import Course
+from coursehub.catalog.people import get_person
 from coursehub.cli import main
 from coursehub.grading.layout import ensure_course, make_layout
 from coursehub.lti.keys import generate_key, load_private_key
@@ -75,6 +82,7 @@ def launch(client, platform: AgsPlatform, username: str, context: str = CONTEXT,
         "issuer": platform.issuer,
         "username_claim": "custom_username",
         "token_url": platform.token_url,
+        "hub_admins": [],
         "claims": claims,
     }
     return client.post(
@@ -91,6 +99,8 @@ def link_context(url: str, issuer: str, context: str, code: str = "MLMECA") -> s
             assert course is not None
             link = record_pending(session, Context(issuer, "3", context, "Mécanique"), "mbuffat")
             confirm_link(session, link, course, "mbuffat")
+            for username in (*LAUNCHED, "oteacher"):  # a hub admin confirmed their LMS accounts
+                bind_account(session, issuer, f"lms-{username}", get_person(session, username))
             return course.course_id
     finally:
         engine.dispose()

@@ -222,6 +222,13 @@ def test_the_hub_forwards_the_token_url_with_the_claims():
     assert body["token_url"] == "https://t" and body["claims"] == {"sub": "x"}
 
 
+def test_the_hub_tells_the_course_app_its_admins_with_every_launch():
+    from coursehub.spawn.lti import launch_body, parse_platform
+
+    platform = parse_platform(parse_registrations(REGISTRATION)[0])
+    assert launch_body(platform, {}, ("root", "hubadmin"))["hub_admins"] == ["hubadmin", "root"]
+
+
 def test_the_key_id_is_the_rfc_7638_thumbprint():
     # RFC 7638, section 3.1: the example key and its thumbprint.
     n = (

@@ -8,9 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from coursehub.catalog.admin import archive_course
-from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
 from coursehub.catalog.lti import (
     Context,
+    LtiAccount,
+    account_person,
+    account_requests,
+    bind_account,
     confirm_link,
     get_pending,
     links_of,
@@ -20,18 +24,28 @@ from coursehub.catalog.lti import (
     use_nonce,
 )
 from coursehub.catalog.ltilaunch import (
+    BOUND,
     MEMBERSHIP,
+    NEW,
+    AccountCollisionError,
+    AccountFacts,
+    HubAccount,
+    LaunchError,
     LaunchRefusedError,
     apply_launch,
+    check_link_by_lead,
     claim_value,
+    confirm_account_request,
+    confirm_link_as_lead,
     parse_launch,
+    plan_account,
     plan_notebook,
     plan_role,
 )
-from coursehub.catalog.models import CourseMaterial, Role
-from coursehub.catalog.people import get_membership
+from coursehub.catalog.models import Course, CourseMaterial, Person, Role
+from coursehub.catalog.people import add_member, find_person, get_membership
 from coursehub.catalog.seed import seed_demo
-from coursehub.web.ltiapi import render_pull_url
+from coursehub.web.ltiapi import render_deep_link
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 ISSUER = "https://moodle.univ.example.fr"
@@ -102,15 +116,26 @@ def test_a_deep_link_outside_plain_notebook_paths_is_refused(value):
         plan_notebook(value)
 
 
-def test_the_pull_url_is_a_hub_path_with_every_part_encoded():
-    material = CourseMaterial(git_url="https://git.example.org/a b.git?x=1&y", branch="main")
+def published(pull_url: str | None = "file:///srv/m/published/mlmeca-2025.git") -> Course:
+    material = CourseMaterial(git_url="https://gitlab.example.org/meca/mlmeca.git")
+    material.branch = "teacher-work"
     material.subpath = "notebooks"
-    url = render_pull_url("/hub/", "mlmeca-2025", material, "week 1/TP.ipynb")
+    material.pull_url = pull_url
+    return Course(course_id="mlmeca-2025", material=material)
+
+
+def test_a_deep_link_pulls_the_published_folder_as_the_course_page_does():
+    url = render_deep_link("/", published(), "week 1/TP.ipynb")
     assert url == (
-        "/hub/user-redirect/git-pull?repo=https%3A%2F%2Fgit.example.org%2Fa+b.git%3Fx%3D1%26y"
-        "&branch=main&targetpath=mlmeca-2025"
-        "&urlpath=lab%2Ftree%2Fmlmeca-2025%2Fnotebooks%2Fweek%25201%2FTP.ipynb"
+        "/hub/user-redirect/git-pull?repo=file%3A%2F%2F%2Fsrv%2Fm%2Fpublished%2Fmlmeca-2025.git"
+        "&branch=main&targetpath=mlmeca-2025-material"
+        "&urlpath=lab%2Ftree%2Fmlmeca-2025-material%2Fweek%25201%2FTP.ipynb"
     )
+
+
+def test_a_deep_link_before_the_material_is_published_is_refused():
+    with pytest.raises(LaunchRefusedError, match="no published material yet"):
+        render_deep_link("/", published(None), "week1/tp.ipynb")
 
 
 @pytest.mark.parametrize(
@@ -126,6 +151,7 @@ def claims(username: str, roles: list[str], context_id: str = "ctx-1", **extra: 
         "issuer": ISSUER,
         "username_claim": "custom_username",
         "student_number_claim": "custom_student_number",
+        "hub_admins": extra.pop("hub_admins", ["root"]),
         "claims": {
             "sub": extra.pop("sub", f"sub-{username}"),
             "nonce": extra.pop("nonce", f"nonce-{time.monotonic_ns()}"),
@@ -156,9 +182,21 @@ def course(session):
 @pytest.fixture
 def linked(session, course):
     result = launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"]))
-    confirm_link(session, result.link, course, "mbuffat")
+    confirm_link_as_lead(session, result.link, course, "mbuffat")
     session.commit()
     return course
+
+
+def bind(session, username: str) -> None:
+    """A hub admin's confirmation that LMS user ``sub-<username>`` is ``username``."""
+    person = find_person(session, username)
+    assert person is not None
+    bind_account(session, ISSUER, f"sub-{username}", person)
+    session.commit()
+
+
+def n_people(session) -> int:
+    return session.query(Person).count()
 
 
 def test_a_launch_from_an_unlinked_context_records_it_pending_and_enrols_nobody(session, course):
@@ -181,6 +219,8 @@ def test_a_lead_confirms_a_link_once_and_can_remove_it(session, course, linked):
 
 
 def test_a_launch_never_lowers_a_role(session, linked):
+    bind(session, "gmartin")
+    bind(session, "p2500001")
     result = launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"]))
     assert result.role == Role.LEAD
     result = launch(session, claims("gmartin", [f"{MEMBERSHIP}#Learner"]))
@@ -193,6 +233,7 @@ def test_a_launch_fills_missing_identity_and_never_overwrites_it(session, linked
     launch(session, claims("newbie", [f"{MEMBERSHIP}#Learner"], email="newbie@univ.example.org"))
     membership = get_membership(session, linked, "newbie")
     assert membership.person.email == "newbie@univ.example.org"
+    bind(session, "p2500001")
     result = launch(
         session,
         claims("p2500001", [f"{MEMBERSHIP}#Learner"], email="ANAïs.lefèvre@etu.example.org"),
@@ -251,3 +292,158 @@ def test_a_launch_without_a_usable_person_is_refused(change, message):
 
 def test_a_context_is_keyed_by_issuer_deployment_and_context_id():
     assert Context(ISSUER, "3", "c") != Context(ISSUER, "4", "c")
+
+
+def facts(**change: object) -> AccountFacts:
+    values: dict = {
+        "username": "victim",
+        "bound_to": None,
+        "person_exists": False,
+        "person_bound_elsewhere": False,
+        "hub_admin": False,
+        "hub_user_exists": False,
+    }
+    return AccountFacts(**{**values, **change})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"person_exists": True},  # a catalog person (student, teacher, lead...) never bound
+        {"hub_user_exists": True},  # a hub user outside the catalog
+        {"person_exists": True, "hub_user_exists": None},  # the hub could not be asked
+    ],
+    ids=["catalog-person", "hub-user-outside-the-catalog", "hub-unknown"],
+)
+def test_an_existing_account_not_bound_to_the_lms_user_is_a_collision(change):
+    with pytest.raises(AccountCollisionError, match="already exists and is not bound"):
+        plan_account(facts(**change))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"bound_to": "victim"}, {"person_exists": True, "bound_to": "victim"}],
+    ids=["new", "bound", "bound-person"],
+)
+def test_a_hub_admin_is_never_reached_from_the_lms(change):
+    with pytest.raises(LaunchRefusedError, match="is a hub admin"):
+        plan_account(facts(hub_admin=True, **change))
+
+
+def test_only_a_bound_account_or_a_new_name_is_signed_in():
+    assert plan_account(facts(bound_to="victim", person_exists=True)) == BOUND
+    assert plan_account(facts()) == NEW
+    assert plan_account(facts(hub_user_exists=None)) == NEW
+
+
+def test_a_launch_without_the_hubs_admin_list_is_a_malformed_request():
+    payload = claims("x", [f"{MEMBERSHIP}#Learner"])
+    del payload["hub_admins"]
+    with pytest.raises(LaunchError, match="hub_admins"):
+        parse_launch(payload)
+
+
+@pytest.mark.parametrize(
+    "username",
+    ["mbuffat", "tdupont", "gmartin", "p2500001", "oteacher"],
+    ids=["lead", "teacher", "grader", "student", "lead-of-another-course-without-email"],
+)
+def test_a_launch_naming_an_unbound_account_signs_nobody_in_and_changes_nobody(
+    session, linked, username
+):
+    other = Course(
+        course_id="other-2025", code="OTHER", title="Other", year=linked.year, portal=linked.portal
+    )
+    session.add(other)
+    add_member(session, other, "oteacher", Role.LEAD)
+    session.commit()
+    person = find_person(session, username)
+    before = (person.first_name, person.last_name, person.email, person.student_number)
+    payload = claims(
+        username, [f"{MEMBERSHIP}#Learner"], sub="lms-eve", email=f"{username}@attacker.example"
+    )
+    payload["claims"]["given_name"] = "Eve"
+    try:
+        message = launch(session, payload).refused
+    except LaunchRefusedError as exc:  # mbuffat: bound to their own LMS account already
+        message = str(exc)
+    assert message is not None
+    assert "already exists and is not bound" in message or "already signs in" in message
+    session.refresh(person)
+    assert (person.first_name, person.last_name, person.email, person.student_number) == before
+    assert account_person(session, ISSUER, "lms-eve") is None
+    assert get_membership(session, linked, username) is None or username != "oteacher"
+
+
+def test_a_hub_user_outside_the_catalog_or_an_admin_is_never_created_from_a_launch(session, linked):
+    before = n_people(session)
+    payload = claims("hubadmin", [f"{MEMBERSHIP}#Learner"], hub_admins=["hubadmin"])
+    with pytest.raises(LaunchRefusedError, match="is a hub admin"):
+        apply_launch(session, parse_launch(payload))
+    payload = claims("pamuser", [f"{MEMBERSHIP}#Learner"])
+    result = apply_launch(session, parse_launch(payload), HubAccount(exists=True))
+    assert result.refused is not None and "already exists" in result.refused
+    payload = claims("hubadmin2", [f"{MEMBERSHIP}#Learner"])
+    with pytest.raises(LaunchRefusedError, match="is a hub admin"):
+        apply_launch(session, parse_launch(payload), HubAccount(exists=True, admin=True))
+    assert n_people(session) == before
+    assert session.query(LtiAccount).filter_by(subject="sub-pamuser").count() == 0
+
+
+def test_the_lead_confirms_a_members_lms_account_and_its_next_launch_is_that_person(
+    session, linked
+):
+    payload = claims("p2500002", [f"{MEMBERSHIP}#Learner"], sub="lms-bjorn")
+    assert launch(session, payload).refused is not None
+    (request,) = account_requests(session, linked)
+    person = confirm_account_request(session, request, "mbuffat", admin=False, course=linked)
+    session.commit()
+    assert account_person(session, ISSUER, "lms-bjorn") is person
+    result = launch(session, claims("p2500002", [f"{MEMBERSHIP}#Learner"], sub="lms-bjorn"))
+    assert result.course_id == linked.course_id and result.role == Role.STUDENT
+    assert account_requests(session) == []
+
+
+def test_a_lead_never_confirms_an_lms_account_for_someone_teaching_elsewhere(session, linked):
+    other = Course(
+        course_id="other-2025", code="OTHER", title="Other", year=linked.year, portal=linked.portal
+    )
+    session.add(other)
+    add_member(session, other, "oteacher", Role.LEAD)
+    add_member(session, linked, "oteacher", Role.STUDENT)
+    session.commit()
+    launch(session, claims("oteacher", [f"{MEMBERSHIP}#Learner"], sub="lms-eve"))
+    (request,) = account_requests(session, linked)
+    with pytest.raises(ForbiddenError, match="teaches beyond mlmeca-2025"):
+        confirm_account_request(session, request, "mbuffat", admin=False, course=linked)
+    with pytest.raises(ForbiddenError, match="not launch from an LMS course linked"):
+        confirm_account_request(session, request, "oteacher", admin=False, course=other)
+    confirm_account_request(session, request, "root", admin=True, course=None)
+    assert account_person(session, ISSUER, "lms-eve").username == "oteacher"
+
+
+def test_only_an_instructors_launch_gets_a_link_code_of_its_own(session, course):
+    learner = launch(session, claims("newbie", [f"{MEMBERSHIP}#Learner"], "ctx-9"))
+    assert learner.link.instructor_subject is None
+    with pytest.raises(ForbiddenError, match="no Instructor launched"):
+        check_link_by_lead(session, learner.link, "mbuffat")
+    first = launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"], "ctx-9"))
+    code = first.link.code
+    assert (
+        launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"], "ctx-9")).link.code == code
+    )
+    other = launch(session, claims("tdupont", [f"{MEMBERSHIP}#Instructor"], "ctx-9"))
+    assert other.link.code != code and other.link.instructor_username == "tdupont"
+
+
+def test_only_the_instructor_whose_launch_showed_the_code_links_it_as_lead(session, course):
+    result = launch(session, claims("someone", [f"{MEMBERSHIP}#Instructor"], "ctx-9"))
+    with pytest.raises(ForbiddenError, match="shown to the LMS's Instructor someone, not to you"):
+        confirm_link_as_lead(session, result.link, course, "mbuffat")
+    result = launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"], "ctx-9"))
+    confirm_link_as_lead(session, result.link, course, "mbuffat")
+    session.commit()
+    assert account_person(session, ISSUER, "sub-mbuffat").username == "mbuffat"
+    assert launch(session, claims("mbuffat", [f"{MEMBERSHIP}#Instructor"], "ctx-9")).role == (
+        Role.LEAD
+    )

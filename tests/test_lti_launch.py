@@ -35,7 +35,9 @@ from sqlalchemy import func, select
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.enrolment import import_roster
-from coursehub.catalog.lti import Context, LtiLink, confirm_link, find_link
+from coursehub.catalog.lti import Context, LtiLink, account_requests, confirm_link, find_link
+from coursehub.catalog.ltilaunch import confirm_account_request
+from coursehub.catalog.material import record_success
 from coursehub.catalog.models import Membership, Person
 from coursehub.hub.hubclient import HubClient
 from coursehub.web.database import ENGINE_KEY
@@ -383,7 +385,8 @@ def test_an_unlinked_lms_course_says_whom_to_ask_and_enrols_nobody(linked):
     outcome = launch(linked, spec)
     assert outcome.response.status_code == 403
     assert "is not linked to a course" in outcome.response.text
-    assert "lead of the course" in outcome.response.text
+    assert "as Instructor" in outcome.response.text
+    assert not re.search(r"[2-9A-Z]{4}-[2-9A-Z]{4}", outcome.response.text)  # no link code
     assert n_people(linked) == before
     assert hub_groups(linked, "ltinewcomer") == set()
     engine = make_engine(linked.catalog_url)
@@ -395,7 +398,7 @@ def test_an_unlinked_lms_course_says_whom_to_ask_and_enrols_nobody(linked):
         engine.dispose()
 
 
-def test_a_roster_student_and_the_same_student_from_the_lms_are_one_person(linked):
+def test_a_roster_student_and_the_same_student_from_the_lms_are_one_person_once_confirmed(linked):
     engine = make_engine(linked.catalog_url)
     try:
         with session_scope(engine) as session:
@@ -412,6 +415,18 @@ def test_a_roster_student_and_the_same_student_from_the_lms_are_one_person(linke
         student_number="p2600042",
     )
     outcome = launch(linked, spec)
+    assert outcome.response.status_code == 403
+    assert "hub user p2600042 already exists and is not bound" in outcome.response.text
+    assert "jupyterhub-hub-login" not in outcome.response.cookies
+    engine = make_engine(linked.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, linked.course_id)
+            (request,) = [r for r in account_requests(session, course) if r.username == "p2600042"]
+            confirm_account_request(session, request, "mbuffat", admin=False, course=course)
+    finally:
+        engine.dispose()
+    outcome = launch(linked, spec)
     assert outcome.response.status_code == 302, outcome.response.text
     assert n_people(linked) == before
     assert catalog_role(linked, "p2600042") == "student"
@@ -422,7 +437,7 @@ def test_a_launch_colliding_with_another_person_is_refused_not_merged(linked):
     spec = LaunchSpec("p2500002", [LEARNER], email="someone.else@univ.example.org")
     outcome = launch(linked, spec)
     assert outcome.response.status_code == 403
-    assert "exists with another e-mail" in outcome.response.text
+    assert "hub user p2500002 already exists and is not bound" in outcome.response.text
     first = launch(linked, LaunchSpec("ltitwin", [LEARNER], subject="lms-user-a"))
     assert first.response.status_code == 302
     second = launch(linked, LaunchSpec("ltitwin", [LEARNER], subject="lms-user-b"))
@@ -430,7 +445,16 @@ def test_a_launch_colliding_with_another_person_is_refused_not_merged(linked):
     assert "another LMS account already signs in as ltitwin" in second.response.text
 
 
-def test_a_deep_link_opens_the_notebook_through_nbgitpuller(linked):
+def test_a_deep_link_pulls_the_published_material_as_the_course_page_does(linked):
+    pull_url = "file:///srv/coursehub/material/published/mlmeca-2025.git"
+    engine = make_engine(linked.catalog_url)
+    try:
+        with session_scope(engine) as session:
+            material = get_course(session, linked.course_id).material
+            assert material is not None
+            record_success(material, "0" * 40, pull_url)
+    finally:
+        engine.dispose()
     spec = LaunchSpec("ltideep", [LEARNER], notebook="week1/pendulum.ipynb")
     outcome = launch(linked, spec)
     assert outcome.response.status_code == 302, outcome.response.text
@@ -438,10 +462,10 @@ def test_a_deep_link_opens_the_notebook_through_nbgitpuller(linked):
     query = {k: v[0] for k, v in parse_qs(location.query).items()}
     assert location.path == "/hub/user-redirect/git-pull"
     assert query == {
-        "repo": "https://gitlab.example.org/meca/mlmeca.git",
+        "repo": pull_url,
         "branch": "main",
-        "targetpath": linked.course_id,
-        "urlpath": f"lab/tree/{linked.course_id}/notebooks/week1/pendulum.ipynb",
+        "targetpath": f"{linked.course_id}-material",
+        "urlpath": f"lab/tree/{linked.course_id}-material/week1/pendulum.ipynb",
     }
 
 
@@ -449,3 +473,13 @@ def test_a_deep_link_outside_the_material_is_refused(linked):
     outcome = launch(linked, LaunchSpec("ltideep2", [LEARNER], notebook="../../etc/passwd"))
     assert outcome.response.status_code == 403
     assert "not a notebook path" in outcome.response.text
+
+
+@pytest.mark.parametrize("roles", [[LEARNER], [INSTRUCTOR]], ids=["learner", "instructor"])
+def test_a_launch_never_signs_in_as_a_hub_admin(linked, roles):
+    spec = LaunchSpec("hubadmin", roles, email="hubadmin@attacker.example")
+    outcome = launch(linked, spec)
+    assert outcome.response.status_code == 403
+    assert "hub user hubadmin is a hub admin" in html.unescape(outcome.response.text)
+    assert "jupyterhub-hub-login" not in outcome.response.cookies
+    assert catalog_role(linked, "hubadmin") is None

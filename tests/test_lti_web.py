@@ -31,16 +31,22 @@ def web(database_url):
     dispose_app(app)
 
 
-def payload(username: str = "newbie", context_id: str = "moodle-5") -> dict:
+INSTRUCTOR = f"{MEMBERSHIP}#Instructor"
+
+
+def payload(
+    username: str = "newbie", context_id: str = "moodle-5", role: str = f"{MEMBERSHIP}#Learner"
+) -> dict:
     return {
         "issuer": "https://moodle.univ.example.fr",
         "username_claim": "custom_username",
+        "hub_admins": ["root"],
         "claims": {
             "sub": f"sub-{username}",
             "nonce": f"n-{time.monotonic_ns()}",
             "exp": int(time.time()) + 300,
             LTI + "deployment_id": "3",
-            LTI + "roles": [f"{MEMBERSHIP}#Learner"],
+            LTI + "roles": [role],
             LTI + "context": {"id": context_id, "title": "Topologie (Moodle)"},
             LTI + "custom": {"username": username},
         },
@@ -75,13 +81,14 @@ def test_a_malformed_launch_request_is_refused(web, body, message):
 
 
 def test_a_lead_links_a_pending_lms_course_after_seeing_its_title(web):
-    first = web.post("/api/v1/lti/launch", json=payload(), headers=AUTH)
+    first = web.post("/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH)
     assert first.status_code == 403
     code = first.get_json()["code"]
     assert code in first.get_json()["error"]
     found = web.post(f"{COURSE}/link", data={"code": code.lower()}, headers=as_("lead"))
     assert found.status_code == 200
     assert "Topologie (Moodle)" in found.text and "Link it to MLMECA" in found.text
+    assert "linking also confirms that this LMS account is you" in found.text
     done = web.post(f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("lead"))
     assert done.status_code == 302
     page = web.get(COURSE, headers=as_("lead"))
@@ -111,7 +118,8 @@ def test_a_wrong_code_says_what_to_check(web):
 
 
 def test_unlinking_makes_the_lms_course_wait_again(web, database_url):
-    code = web.post("/api/v1/lti/launch", json=payload(), headers=AUTH).get_json()["code"]
+    first = web.post("/api/v1/lti/launch", json=payload("x", role=INSTRUCTOR), headers=AUTH)
+    code = first.get_json()["code"]
     web.post(f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("admin"))
     engine = make_engine(database_url)
     with session_scope(engine) as session:
@@ -126,3 +134,72 @@ def test_unlinking_makes_the_lms_course_wait_again(web, database_url):
 def test_the_course_page_shows_lms_links_to_its_lead_only(web):
     assert COURSE in web.get("/courses/mlmeca-2025/", headers=as_("lead")).text
     assert COURSE not in web.get("/courses/mlmeca-2025/", headers=as_("teacher")).text
+
+
+@pytest.mark.parametrize(
+    "role", [f"{MEMBERSHIP}#Learner", f"{MEMBERSHIP}#TeachingAssistant"], ids=["learner", "ta"]
+)
+def test_only_an_instructors_launch_of_an_unlinked_lms_course_shows_the_link_code(web, role):
+    answer = web.post("/api/v1/lti/launch", json=payload("ltilearner9", role=role), headers=AUTH)
+    assert answer.status_code == 403
+    body = answer.get_json()
+    assert "code" not in body and "not linked to a course of the hub yet" in body["error"]
+    assert "launching the hub once from this LMS course as Instructor" in body["error"]
+
+
+def test_a_lead_of_another_course_cannot_link_with_an_instructors_code(web):
+    first = web.post("/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH)
+    code = first.get_json()["code"]
+    other = "/courses/other-2025/lti"
+    for data in ({"code": code}, {"code": code, "confirm": "1"}):
+        answer = web.post(f"{other}/link", data=data, headers=as_("other_teacher"))
+        assert answer.status_code == 403
+        assert "was shown to the LMS&#39;s Instructor mbuffat, not to you" in answer.text
+    again = web.post("/api/v1/lti/launch", json=payload("p2509001"), headers=AUTH)
+    assert "not linked" in again.get_json()["error"]
+
+
+def test_a_launch_naming_an_existing_account_waits_for_the_leads_confirmation(web):
+    first = web.post("/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH)
+    code = first.get_json()["code"]
+    web.post(f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("lead"))
+    refused = web.post("/api/v1/lti/launch", json=payload("p2500003"), headers=AUTH)
+    assert refused.status_code == 403
+    assert "hub user p2500003 already exists and is not bound" in refused.get_json()["error"]
+    page = web.get(COURSE, headers=as_("lead"))
+    assert "Confirm: this is p2500003" in page.text
+    request_pk = page.text.split("/lti/accounts/")[1].split("/")[0]
+    done = web.post(f"{COURSE}/accounts/{request_pk}/confirm", headers=as_("lead"))
+    assert done.status_code == 302
+    again = web.post("/api/v1/lti/launch", json=payload("p2500003"), headers=AUTH)
+    assert again.status_code == 200 and again.get_json()["name"] == "p2500003"
+
+
+def test_a_launch_never_names_a_hub_admin(web):
+    first = web.post("/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH)
+    web.post(
+        f"{COURSE}/link",
+        data={"code": first.get_json()["code"], "confirm": "1"},
+        headers=as_("lead"),
+    )
+    body = payload("root")
+    answer = web.post("/api/v1/lti/launch", json=body, headers=AUTH)
+    assert answer.status_code == 403
+    assert "hub user root is a hub admin" in answer.get_json()["error"]
+
+
+def test_a_hub_admin_binds_a_refused_lms_account_from_the_command_line(web, database_url, capsys):
+    from coursehub.cli import main
+
+    first = web.post("/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH)
+    code = first.get_json()["code"]
+    web.post(f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("lead"))
+    assert web.post("/api/v1/lti/launch", json=payload("tdupont"), headers=AUTH).status_code == 403
+    capsys.readouterr()
+    assert main(["lti", "requests", "--database-url", database_url]) == 0
+    number, username = capsys.readouterr().out.split("\t")[:2]
+    assert username == "tdupont"
+    assert main(["lti", "bind", number, "--database-url", database_url]) == 0
+    assert "bound to tdupont" in capsys.readouterr().out
+    again = web.post("/api/v1/lti/launch", json=payload("tdupont"), headers=AUTH)
+    assert again.status_code == 200 and again.get_json()["role"] == "teacher"

@@ -399,6 +399,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (302, 403, 403, 403, 403, 302, 403, 302, 403),
     ),
+    (
+        "POST",
+        "/courses/<course_id>/lti/accounts/<int:request_pk>/confirm",
+        f"{C}/lti/accounts/1/confirm",
+        None,
+        (302, 403, 403, 403, 403, 302, 403, 302, 403),
+    ),
     ("POST", f"{A}/lti/launch", f"{A}/lti/launch", {}, (404,) * 9),
     # the tool's public key set: anyone (the LMS); no key pair in tests
     ("GET", f"{A}/lti/jwks.json", f"{A}/lti/jwks.json", None, (404,) * 9),

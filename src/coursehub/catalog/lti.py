@@ -2,19 +2,28 @@
 
 An LMS (Moodle, Canvas...) launches the hub with an ``id_token`` whose
 context claim names the LMS course (IMS LTI 1.3, section 5.4.1,
-https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Four tables:
+https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Five tables:
 
 ``lti_links`` (:class:`LtiLink`)
     One row per LMS context (``issuer``, ``deployment_id``, ``context_id``).
     The first launch from an unknown context records it *pending*
     (``course_pk`` None) with the context's title and a random
-    :attr:`LtiLink.code`; a hub admin, or the lead of a course from its page,
-    confirms it (:func:`confirm_link`), after which launches from the
-    context enrol people in that course. A context is linked to one course.
+    :attr:`LtiLink.code`. The code belongs to the newest Instructor who
+    launched from the context (``instructor_subject``, ``instructor_username``):
+    only that launch shows it, and only that person, as lead of a course,
+    links the context with it (:func:`coursehub.catalog.ltilaunch.confirm_link_as_lead`);
+    a hub admin links any pending context (:func:`confirm_link`). After that,
+    launches from the context enrol people in that course. A context is
+    linked to one course.
 ``lti_accounts`` (:class:`LtiAccount`)
     The LMS user (``issuer``, ``subject``: the ``sub`` claim, stable in the
-    LMS) behind a catalog person, so that two LMS users whose usernames
-    collide are never merged (:mod:`coursehub.catalog.ltilaunch`).
+    LMS) bound to a catalog person: a launch signs in as an existing account
+    only through this binding (:mod:`coursehub.catalog.ltilaunch`).
+``lti_account_requests`` (:class:`LtiAccountRequest`)
+    A launch refused because its username is an existing account that is
+    not bound to the LMS user: kept (one per LMS user) until a hub admin or
+    the lead of the course confirms the binding
+    (:func:`coursehub.catalog.ltilaunch.confirm_account_request`).
 ``lti_nonces`` (:class:`LtiNonce`)
     Every launch's ``nonce``, until its ``id_token`` expires: a second
     launch with the same one is a replay (OpenID Connect Core 1.0, section
@@ -67,6 +76,12 @@ class LtiLink(Base):
     first_launch_by: Mapped[str] = mapped_column(String(128), default="")
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     confirmed_by: Mapped[str | None] = mapped_column(String(128))
+    #: The LMS user (``sub``) of the Instructor whose launch shows the code; None: no
+    #: Instructor launched yet, only a hub admin links the context.
+    instructor_subject: Mapped[str | None] = mapped_column(String(MAX_ID))
+    #: The username that Instructor's launch named, and their name from the LMS.
+    instructor_username: Mapped[str] = mapped_column(String(128), default="")
+    instructor_name: Mapped[str] = mapped_column(String(300), default="")
 
     course: Mapped[Course | None] = relationship()
 
@@ -91,6 +106,26 @@ class LtiAccount(Base):
     person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
 
     person: Mapped[Person] = relationship()
+
+
+class LtiAccountRequest(Base):
+    """A refused launch of LMS user ``subject`` as the existing account ``username``."""
+
+    __tablename__ = "lti_account_requests"
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(MAX_ID))
+    subject: Mapped[str] = mapped_column(String(MAX_ID))
+    username: Mapped[str] = mapped_column(String(128))
+    link_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("lti_links.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(300), default="")
+    email: Mapped[str] = mapped_column(String(320), default="")
+    requested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    link: Mapped[LtiLink | None] = relationship()
 
 
 class LtiNonce(Base):
@@ -171,10 +206,19 @@ def find_link(session: Session, context: Context) -> LtiLink | None:
     )
 
 
-def record_pending(session: Session, context: Context, username: str) -> LtiLink:
+def record_pending(
+    session: Session,
+    context: Context,
+    username: str,
+    instructor_subject: str | None = None,
+    instructor_name: str = "",
+) -> LtiLink:
     """Return the link of ``context``, recording it pending (with a new code) if unknown.
 
-    A pending link's title follows the LMS (the newest launch's title).
+    A pending link's title follows the LMS (the newest launch's title). With
+    ``instructor_subject`` (an Instructor's launch), the code belongs to that
+    LMS user: a different Instructor's launch gets a new code, and the old
+    one stops working.
     """
     link = find_link(session, context)
     if link is None:
@@ -189,6 +233,12 @@ def record_pending(session: Session, context: Context, username: str) -> LtiLink
         session.add(link)
     elif link.pending and context.title:
         link.context_title = context.title[:300]
+    if link.pending and instructor_subject and link.instructor_subject != instructor_subject:
+        if link.instructor_subject is not None:
+            link.code = new_code()
+        link.instructor_subject = instructor_subject[:MAX_ID]
+        link.instructor_username = username[:128]
+        link.instructor_name = instructor_name[:300]
     session.flush()
     return link
 
@@ -224,7 +274,7 @@ def confirm_link(
     if not link.pending:
         where = link.course.course_id if link.course is not None else "a course"
         raise ConflictError(f"the LMS course {link.context_title!r} is already linked to {where}")
-    link.course_pk = course.id
+    link.course = course
     link.confirmed_at = now or utcnow()
     link.confirmed_by = by[:128]
     session.flush()
@@ -301,7 +351,69 @@ def account_subjects(session: Session, issuer: str, person: Person) -> list[str]
 
 
 def bind_account(session: Session, issuer: str, subject: str, person: Person) -> None:
-    """Record that the LMS user ``subject`` of ``issuer`` is ``person`` (once)."""
+    """Record that the LMS user ``subject`` of ``issuer`` is ``person`` (once); a request
+    for that LMS user is settled by it and removed."""
     if account_person(session, issuer, subject) is None:
         session.add(LtiAccount(issuer=issuer, subject=subject, person=person))
-        session.flush()
+    session.execute(
+        delete(LtiAccountRequest).where(
+            LtiAccountRequest.issuer == issuer, LtiAccountRequest.subject == subject
+        )
+    )
+    session.flush()
+
+
+def record_account_request(
+    session: Session,
+    issuer: str,
+    subject: str,
+    username: str,
+    link: LtiLink | None,
+    name: str = "",
+    email: str = "",
+) -> LtiAccountRequest:
+    """Return the request of LMS user ``subject`` of ``issuer`` to be ``username``, recorded or
+    updated (the newest launch's username, link, name and e-mail)."""
+    request = session.scalar(
+        select(LtiAccountRequest).where(
+            LtiAccountRequest.issuer == issuer, LtiAccountRequest.subject == subject
+        )
+    )
+    if request is None:
+        request = LtiAccountRequest(issuer=issuer[:MAX_ID], subject=subject[:MAX_ID])
+        session.add(request)
+    request.username = username[:128]
+    request.link = link
+    request.name = name[:300]
+    request.email = email[:320]
+    request.requested_at = utcnow()
+    session.flush()
+    return request
+
+
+def get_account_request(session: Session, request_pk: int) -> LtiAccountRequest:
+    """Return the account request ``request_pk``.
+
+    Raises
+    ------
+    NotFoundError
+        If there is none (already confirmed, or a typo).
+    """
+    request = session.get(LtiAccountRequest, request_pk)
+    if request is None:
+        raise NotFoundError(
+            f"no LMS account waits for a confirmation with number {request_pk}: "
+            "list them with `coursehub lti requests`"
+        )
+    return request
+
+
+def account_requests(session: Session, course: Course | None = None) -> list[LtiAccountRequest]:
+    """Return the account requests from the LMS contexts linked to ``course`` (None: every
+    request), oldest first."""
+    query = select(LtiAccountRequest).order_by(LtiAccountRequest.requested_at)
+    if course is not None:
+        query = query.join(LtiLink, LtiLink.id == LtiAccountRequest.link_pk).where(
+            LtiLink.course_pk == course.id
+        )
+    return list(session.scalars(query))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from coursehub.catalog.errors import ValidationError
 from coursehub.catalog.models import Course, CourseMaterial, utcnow
@@ -148,21 +148,26 @@ def material_properties(course_id: str, material: CourseMaterial | None) -> dict
     }
 
 
-def render_pull_link(hub_base_url: str, course: Course) -> str | None:
+def render_pull_link(hub_base_url: str, course: Course, notebook: str = "") -> str | None:
     """nbgitpuller's link that pulls the course's material into one's server, None before a
     first good update: ``{hub_base_url}hub/user-redirect/git-pull?repo=...&branch=...
     &targetpath=...&urlpath=lab/tree/...`` (JupyterHub's ``user-redirect``; nbgitpuller's
     ``handlers.py`` parameters; the same link as :func:`coursehub.spawn.material.render_pull_path`).
+
+    ``notebook`` (a path in the published folder, already checked, e.g. by
+    :func:`coursehub.catalog.ltilaunch.plan_notebook`) opens that notebook
+    rather than the folder: an LMS deep link.
     """
     props = material_properties(course.course_id, course.material)
     if props is None:
         return None
+    opened = "/".join(p for p in (props["target"], notebook) if p)
     query = urlencode(
         {
             "repo": props["repo"],
             "branch": props["branch"],
             "targetpath": props["target"],
-            "urlpath": f"lab/tree/{props['target']}",
+            "urlpath": "lab/tree/" + quote(opened),
         }
     )
     return f"{hub_base_url.rstrip('/')}/hub/user-redirect/git-pull?{query}"

@@ -1,4 +1,5 @@
-"""``coursehub lti keygen|jwks|passback``: the tool's key pair, and grades to the LMS gradebook."""
+"""``coursehub lti keygen|jwks|passback|requests|bind``: the tool's key pair, grades to the LMS
+gradebook, and a hub admin's confirmation of LMS accounts (docs/lti.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ KEY_HELP = (
 
 
 def register(subparsers: Any) -> None:
-    """Add ``coursehub lti keygen|jwks|passback`` to ``subparsers``."""
+    """Add ``coursehub lti keygen|jwks|passback|requests|bind`` to ``subparsers``."""
     parser = subparsers.add_parser(
         "lti", help="LTI Advantage: the tool's key pair, grade passback to the LMS"
     )
@@ -35,6 +36,16 @@ def register(subparsers: Any) -> None:
     passback.add_argument("--database-url", help="SQLAlchemy URL of the catalog")
     for sub, func in ((keygen, run_keygen), (jwks, run_jwks), (passback, run_passback)):
         sub.add_argument("--key", type=Path, help=KEY_HELP)
+        sub.set_defaults(func=func)
+    requests = commands.add_parser(
+        "requests", help="list the LMS accounts refused for naming an existing hub account"
+    )
+    bind = commands.add_parser(
+        "bind", help="confirm (as a hub admin) that a refused LMS account is the account it named"
+    )
+    bind.add_argument("request", metavar="NUMBER", type=int, help="from `coursehub lti requests`")
+    for sub, func in ((requests, run_requests), (bind, run_bind)):
+        sub.add_argument("--database-url", help="SQLAlchemy URL of the catalog")
         sub.set_defaults(func=func)
 
 
@@ -85,3 +96,49 @@ def run_passback(args: argparse.Namespace) -> int:
         engine.dispose()
     print(render_report(report))
     return 1 if report.count(FAILED) else 0
+
+
+def run_requests(args: argparse.Namespace) -> int:
+    """Print the account requests, one a line: number, account, LMS name and e-mail, course."""
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.lti import account_requests
+    from coursehub.catalog.schema import check_schema
+
+    engine = make_engine(args.database_url)
+    try:
+        check_schema(engine)
+        with session_scope(engine) as session:
+            for rq in account_requests(session):
+                course = rq.link.course if rq.link is not None else None
+                where = course.course_id if course is not None else "-"
+                print(
+                    f"{rq.id}\t{rq.username}\t{rq.name or '-'}\t{rq.email or '-'}\t{where}"
+                    f"\t{rq.issuer}\t{rq.requested_at:%Y-%m-%d %H:%M} UTC"
+                )
+    finally:
+        engine.dispose()
+    return 0
+
+
+def run_bind(args: argparse.Namespace) -> int:
+    """Bind a request's LMS account to the account it named (a hub admin's confirmation)."""
+    import getpass
+
+    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.lti import get_account_request
+    from coursehub.catalog.ltilaunch import confirm_account_request
+    from coursehub.catalog.schema import check_schema
+
+    engine = make_engine(args.database_url)
+    try:
+        check_schema(engine)
+        with session_scope(engine) as session:
+            request = get_account_request(session, args.request)
+            lms_user = f"LMS account {request.subject} of {request.issuer}"
+            person = confirm_account_request(
+                session, request, f"{getpass.getuser()} (cli)", admin=True, course=None
+            )
+            print(f"{lms_user} bound to {person.username}")
+    finally:
+        engine.dispose()
+    return 0

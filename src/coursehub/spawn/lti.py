@@ -16,7 +16,10 @@ three changes:
   ``launch_token``), which records the nonce (a replay is refused), maps the
   LMS course to a course and the course roles to a catalog role, enrols the
   person and syncs that course into the hub: no hub restart. This process
-  never imports the catalog (docs/architecture.md).
+  never imports the catalog (docs/architecture.md). The request carries the
+  hub's admins (:meth:`~CoursehubLTIAuthenticator.hub_admins`), whom the
+  course app never maps a launch onto; and a launch the course app names a
+  hub admin is refused here too: admins sign in on the login page only.
 - The hub's own login page stays: ``/hub/login`` is the form of
   :attr:`~CoursehubLTIAuthenticator.password_authenticator_class` (PAM by
   default), for admins and teams; the LMS uses ``/hub/lti13/oauth_login``
@@ -112,16 +115,29 @@ def unknown_platform(issuer: str) -> HTTPError:
     )
 
 
-def launch_body(platform: Platform, claims: dict[str, Any]) -> dict[str, Any]:
+def launch_body(
+    platform: Platform, claims: dict[str, Any], hub_admins: list[str] | tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Return what the hub posts to the course app for a verified launch (pure): the
-    registration's issuer, claim names and token URL (grade passback), and every claim."""
+    registration's issuer, claim names and token URL (grade passback), the hub's admin
+    usernames, and every claim."""
     return {
         "issuer": platform.issuer,
         "username_claim": platform.username_claim,
         "student_number_claim": platform.student_number_claim,
         "token_url": platform.token_url,
+        "hub_admins": sorted(hub_admins),
         "claims": claims,
     }
+
+
+def admin_refusal(name: str) -> HTTPError:
+    """The refusal of a launch that names a hub admin."""
+    return HTTPError(
+        403,
+        f"hub user {name[:128]} is a hub admin: hub admins sign in on the hub's login page, "
+        "never from the LMS",
+    )
 
 
 class CoursehubLoginInitHandler(LTI13LoginInitHandler):
@@ -270,18 +286,29 @@ class CoursehubLTIAuthenticator(LTI13Authenticator):
             return True
         return self.password_authenticator.check_allowed(username, authentication)
 
+    def hub_admins(self, handler: Any) -> set[str]:
+        """The hub's admins: ``admin_users`` and every user the hub's database marks admin."""
+        from jupyterhub import orm
+
+        names = {str(name) for name in self.admin_users}
+        db = getattr(handler, "db", None)
+        if db is not None:
+            names |= {user.name for user in db.query(orm.User).filter(orm.User.admin.is_(True))}
+        return names
+
     async def launch(self, handler: CoursehubCallbackHandler, claims: dict[str, Any]) -> Any:
         """Post the verified claims to the course app; return the hub user it names.
 
         Raises
         ------
         tornado.web.HTTPError
-            403 with the course app's message for a refusal; 503 when the
-            course app cannot be reached or answers otherwise.
+            403 with the course app's message for a refusal, or when it names a hub
+            admin; 503 when the course app cannot be reached or answers otherwise.
         """
         platform = handler.platform
         assert platform is not None
-        body = launch_body(platform, claims)
+        admins = self.hub_admins(handler)
+        body = launch_body(platform, claims, tuple(admins))
         request = HTTPRequest(
             self.launch_url,
             method="POST",
@@ -298,6 +325,9 @@ class CoursehubLTIAuthenticator(LTI13Authenticator):
         except ValueError:
             answer = {}
         if response.code == 200 and answer.get("name"):
+            if str(answer["name"]) in admins:
+                self.log.error("LTI launch: the course app named hub admin %s", answer["name"])
+                raise admin_refusal(str(answer["name"]))
             handler.coursehub_next_url = answer.get("next")
             self.log.info(
                 "LTI launch: %s as %s of %s", answer["name"], answer["role"], answer["course_id"]

@@ -11,10 +11,16 @@ the hub (at every accepted launch) (:func:`coursehub.web.hubsync.apply_hub_sync`
 :func:`coursehub.hub.sync.sync_catalog` with ``course_ids=[course_id]``): the
 hub groups and the gradebook follow at once, without a hub restart.
 
+Before deciding who the person is, the app asks the hub about the launch's
+username (:func:`hub_account`: does a hub user have it, is it an admin), so
+that :func:`coursehub.catalog.ltilaunch.plan_account` never maps a launch
+onto a hub account outside the catalog or onto an admin.
+
 Answers: 200 ``{"name", "course_id", "role", "next", "hub_sync"}``; 403
 ``{"error"}`` for a refusal, the message shown to the person (an unlinked
-LMS course adds ``"code"``, the link code); 400 for a malformed request;
-401 without the token.
+LMS course adds ``"code"``, the link code, to an Instructor's launch only);
+400 for a malformed request; 401 without the token; 503 when the hub cannot
+be asked about the username.
 """
 
 from __future__ import annotations
@@ -22,23 +28,26 @@ from __future__ import annotations
 import hmac
 import logging
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
 from coursehub.catalog.lti import LtiLink
 from coursehub.catalog.ltilaunch import (
+    HubAccount,
+    Launch,
     LaunchError,
     LaunchRefusedError,
     apply_launch,
     claim_nonce,
     parse_launch,
 )
-from coursehub.catalog.models import Course, CourseMaterial
+from coursehub.catalog.material import render_pull_link
+from coursehub.catalog.models import Course
 from coursehub.errors import CoursehubError
+from coursehub.hub.hubclient import HubClient, HubError
 from coursehub.web.api import parse_authorization
 from coursehub.web.database import get_session
-from coursehub.web.hubsync import apply_hub_sync
+from coursehub.web.hubsync import apply_hub_sync, hub_sync_settings
 from coursehub.web.redirects import safe_next
 
 log = logging.getLogger(__name__)
@@ -63,33 +72,52 @@ def hub_prefix(config: Any) -> str:
     return str(config.get("HUB_BASE_URL") or "/").rstrip("/") + "/hub/"
 
 
-def render_pull_url(prefix: str, course_id: str, material: CourseMaterial, notebook: str) -> str:
-    """Return the hub URL that pulls the course material with nbgitpuller and opens ``notebook``.
+def render_deep_link(hub_base_url: str, course: Course, notebook: str) -> str:
+    """Return the hub URL that pulls the course's published material and opens ``notebook``.
 
-    ``{prefix}user-redirect/git-pull?repo=...&branch=...&targetpath=<course_id>&urlpath=
-    lab/tree/<course_id>/<subpath>/<notebook>`` (nbgitpuller's link parameters,
-    https://nbgitpuller.readthedocs.io/en/latest/topic/url-options.html), every
-    value percent-encoded; the result is checked by
-    :func:`coursehub.web.redirects.safe_next` against ``prefix``.
+    The course page's nbgitpuller link (:func:`coursehub.catalog.material.render_pull_link`:
+    the published mirror ``pull_url``, its branch, the folder ``<course_id>-material``),
+    opening ``notebook`` in it; the result is checked by
+    :func:`coursehub.web.redirects.safe_next` against the hub's prefix.
 
     Raises
     ------
     LaunchRefusedError
-        If the URL would leave the hub (it never should: the parts are checked).
+        If the course has no published material yet, or the URL would leave the hub (it
+        never should: the parts are checked).
     """
-    path = "/".join(p for p in (course_id, material.subpath, notebook) if p)
-    query = urlencode(
-        {
-            "repo": material.git_url,
-            "branch": material.branch,
-            "targetpath": course_id,
-            "urlpath": "lab/tree/" + quote(path),
-        }
-    )
-    url = f"{prefix}user-redirect/git-pull?{query}"
-    if safe_next(url, prefix) != url:
+    url = render_pull_link(hub_base_url, course, notebook)
+    if url is None:
+        raise LaunchRefusedError(
+            f"the LMS activity opens notebook {notebook!r}, but course {course.course_id} has "
+            "no published material yet: ask its teachers"
+        )
+    if safe_next(url, hub_prefix({"HUB_BASE_URL": hub_base_url})) != url:
         raise LaunchRefusedError("the notebook link of this LMS activity cannot be opened safely")
     return url
+
+
+def hub_account(username: str) -> HubAccount | None:
+    """Return what the hub says of ``username`` (None when the app has no hub API).
+
+    Raises
+    ------
+    LaunchRefusedError
+        If the hub cannot be asked (the launch is refused rather than guessed).
+    """
+    settings = hub_sync_settings()
+    if not settings.enabled:
+        return None
+    assert settings.api_url is not None
+    try:
+        with HubClient(settings.api_url, settings.token, retry=settings.retry()) as client:
+            model = client.find_user(username)
+    except (HubError, OSError) as exc:
+        log.warning("LTI launch of %s: asking the hub: %s", username, exc)
+        raise LaunchRefusedError(
+            f"the hub could not be asked whether hub user {username} exists: try again in a minute"
+        ) from None
+    return HubAccount(exists=model is not None, admin=bool(model and model.get("admin")))
 
 
 def check_token() -> None:
@@ -107,13 +135,21 @@ def refusal(message: str, status: int = 403, **extra: Any) -> tuple[Response, in
     return jsonify(error=message, **extra), status
 
 
-def unlinked_message(link: LtiLink) -> str:
-    """Tell the person whom to ask for linking the LMS course (pure)."""
+def unlinked_message(link: LtiLink, launch: Launch) -> str:
+    """Tell the person what to do about an LMS course not linked yet (pure): the code only to
+    the Instructor it belongs to, everyone else only that it is not linked."""
     title = link.context_title or "this LMS course"
+    if launch.instructor and link.instructor_subject == launch.subject:
+        return (
+            f"The LMS course {title!r} is not linked to a course of the hub yet, so nothing "
+            f"was changed. As the lead of the course in the course app, link it on the "
+            f"course's page (LMS links) with the code {link.code}, then launch again; the "
+            "code works for you only."
+        )
     return (
         f"The LMS course {title!r} is not linked to a course of the hub yet, so nothing was "
-        f"changed. Ask your teacher (the lead of the course in the course app) or a hub "
-        f"admin to link it on the course's page with the code {link.code}, then launch again."
+        "changed. Your teacher links it (by launching the hub once from this LMS course as "
+        "Instructor); launch again once it is done."
     )
 
 
@@ -136,21 +172,22 @@ def launch() -> Response | tuple[Response, int]:
         session.rollback()
         return refusal(str(exc))
     try:
-        result = apply_launch(session, parsed)
+        result = apply_launch(session, parsed, hub_account(parsed.username))
         course: Course | None = result.link.course if result.link is not None else None
+        if result.refused is not None:
+            session.commit()  # the account request, for the lead or an admin
+            return refusal(result.refused)
         if result.course_id is None or course is None:
             assert result.link is not None
             session.commit()
-            return refusal(unlinked_message(result.link), code=result.link.code)
+            message = unlinked_message(result.link, parsed)
+            if result.link.code in message:
+                return refusal(message, code=result.link.code)
+            return refusal(message)
         next_url = None
         if parsed.notebook:
-            if course.material is None:
-                raise LaunchRefusedError(
-                    f"the LMS activity opens notebook {parsed.notebook!r}, but course "
-                    f"{course.course_id} has no material repository: ask its teachers"
-                )
-            next_url = render_pull_url(
-                hub_prefix(current_app.config), course.course_id, course.material, parsed.notebook
+            next_url = render_deep_link(
+                str(current_app.config.get("HUB_BASE_URL") or "/"), course, parsed.notebook
             )
         session.commit()
     except CoursehubError as exc:

@@ -1,11 +1,19 @@
-"""A course's LMS links (LTI 1.3): confirm a pending LMS course, list and remove links.
+"""A course's LMS links (LTI 1.3): confirm a pending LMS course, list and remove links,
+confirm LMS accounts.
 
 The first launch from an LMS course that is linked to no course records it
-pending with a code (:mod:`coursehub.catalog.lti`) and shows the code to the
-person launching. The course's lead types it here, sees the LMS course's
-title and confirms; a hub admin also sees every pending LMS course and links
-one to this course directly. Only the course's leads and hub admins use
-these pages: a link decides who gets enrolled in the course.
+pending with a code (:mod:`coursehub.catalog.lti`); only an Instructor's
+launch shows the code, and the code is theirs. The course's lead who is
+that Instructor types it here, sees the LMS course's title and confirms
+(:func:`coursehub.catalog.ltilaunch.confirm_link_as_lead`); a hub admin also
+sees every pending LMS course and links one to this course directly.
+
+A launch whose username is an existing account not bound to its LMS user is
+refused and recorded as an account request; the lead confirms the requests
+from this course's LMS courses for its members here
+(:func:`coursehub.catalog.ltilaunch.confirm_account_request`), a hub admin
+any request. Only the course's leads and hub admins use these pages: a link
+decides who gets enrolled in the course, a binding who signs in as whom.
 """
 
 from __future__ import annotations
@@ -15,11 +23,18 @@ from werkzeug.wrappers import Response
 
 from coursehub.catalog.lti import (
     LtiLink,
+    account_requests,
     confirm_link,
+    get_account_request,
     get_pending,
     links_of,
     pending_links,
     unlink,
+)
+from coursehub.catalog.ltilaunch import (
+    check_link_by_lead,
+    confirm_account_request,
+    confirm_link_as_lead,
 )
 from coursehub.catalog.models import Course, Role
 from coursehub.errors import CoursehubError
@@ -48,6 +63,7 @@ def render_page(course: Course, found: LtiLink | None = None, status: int = 200)
         links=links_of(session, course),
         pending=pending,
         found=found,
+        requests=account_requests(session, course),
     ), status
 
 
@@ -68,10 +84,20 @@ def link(course_id: str) -> Response | tuple[str, int]:
     except CoursehubError as exc:
         show_error(exc)
         return render_page(course, status=404)
+    admin = g.identity.admin
+    if not admin:
+        try:
+            check_link_by_lead(session, pending, g.identity.name)
+        except CoursehubError as exc:
+            show_error(exc)
+            return render_page(course, status=403)
     if not request.form.get("confirm"):
         return render_page(course, found=pending)
     with commit_or_show(session) as saved:
-        confirm_link(session, pending, course, g.identity.name)
+        if admin:
+            confirm_link(session, pending, course, g.identity.name)
+        else:
+            confirm_link_as_lead(session, pending, course, g.identity.name)
     if saved:
         flash(
             f"LMS course {pending.context_title!r} linked: its launches now enrol people "
@@ -93,4 +119,19 @@ def remove(course_id: str, link_pk: int) -> Response:
             f"LMS course {gone.context_title!r} unlinked; its members stay in the course.",
             "success",
         )
+    return redirect(url_for("lti.index", course_id=course_id))
+
+
+@bp.post("/courses/<course_id>/lti/accounts/<int:request_pk>/confirm")
+def confirm_account(course_id: str, request_pk: int) -> Response:
+    """Bind the LMS account of a refused launch to the hub account it named."""
+    course = load_lead_course(course_id)
+    session = get_session()
+    with commit_or_show(session) as saved:
+        pending = get_account_request(session, request_pk)
+        person = confirm_account_request(
+            session, pending, g.identity.name, admin=g.identity.admin, course=course
+        )
+    if saved:
+        flash(f"LMS account confirmed: its launches now sign in as {person.username}.", "success")
     return redirect(url_for("lti.index", course_id=course_id))
