@@ -1,7 +1,7 @@
 """LTI identity: the Instructor a pending link's code belongs to, and account requests.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-02
 
 Three columns on ``lti_links`` (see :class:`coursehub.catalog.lti.LtiLink`:
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | None = None
 depends_on: str | None = None
 
