@@ -55,7 +55,7 @@ def test_the_team_sets_a_private_repository_and_updates_it_in_the_background(app
     with app.app_context():
         assert wait_for_update("mlmeca-2025", timeout=60)
     state = client.get(C, headers=api_headers("student")).get_json()
-    assert (state["state"], state["error"]) == ("ok", None)
+    assert state["state"] == "ok" and "error" not in state
     assert state["pull_link"].startswith("/hub/user-redirect/git-pull?repo=file")
     page = client.get("/courses/mlmeca-2025/", headers=identity_headers(IDENTITIES["student"]))
     text = page.get_data(as_text=True)
@@ -96,3 +96,23 @@ def test_the_api_refuses_what_a_caller_may_not_do_or_a_bad_body(
     answer = getattr(client, method)(path, json=body, headers=api_headers(who))
     assert answer.status_code == status
     assert "error" in answer.get_json()
+
+
+def test_students_see_the_materials_state_but_not_its_upstream_or_errors(app, repo):
+    client = app.test_client()
+    url, _token = repo
+    body = {"repo": url, "credential": "deploy:glpat-wrongwrongwrong"}
+    assert client.put(C, json=body, headers=api_headers("lead")).status_code == 200
+    assert client.post(C + "/update", headers=api_headers("lead")).status_code == 202
+    with app.app_context():
+        assert wait_for_update("mlmeca-2025", timeout=60)
+    student = client.get(C, headers=api_headers("student")).get_json()
+    assert student["state"] == "error"
+    assert not {"repo", "branch", "subdir", "credential", "error"} & set(student)
+    team = client.get(C, headers=api_headers("grader")).get_json()
+    assert team["repo"] == url and "refused the credential" in team["error"]
+    course = client.get("/api/v1/courses/mlmeca-2025", headers=api_headers("student")).get_json()
+    assert course["material"] is None
+    page = client.get("/courses/mlmeca-2025/", headers=identity_headers(IDENTITIES["student"]))
+    text = page.get_data(as_text=True)
+    assert url not in text and "refused the credential" not in text
