@@ -34,7 +34,7 @@ from coursehub.material.hosts import (
     repo_origin,
 )
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import plan_fetch_config
+from coursehub.material.mirror import is_fetch_garbage, plan_fetch_config
 
 LOOPBACK = parse_host_policy("127.0.0.1")
 
@@ -234,6 +234,24 @@ def test_ssh_connects_to_the_checked_address_under_the_hosts_name(tmp_path):
     env = plan_credential_env(layout, "c1", "deploy-key", origin, "140.82.121.4")
     assert "HostName=140.82.121.4" in env["GIT_SSH_COMMAND"]
     assert "HostKeyAlias=gitlab.example.org" in env["GIT_SSH_COMMAND"]
+
+
+@pytest.mark.parametrize(
+    ("name", "garbage"),
+    [
+        ("ab/tmp_obj_XyZ123", True),
+        ("pack/tmp_pack_AbC", True),
+        ("pack/tmp_idx_AbC", True),
+        ("pack/.tmp-123-pack-abc.pack", True),
+        ("incoming-Xy12ab", True),
+        ("ab/cdef0123456789", False),  # a complete object
+        ("pack/pack-0123.pack", False),
+        ("info/alternates", False),
+        ("ab/cd/tmp_obj_x", False),
+    ],
+)
+def test_a_failed_fetchs_partial_files_are_recognised(name, garbage):
+    assert is_fetch_garbage(name) is garbage
 
 
 def askpass(layout: MaterialLayout, prompt: str, host: str) -> subprocess.CompletedProcess[str]:

@@ -405,6 +405,58 @@ def test_the_cli_asks_for_the_credential_again_for_another_host(
     assert main([*setting, other, "--no-credential", *common]) == 0
 
 
+DISK_MIB = 6
+
+
+@pytest.fixture
+def small_disk():
+    """A material folder on a 6 MiB tmpfs (root only), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    root = Path(tempfile.mkdtemp(prefix="chmat-full-", dir="/tmp"))
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MIB}m,mode=0755", "tmpfs", str(root)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        root.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield MaterialLayout(root / "material")
+    subprocess.run(["umount", str(root)], check=False)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def garbage_of(layout: MaterialLayout) -> dict[str, str]:
+    out = git("--git-dir", str(layout.upstream(COURSE)), "count-objects", "-v")
+    return dict(line.split(": ", 1) for line in out.splitlines())
+
+
+@pytest.mark.root
+def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_update_works(
+    private_repo, small_disk, sessions
+):
+    layout = small_disk
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    served = published_head(layout, COURSE)
+    big = secrets.token_hex(DISK_MIB * 1024 * 1024)  # hex of random bytes: hardly compressible
+    commit_files(private_repo.work, {"notebooks/big.txt": big}, "too big")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok and "last good material is still served" in outcome.message
+    assert published_head(layout, COURSE) == served
+    garbage = garbage_of(layout)
+    assert (garbage["garbage"], garbage["size-garbage"]) == ("0", "0"), garbage
+    assert not list((layout.upstream(COURSE) / "objects").glob("*/tmp_*"))
+    # the teacher takes the big file out again (a rewritten branch): space is back
+    git("reset", "--quiet", "--hard", "HEAD~1", cwd=private_repo.work)
+    commit_files(private_repo.work, {"notebooks/tp2.py": "print('tp2')\n"}, "small")
+    git("push", "--quiet", "--force", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout, accept_rewrite=True)
+    assert outcome.ok, outcome.message
+
+
 @pytest.fixture
 def student_account():
     if os.geteuid() != 0:

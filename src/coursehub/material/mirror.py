@@ -7,7 +7,9 @@
    bare mirror (``refs/coursehub/fetched``) from the addresses just checked
    (``http.curloptResolve``, ssh's ``HostName``), no redirect followed
    (``http.followRedirects=false``), with the course's credential only if the
-   URL is on the host it was given for;
+   URL is on the host it was given for; a failed fetch removes what it wrote
+   (git's ``tmp_obj_*``/``tmp_pack_*`` files, then ``git prune``), so a full
+   disk does not stay full;
 2. refuse a force-pushed branch (the last good commit is no longer an
    ancestor, ``git merge-base --is-ancestor``) unless ``accept_rewrite``;
 3. find the folder's tree (``git cat-file -t COMMIT:FOLDER`` is ``tree``);
@@ -30,6 +32,7 @@ import contextlib
 import fcntl
 import ipaddress
 import logging
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -172,6 +175,7 @@ def _fetch(
     local = _local_env(layout)
     if not (upstream / "HEAD").exists():
         run_git(["init", "--bare", "--quiet", "--template=", str(upstream)], local)
+    remove_fetch_garbage(upstream)  # what an update killed on the way left
     try:
         addresses = check_repo_host(source.url, hosts, resolver)
     except CoursehubError as exc:
@@ -203,6 +207,9 @@ def _fetch(
         run_git(args, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
     except GitCommandError as exc:
         log.warning("fetching %s for %s failed: %s", source.url, source.course_id, exc.stderr)
+        removed = remove_fetch_garbage(upstream, local)
+        if removed:
+            log.info("removed %d partial files of the failed fetch", len(removed))
         branches = True
         if "couldn't find remote ref" in exc.stderr.lower():
             # a real repository, or any web server answering 200 (git's "dumb" HTTP)?
@@ -233,6 +240,43 @@ def _is_address(host: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def is_fetch_garbage(name: str) -> bool:
+    """Whether ``name`` (a path below a repository's ``objects/``) is a fetch's partial file
+    (pure): ``xx/tmp_obj_*`` (unpack-objects), ``pack/tmp_*`` and ``pack/.tmp-*``
+    (index-pack), ``incoming-*`` (a quarantine folder)."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return parts[0].startswith("incoming-")
+    if len(parts) != 2:
+        return False
+    folder, file = parts
+    if folder == "pack":
+        return file.startswith(("tmp_", ".tmp-"))
+    return len(folder) == 2 and file.startswith("tmp_obj_")
+
+
+def remove_fetch_garbage(repo: Path, prune_env: dict[str, str] | None = None) -> list[str]:
+    """Remove the partial files a failed fetch left in ``repo`` (:func:`is_fetch_garbage`);
+    with ``prune_env`` (git's environment), also its complete but unreachable objects
+    (``git prune --expire=now``; the caller holds the course's lock). Returns the names
+    removed."""
+    objects = repo / "objects"
+    removed = []
+    candidates = [*objects.glob("incoming-*"), *objects.glob("*/tmp_*"), *objects.glob("*/.tmp-*")]
+    for path in candidates:
+        name = path.relative_to(objects).as_posix()
+        if not is_fetch_garbage(name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(name)
+    if prune_env is not None and (repo / "HEAD").exists():
+        run_git(["prune", "--expire=now"], prune_env, cwd=repo, check=False)
+    return removed
 
 
 def _check_not_rewritten(
