@@ -27,10 +27,11 @@ from coursehub.catalog.db import make_engine, session_factory
 from coursehub.catalog.readmodel import load_course
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.material.credential import parse_credential
+from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.gitcmd import UNREADABLE
+from coursehub.material.hosts import parse_host_policy
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import published_head
+from coursehub.material.mirror import MirrorSource, published_head, update_mirror
 from coursehub.material.service import run_update, set_course_material
 from coursehub.spawn.material import plan_material_env
 from coursehub.web.testing import seed_web_catalog
@@ -370,6 +371,22 @@ def test_the_host_is_checked_again_when_the_material_is_fetched(layout, sessions
             outcome = run_update(sessions, COURSE, layout)
     assert not outcome.ok and "is not allowed on this site" in outcome.message
     assert seen == []
+
+
+def test_git_connects_to_the_address_checked_not_to_what_the_name_resolves_to_later(
+    private_repo, layout
+):
+    port = private_repo.url.split(":")[2].split("/")[0]
+    url = f"http://git.example.test:{port}/mlmeca.git"  # a name no resolver here knows
+    layout.ensure()
+    store_credential(
+        layout, COURSE, parse_credential(f"deploy:{private_repo.token}".encode(), "t"), url
+    )
+    source = MirrorSource(COURSE, url, "main", "notebooks", "token")
+    checked = update_mirror(
+        layout, source, hosts=parse_host_policy("127.0.0.1"), resolver=lambda h, p: ["127.0.0.1"]
+    )
+    assert checked.commit == git("rev-parse", "HEAD", cwd=private_repo.work)
 
 
 def test_a_closed_port_and_a_web_server_that_is_not_git_read_the_same(layout, sessions):
