@@ -39,7 +39,7 @@ from coursehub.material.layout import MaterialLayout
 from coursehub.material.service import run_update, set_course_material
 from coursehub.spawn.material import plan_material_env
 from coursehub.web.testing import seed_web_catalog
-from material_gitserver import commit_files, git, serve_git, teacher_repo
+from material_gitserver import allow_loopback, commit_files, git, serve_git, teacher_repo
 
 COURSE = "mlmeca-2025"
 
@@ -92,7 +92,7 @@ def main() -> int:
         seed_web_catalog(url_db)
         sessions = session_factory(engine)
         layout = MaterialLayout(work / "material")
-        with serve_git(root, "deploy", token) as base:
+        with allow_loopback(), serve_git(root, "deploy", token) as base:
             with sessions() as session:
                 course = load_course(session, COURSE)
                 credential = parse_credential(f"deploy:{token}".encode(), "bench")

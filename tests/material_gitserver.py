@@ -4,11 +4,19 @@ git's own smart-HTTP server program (``git help http-backend``) run as a CGI
 per request by a small WSGI app (wsgiref, one thread), accepting one user
 name and token. It serves the bare repositories of ``root``; the tests push
 to them directly through the filesystem (a teacher's push, a force-push).
+
+The server listens on 127.0.0.1, which the course app refuses by default
+(``COURSEHUB_MATERIAL_HOSTS``, :mod:`coursehub.material.hosts`): the tests'
+fixtures allow it with :func:`allow_loopback`, as a site with a git server
+on the same machine would. :func:`serve_recorder` is another host (another
+port): it answers every request with one status and records what it got,
+``Authorization`` included.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -16,6 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from coursehub.material.hosts import HOSTS_VARIABLE
+
+#: What the tests' sites allow: the loopback address of the tests' git servers.
+LOOPBACK_HOSTS = "127.0.0.1"
 
 
 class _Quiet(WSGIRequestHandler):
@@ -71,6 +84,51 @@ def serve_git(root: Path, user: str, token: str) -> Iterator[str]:
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def allow_loopback(value: str = LOOPBACK_HOSTS) -> Iterator[None]:
+    """Set ``COURSEHUB_MATERIAL_HOSTS`` to ``value`` until the block ends (then as it was)."""
+    before = os.environ.get(HOSTS_VARIABLE)
+    os.environ[HOSTS_VARIABLE] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(HOSTS_VARIABLE, None)
+        else:
+            os.environ[HOSTS_VARIABLE] = before
+
+
+@contextmanager
+def serve_recorder(
+    status: str = "401 Unauthorized",
+    headers: list[tuple[str, str]] | None = None,
+    body: bytes = b"",
+) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """Answer every request with ``status``/``headers``/``body`` at ``http://127.0.0.1:PORT``;
+    yield that base URL and the requests seen (``path``, ``authorization``)."""
+    seen: list[dict[str, str]] = []
+    answer = headers if headers is not None else [("WWW-Authenticate", 'Basic realm="x"')]
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append(
+            {
+                "path": environ.get("PATH_INFO", ""),
+                "authorization": environ.get("HTTP_AUTHORIZATION", ""),
+            }
+        )
+        start_response(status, answer)
+        return [body]
+
+    server: WSGIServer = make_server("127.0.0.1", 0, app, handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", seen
     finally:
         server.shutdown()
         server.server_close()

@@ -34,7 +34,7 @@ from coursehub.material.credential import parse_credential, store_credential, st
 from coursehub.material.layout import MaterialLayout
 from coursehub.material.mirror import MirrorSource, update_mirror
 from helpers import wait_until
-from material_gitserver import commit_files, git, serve_git, teacher_repo
+from material_gitserver import allow_loopback, commit_files, git, serve_git, teacher_repo
 
 COURSE = "books-2025"
 CONFIG = 'title: A small book\nexecute:\n  execute_notebooks: "off"\n'
@@ -155,7 +155,7 @@ def material(tmp_path_factory):
     work = teacher_repo(root / "server", "book", book_files())
     layout = MaterialLayout(root / "material").ensure()
     store_credential(layout, COURSE, parse_credential(f"deploy:{token}".encode(), "test"))
-    with serve_git(root / "server", "deploy", token) as base:
+    with allow_loopback(), serve_git(root / "server", "deploy", token) as base:
 
         def update() -> str:
             source = MirrorSource(

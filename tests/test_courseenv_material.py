@@ -13,7 +13,7 @@ from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.layout import MaterialLayout
 from coursehub.material.mirror import MirrorSource, update_mirror
-from material_gitserver import serve_git, teacher_repo
+from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 
 def publish(tmp_path: Path, course_id: str, files: dict[str, str]) -> MaterialLayout:
@@ -23,7 +23,7 @@ def publish(tmp_path: Path, course_id: str, files: dict[str, str]) -> MaterialLa
     token = secrets.token_hex(8)
     teacher_repo(server, course_id, files)
     store_credential(layout, course_id, parse_credential(f"deploy:{token}".encode(), "t"))
-    with serve_git(server, "deploy", token) as base:
+    with allow_loopback(), serve_git(server, "deploy", token) as base:
         source = MirrorSource(course_id, f"{base}/{course_id}.git", "main", "notebooks", "token")
         update_mirror(layout, source)
     return layout

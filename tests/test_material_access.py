@@ -27,7 +27,7 @@ from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.layout import MaterialLayout
 from coursehub.material.mirror import MirrorSource, update_mirror
 from coursehub.spawn.material import plan_material_env
-from material_gitserver import serve_git, teacher_repo
+from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 
 @pytest.mark.parametrize(
@@ -96,6 +96,13 @@ def hosts():
             subprocess.run(["groupdel", group], check=False, capture_output=True)
         for home in homes.values():
             shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def loopback_git_server():
+    """The site allows the tests' git server on 127.0.0.1 (COURSEHUB_MATERIAL_HOSTS)."""
+    with allow_loopback():
+        yield
 
 
 @pytest.fixture

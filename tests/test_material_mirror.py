@@ -22,16 +22,27 @@ from pathlib import Path
 
 import pytest
 
+from coursehub.catalog.courses import set_material
 from coursehub.catalog.db import make_engine, session_factory
 from coursehub.catalog.readmodel import load_course
 from coursehub.cli import main
-from coursehub.material.credential import parse_credential
+from coursehub.errors import UsageError
+from coursehub.material.credential import parse_credential, store_credential
+from coursehub.material.gitcmd import UNREADABLE
+from coursehub.material.hosts import parse_host_policy
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import published_head
+from coursehub.material.mirror import MirrorSource, published_head, update_mirror
 from coursehub.material.service import run_update, set_course_material
 from coursehub.spawn.material import plan_material_env
 from coursehub.web.testing import seed_web_catalog
-from material_gitserver import commit_files, git, serve_git, teacher_repo
+from material_gitserver import (
+    allow_loopback,
+    commit_files,
+    git,
+    serve_git,
+    serve_recorder,
+    teacher_repo,
+)
 
 COURSE = "mlmeca-2025"
 FILES = {
@@ -54,7 +65,7 @@ def private_repo(tmp_path: Path):
     root.mkdir()
     work = teacher_repo(root, "mlmeca", FILES)
     token = "glpat-" + secrets.token_hex(16)
-    with serve_git(root, "deploy", token) as base:
+    with allow_loopback(), serve_git(root, "deploy", token) as base:
         yield Repo(f"{base}/mlmeca.git", token, work)
 
 
@@ -185,10 +196,10 @@ def test_a_wrong_token_is_named_and_the_last_good_material_is_still_served(
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"token": None}, "asks for a user name and token"),
+        ({"token": None}, "or a private one: it needs a credential"),
         ({"branch": "nope"}, "branch nope does not exist"),
         ({"subdir": "missing"}, "folder 'missing' does not exist on branch main"),
-        ({"url": "http://127.0.0.1:9/mlmeca.git"}, "unreachable: connection refused"),
+        ({"url": "http://127.0.0.1:9/mlmeca.git"}, "could not be fetched (no answer, no git"),
     ],
 )
 def test_bad_inputs_are_explained_and_keep_the_last_good_material(
@@ -298,6 +309,169 @@ def test_the_cli_refuses_a_token_in_the_url(layout, database_url, capsys):
     )
     assert status == 2
     assert "holds a user name or token" in capsys.readouterr().err
+
+
+def test_a_stored_token_never_goes_to_another_host_the_course_is_pointed_at(
+    private_repo, layout, sessions
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    with serve_recorder() as (other, seen):
+        with pytest.raises(UsageError, match="give the credential again"):
+            set_repo(sessions, layout, f"{other}/steal.git")  # the token is kept by default
+        assert material_of(sessions).git_url == private_repo.url
+        with sessions() as session:  # a way around the check (an older version, the database)
+            set_material(session, load_course(session, COURSE), f"{other}/steal.git")
+            session.commit()
+        outcome = run_update(sessions, COURSE, layout)
+        assert not outcome.ok and "was given for" in outcome.message
+        assert seen == []  # not even asked
+    assert layout.credential(COURSE).exists()  # the lead's token stays for its own host
+
+
+def test_a_new_host_with_the_credential_given_again_or_dropped_is_accepted(
+    private_repo, layout, sessions
+):
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    with serve_recorder() as (other, seen):
+        with sessions() as session:
+            course = load_course(session, COURSE)
+            set_course_material(session, course, layout, f"{other}/x.git", drop_credential=True)
+            session.commit()
+        assert material_of(sessions).credential == ""
+        assert not layout.credential(COURSE).exists()
+        outcome = run_update(sessions, COURSE, layout)
+        assert not outcome.ok
+        assert [r["authorization"] for r in seen] == [""] * len(seen)
+
+
+def test_a_redirect_to_another_host_is_not_followed(layout, sessions):
+    with serve_recorder() as (target, seen), allow_loopback():
+        moved = [("Location", f"{target}/x.git/info/refs?service=git-upload-pack")]
+        with serve_recorder("302 Found", moved) as (start, _):
+            set_repo(sessions, layout, f"{start}/x.git", "glpat-redirected-token")
+            outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok
+    assert seen == []
+
+
+def test_a_loopback_repository_is_refused_unless_the_site_allows_it(private_repo, layout, sessions):
+    with allow_loopback(""), pytest.raises(UsageError) as refused:
+        set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert "is not allowed on this site" in str(refused.value)
+    assert "COURSEHUB_MATERIAL_HOSTS" in str(refused.value)
+    assert material_of(sessions).git_url != private_repo.url
+
+
+def test_the_host_is_checked_again_when_the_material_is_fetched(layout, sessions):
+    with serve_recorder() as (other, seen):
+        with allow_loopback():
+            set_repo(sessions, layout, f"{other}/x.git")
+        with allow_loopback(""):  # the site no longer allows it (or the name moved)
+            outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok and "is not allowed on this site" in outcome.message
+    assert seen == []
+
+
+def test_git_connects_to_the_address_checked_not_to_what_the_name_resolves_to_later(
+    private_repo, layout
+):
+    port = private_repo.url.split(":")[2].split("/")[0]
+    url = f"http://git.example.test:{port}/mlmeca.git"  # a name no resolver here knows
+    layout.ensure()
+    store_credential(
+        layout, COURSE, parse_credential(f"deploy:{private_repo.token}".encode(), "t"), url
+    )
+    source = MirrorSource(COURSE, url, "main", "notebooks", "token")
+    checked = update_mirror(
+        layout, source, hosts=parse_host_policy("127.0.0.1"), resolver=lambda h, p: ["127.0.0.1"]
+    )
+    assert checked.commit == git("rev-parse", "HEAD", cwd=private_repo.work)
+
+
+def test_a_closed_port_and_a_web_server_that_is_not_git_read_the_same(layout, sessions):
+    messages = set()
+    with allow_loopback():
+        for status in ("404 Not Found", "200 OK", "500 Internal Server Error", "401 No"):
+            answer = [("Content-Type", "text/html"), ("WWW-Authenticate", 'Basic realm="x"')]
+            with serve_recorder(status, answer, b"<html>") as (url, _):
+                set_repo(sessions, layout, f"{url}/x.git")
+                outcome = run_update(sessions, COURSE, layout)
+                messages.add(outcome.message.replace(url, "URL"))
+        set_repo(sessions, layout, "http://127.0.0.1:9/x.git")
+        messages.add(
+            run_update(sessions, COURSE, layout).message.replace("http://127.0.0.1:9", "URL")
+        )
+    assert messages == {
+        UNREADABLE.format(url="URL/x.git") + "; the last good material is still served"
+    }
+
+
+def test_the_cli_asks_for_the_credential_again_for_another_host(
+    private_repo, layout, database_url, tmp_path, capsys
+):
+    seed_web_catalog(database_url)
+    token_file = tmp_path / "token"
+    token_file.write_text(f"deploy:{private_repo.token}\n")
+    common = ["--database-url", database_url, "--material-dir", str(layout.root)]
+    setting = ["material", "set", COURSE, "--repo"]
+    assert main([*setting, private_repo.url, "--credential", str(token_file), *common]) == 0
+    other = "http://127.0.0.1:9/steal.git"
+    assert main([*setting, other, *common]) == 2
+    assert "give the credential again" in capsys.readouterr().err
+    assert main([*setting, other, "--no-credential", *common]) == 0
+
+
+DISK_MIB = 6
+
+
+@pytest.fixture
+def small_disk():
+    """A material folder on a 6 MiB tmpfs (root only), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    root = Path(tempfile.mkdtemp(prefix="chmat-full-", dir="/tmp"))
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MIB}m,mode=0755", "tmpfs", str(root)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        root.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield MaterialLayout(root / "material")
+    subprocess.run(["umount", str(root)], check=False)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def garbage_of(layout: MaterialLayout) -> dict[str, str]:
+    out = git("--git-dir", str(layout.upstream(COURSE)), "count-objects", "-v")
+    return dict(line.split(": ", 1) for line in out.splitlines())
+
+
+@pytest.mark.root
+def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_update_works(
+    private_repo, small_disk, sessions
+):
+    layout = small_disk
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    served = published_head(layout, COURSE)
+    big = secrets.token_hex(DISK_MIB * 1024 * 1024)  # hex of random bytes: hardly compressible
+    commit_files(private_repo.work, {"notebooks/big.txt": big}, "too big")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout)
+    assert not outcome.ok and "last good material is still served" in outcome.message
+    assert published_head(layout, COURSE) == served
+    garbage = garbage_of(layout)
+    assert (garbage["garbage"], garbage["size-garbage"]) == ("0", "0"), garbage
+    assert not list((layout.upstream(COURSE) / "objects").glob("*/tmp_*"))
+    # the teacher takes the big file out again (a rewritten branch): space is back
+    git("reset", "--quiet", "--hard", "HEAD~1", cwd=private_repo.work)
+    commit_files(private_repo.work, {"notebooks/tp2.py": "print('tp2')\n"}, "small")
+    git("push", "--quiet", "--force", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout, accept_rewrite=True)
+    assert outcome.ok, outcome.message
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from coursehub.material.credential import (
     parse_credential,
     plan_credential_env,
 )
-from coursehub.material.gitcmd import explain_git_error, plan_git_env
+from coursehub.material.gitcmd import UNREADABLE, explain_git_error, plan_git_env
 from coursehub.material.layout import MaterialLayout
 from coursehub.spawn.material import (
     choose_material,
@@ -145,12 +145,38 @@ def test_git_gets_the_credential_by_path_and_nothing_of_the_services_environment
         ("fatal: Authentication failed for 'U'", "U refused the credential: check or renew"),
         ("fatal: could not read Username for 'U': terminal prompts disabled", "asks for a user"),
         ("git@h: Permission denied (publickey).", "refused the deploy key"),
-        ("fatal: unable to access 'U': Could not resolve host: h", "unreachable: unknown host"),
-        ("fatal: something new\n", "fetching U failed: fatal: something new"),
+        ("fatal: unable to access 'U': Could not resolve host: h", "U could not be fetched"),
+        ("fatal: something new\n", "U could not be fetched"),
     ],
 )
 def test_git_failures_are_explained_in_one_line(stderr, expected):
     assert expected in explain_git_error(stderr, "U", "dev", "token")
+
+
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "fatal: unable to access 'U': Failed to connect to 127.0.0.1 port 9: Connection refused",
+        "fatal: unable to access 'U': Couldn't connect to server",
+        "fatal: repository 'http://127.0.0.1:18342/' not found",
+        "fatal: 'x.git' does not appear to be a git repository",
+        "fatal: unable to access 'U': The requested URL returned error: 502",
+        "fatal: unable to access 'U': Operation timed out after 300000 milliseconds",
+        "and the repository exists.",  # an ssh client talking to another service
+        "kex_exchange_identification: Connection closed by remote host",
+        "ssh: Could not resolve hostname h: Name or service not known",
+        "fatal: protocol error: bad line length character: HTTP",
+        "fatal: could not read Username for 'U': terminal prompts disabled",  # any 401
+    ],
+)
+def test_a_failure_to_reach_a_repository_never_tells_one_service_from_another(stderr):
+    assert explain_git_error(stderr, "U", "main", "") == UNREADABLE.format(url="U")
+
+
+def test_a_missing_branch_is_named_only_for_a_repository_with_branches():
+    stderr = "fatal: couldn't find remote ref refs/heads/main"
+    assert "branch main does not exist" in explain_git_error(stderr, "U", "main", "", True)
+    assert explain_git_error(stderr, "U", "main", "", False) == UNREADABLE.format(url="U")
 
 
 GROUPS = [

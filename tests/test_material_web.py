@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
-from material_gitserver import serve_git, teacher_repo
+from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 C = "/api/v1/courses/mlmeca-2025/material"
 
@@ -29,7 +30,7 @@ def repo(tmp_path):
     root.mkdir()
     teacher_repo(root, "mlmeca", {"notebooks/tp1.py": "print(1)\n", "solutions/s.py": "A = 1\n"})
     token = "glpat-" + secrets.token_hex(16)
-    with serve_git(root, "deploy", token) as base:
+    with allow_loopback(), serve_git(root, "deploy", token) as base:
         yield f"{base}/mlmeca.git", token
 
 
@@ -55,7 +56,7 @@ def test_the_team_sets_a_private_repository_and_updates_it_in_the_background(app
     with app.app_context():
         assert wait_for_update("mlmeca-2025", timeout=60)
     state = client.get(C, headers=api_headers("student")).get_json()
-    assert (state["state"], state["error"]) == ("ok", None)
+    assert state["state"] == "ok" and "error" not in state
     assert state["pull_link"].startswith("/hub/user-redirect/git-pull?repo=file")
     page = client.get("/courses/mlmeca-2025/", headers=identity_headers(IDENTITIES["student"]))
     text = page.get_data(as_text=True)
@@ -96,3 +97,115 @@ def test_the_api_refuses_what_a_caller_may_not_do_or_a_bad_body(
     answer = getattr(client, method)(path, json=body, headers=api_headers(who))
     assert answer.status_code == status
     assert "error" in answer.get_json()
+
+
+def csrf_of(client, path: str, who: str) -> str:
+    page = client.get(path, headers=identity_headers(IDENTITIES[who])).get_data(as_text=True)
+    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
+    assert match, page[:300]
+    return match.group(1)
+
+
+@pytest.fixture
+def with_token(app, repo):
+    """The lead set the private repository and its token; a first update published it."""
+    client = app.test_client()
+    url, token = repo
+    body = {"repo": url, "subdir": "notebooks", "credential": f"deploy:{token}"}
+    assert client.put(C, json=body, headers=api_headers("lead")).status_code == 200
+    assert client.post(C + "/update", headers=api_headers("lead")).status_code == 202
+    with app.app_context():
+        assert wait_for_update("mlmeca-2025", timeout=60)
+    return client, url
+
+
+def repo_now(client) -> str:
+    return client.get(C, headers=api_headers("lead")).get_json()["repo"]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "http://127.0.0.1:18341/steal.git",  # another port of the same machine
+        "http://git.evil.example/x.git",  # plain http to another host
+        "https://git.evil.example/x.git",
+    ],
+)
+def test_every_way_of_setting_the_repository_asks_the_credential_again_for_another_host(
+    with_token, other
+):
+    client, url = with_token
+    put = client.put(C, json={"repo": other, "subdir": "notebooks"}, headers=api_headers("teacher"))
+    patch = client.patch(
+        "/api/v1/courses/mlmeca-2025",
+        json={"material": {"git_url": other, "branch": "main", "subpath": "notebooks"}},
+        headers=api_headers("teacher"),
+    )
+    for answer in (put, patch):
+        assert answer.status_code == 400, answer.get_json()
+        assert "give the credential again" in answer.get_json()["error"]
+    teacher = identity_headers(IDENTITIES["teacher"])
+    form = {"repo": other, "branch": "main", "subdir": "notebooks"}
+    page = client.post(
+        "/courses/mlmeca-2025/material",
+        data={**form, "csrf_token": csrf_of(client, "/courses/mlmeca-2025/material", "teacher")},
+        headers=teacher,
+    )
+    assert page.status_code in (400, 409, 422) and "give the credential again" in page.get_data(
+        as_text=True
+    )
+    edit = client.post(
+        "/courses/mlmeca-2025/edit",
+        data={
+            "title": "Machine learning",
+            "git_url": other,
+            "branch": "main",
+            "subpath": "notebooks",
+            "csrf_token": csrf_of(client, "/courses/mlmeca-2025/edit", "teacher"),
+        },
+        headers=teacher,
+    )
+    assert "give the credential again" in edit.get_data(as_text=True)
+    assert repo_now(client) == url
+
+
+def test_the_same_host_keeps_the_credential_and_a_dropped_one_lets_the_url_move(with_token):
+    client, url = with_token
+    patch = client.patch(
+        "/api/v1/courses/mlmeca-2025",
+        json={"material": {"git_url": url, "branch": "main", "subpath": "notebooks"}},
+        headers=api_headers("teacher"),
+    )
+    assert patch.status_code == 200, patch.get_json()
+    body = {"repo": "https://git.evil.example/x.git", "drop_credential": True}
+    moved = client.put(C, json=body, headers=api_headers("teacher"))
+    assert moved.status_code == 200 and moved.get_json()["credential"] is None
+
+
+def test_a_loopback_repository_is_refused_by_a_site_that_does_not_allow_it(app):
+    client = app.test_client()
+    with allow_loopback(""):
+        for url in ("http://127.0.0.1:18399/x.git", "http://localhost:22/", "ssh://[::1]/x.git"):
+            answer = client.put(C, json={"repo": url}, headers=api_headers("teacher"))
+            assert answer.status_code == 400
+            assert "is not allowed on this site" in answer.get_json()["error"]
+
+
+def test_students_see_the_materials_state_but_not_its_upstream_or_errors(app, repo):
+    client = app.test_client()
+    url, _token = repo
+    body = {"repo": url, "credential": "deploy:glpat-wrongwrongwrong"}
+    assert client.put(C, json=body, headers=api_headers("lead")).status_code == 200
+    assert client.post(C + "/update", headers=api_headers("lead")).status_code == 202
+    with app.app_context():
+        assert wait_for_update("mlmeca-2025", timeout=60)
+    student = client.get(C, headers=api_headers("student")).get_json()
+    assert student["state"] == "error"
+    assert not {"repo", "branch", "subdir", "credential", "error"} & set(student)
+    team = client.get(C, headers=api_headers("grader")).get_json()
+    assert team["repo"] == url and "refused the credential" in team["error"]
+    course = client.get("/api/v1/courses/mlmeca-2025", headers=api_headers("student")).get_json()
+    assert course["material"] is None
+    page = client.get("/courses/mlmeca-2025/", headers=identity_headers(IDENTITIES["student"]))
+    text = page.get_data(as_text=True)
+    assert url not in text and "refused the credential" not in text

@@ -300,7 +300,12 @@ def remove_group(session: Session, course: Course, name: str) -> None:
 def set_material(
     session: Session, course: Course, git_url: str, branch: str = "main", subpath: str = ""
 ) -> CourseMaterial:
-    """Set (or replace) the git repository holding a course's notebooks."""
+    """Set (or replace) the git repository holding a course's notebooks.
+
+    Only the URL's form is checked here: the course app and the CLI call
+    :func:`coursehub.material.service.set_course_material`, which also checks
+    the host and the stored credential, and calls this.
+    """
     if not git_url.strip():
         raise ValidationError(f"course {course.course_id}: the git URL is empty")
     git_url, branch, subpath = check_repo_url(git_url), check_branch(branch), check_subdir(subpath)

@@ -205,8 +205,17 @@ def record_failure(material: CourseMaterial, error: str, at: datetime | None = N
     material.last_attempt_at = at or utcnow()
 
 
-def render_state(course: Course) -> dict[str, Any]:
-    """The material of ``course`` as JSON-ready values (no secret: the credential's kind only)."""
+#: Keys of :func:`render_state` for the course's team only: where the material comes from
+#: (the upstream URL may name a private or internal host) and why its last update failed.
+TEAM_ONLY_KEYS = ("repo", "branch", "subdir", "credential", "error")
+
+
+def render_state(course: Course, team: bool = True) -> dict[str, Any]:
+    """The material of ``course`` as JSON-ready values (no secret: the credential's kind only).
+
+    ``team``: the reader is on the course's team (or an admin); for anyone
+    else the :data:`TEAM_ONLY_KEYS` are left out.
+    """
     m = course.material
     if m is None:
         return {"course_id": course.course_id, "repo": None, "state": NEW}
@@ -214,7 +223,7 @@ def render_state(course: Course) -> dict[str, Any]:
     def when(value: datetime | None) -> str | None:
         return value.isoformat() if value else None
 
-    return {
+    state = {
         "course_id": course.course_id,
         "repo": m.git_url,
         "branch": m.branch,
@@ -229,3 +238,7 @@ def render_state(course: Course) -> dict[str, Any]:
         "last_attempt_at": when(m.last_attempt_at),
         "last_update_at": when(m.last_update_at),
     }
+    if not team:
+        for key in TEAM_ONLY_KEYS:
+            del state[key]
+    return state

@@ -8,6 +8,13 @@ records only its kind. git gets it through a program or an SSH option that
 names the file (:func:`plan_credential_env`), never through a URL, an
 argument or a log line.
 
+A credential follows its host: the scheme, host and port it was given for
+are stored beside it (``private/credential-hosts/<course_id>``). A new URL
+on another host must come with the credential again, or drop it
+(:func:`check_credential_change`, the one check every way of setting a
+repository goes through); at fetch time a URL on another host gets no
+credential, and the askpass program answers only a prompt for that host.
+
 Token file: one line, ``TOKEN`` or ``USER:TOKEN`` (GitLab deploy tokens need
 their user name; a GitLab access token or a GitHub token works with any).
 Deploy key: an OpenSSH or PEM private key without passphrase (git runs ssh
@@ -24,6 +31,7 @@ from urllib.parse import urlsplit
 
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
+from coursehub.material.hosts import Origin, parse_origin, repo_origin
 from coursehub.material.layout import MaterialLayout
 
 TOKEN, DEPLOY_KEY = "token", "deploy-key"
@@ -104,6 +112,57 @@ def check_credential_fits(kind: str, url: str) -> None:
         raise UsageError(f"{url!r} is plain http: the token would travel in clear; use https")
 
 
+def check_credential_change(
+    url: str,
+    given: str,
+    drop: bool,
+    stored: str,
+    stored_for: Origin | None,
+) -> str:
+    """Return the credential kind a course has once its repository is ``url`` (pure).
+
+    The one check of every way of setting a repository (API, pages, CLI;
+    :func:`coursehub.material.service.set_course_material`).
+
+    Parameters
+    ----------
+    url
+        The new repository URL (checked).
+    given
+        The kind of a credential given with it ("" for none).
+    drop
+        Forget the stored credential.
+    stored
+        The kind of the course's stored credential ("" for none).
+    stored_for
+        Where the stored credential was given for (its stored host, else the
+        origin of the course's URL of that time; None: unknown).
+
+    Raises
+    ------
+    UsageError
+        A stored credential kept for a URL on another scheme, host or port
+        (it must be given again, or dropped), or a credential that does not
+        fit ``url`` (:func:`check_credential_fits`).
+    """
+    if given:
+        kind = given
+    elif drop:
+        kind = ""
+    else:
+        kind = stored
+        origin = repo_origin(url)
+        if kind and origin != stored_for:
+            where = str(stored_for) if stored_for else "another host"
+            raise UsageError(
+                f"the course's {kind} was given for {where}, not {origin}: give the credential "
+                "again for the new repository (credential, --credential FILE) or drop it "
+                "(drop_credential, --no-credential)"
+            )
+    check_credential_fits(kind, url)
+    return kind
+
+
 def read_credential_file(path: Path) -> Credential:
     """Read and check the credential file ``path`` (:func:`parse_credential`).
 
@@ -120,13 +179,35 @@ def read_credential_file(path: Path) -> Credential:
     return parse_credential(data, str(path))
 
 
-def store_credential(layout: MaterialLayout, course_id: str, credential: Credential | None) -> None:
-    """Write (0600, atomically) or, for None, remove the course's credential file."""
-    path = layout.credential(course_id)
+def store_credential(
+    layout: MaterialLayout, course_id: str, credential: Credential | None, url: str = ""
+) -> None:
+    """Write (0600, atomically) or, for None, remove the course's credential file.
+
+    ``url``: the repository it is given for; its scheme, host and port are
+    written beside it (:meth:`~coursehub.material.layout.MaterialLayout.credential_host`),
+    the only place git may send it to. Without ``url`` (a file of an older
+    version) the credential goes to the host of the course's URL.
+    """
+    path, host = layout.credential(course_id), layout.credential_host(course_id)
     if credential is None:
         path.unlink(missing_ok=True)
+        host.unlink(missing_ok=True)
         return
+    if url:
+        write_atomically(host, f"{repo_origin(url)}\n", mode=0o600)
+    else:
+        host.unlink(missing_ok=True)
     write_atomically(path, credential.text, mode=0o600)
+
+
+def stored_host(layout: MaterialLayout, course_id: str) -> Origin | None:
+    """The scheme, host and port the course's credential was given for; None if not recorded."""
+    try:
+        text = layout.credential_host(course_id).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return parse_origin(text)
 
 
 def stored_kind(layout: MaterialLayout, course_id: str) -> str:
@@ -143,15 +224,24 @@ def stored_kind(layout: MaterialLayout, course_id: str) -> str:
     return read_credential_file(path).kind
 
 
-def plan_credential_env(layout: MaterialLayout, course_id: str, kind: str) -> dict[str, str]:
+def plan_credential_env(
+    layout: MaterialLayout,
+    course_id: str,
+    kind: str,
+    host: Origin | None = None,
+    ssh_address: str = "",
+) -> dict[str, str]:
     """Environment variables that give git the course's credential by its file's path.
 
-    A token: ``GIT_ASKPASS`` (the layout's askpass program) and
-    ``COURSEHUB_GIT_CREDENTIAL`` (the file). A deploy key, or no credential:
-    ``GIT_SSH_COMMAND`` with ``BatchMode=yes`` (never a prompt), no SSH
+    A token: ``GIT_ASKPASS`` (the layout's askpass program),
+    ``COURSEHUB_GIT_CREDENTIAL`` (the file) and ``COURSEHUB_GIT_CREDENTIAL_HOST``
+    (``host``: the askpass program answers no prompt for another host). A deploy
+    key, or no credential: ``GIT_SSH_COMMAND`` with ``BatchMode=yes`` (never a prompt), no SSH
     configuration file, no agent, the layout's ``known_hosts`` and, for a
-    key, ``-i FILE`` with ``IdentitiesOnly=yes``. See ``git help git``
-    (``GIT_ASKPASS``, ``GIT_SSH_COMMAND``) and ssh_config(5).
+    key, ``-i FILE`` with ``IdentitiesOnly=yes``; with ``ssh_address``, ssh
+    connects to that checked address (``HostName``), keeping the host's name
+    for its key (``HostKeyAlias``). See ``git help git`` (``GIT_ASKPASS``,
+    ``GIT_SSH_COMMAND``) and ssh_config(5).
     """
     ssh = [
         "ssh",
@@ -166,10 +256,13 @@ def plan_credential_env(layout: MaterialLayout, course_id: str, kind: str) -> di
         "-o",
         "IdentityAgent=none",
     ]
+    if ssh_address and host is not None:
+        ssh += ["-o", f"HostName={ssh_address}", "-o", f"HostKeyAlias={host.host}"]
     env: dict[str, str] = {}
     if kind == TOKEN:
         env["GIT_ASKPASS"] = str(layout.askpass)
         env["COURSEHUB_GIT_CREDENTIAL"] = str(layout.credential(course_id))
+        env["COURSEHUB_GIT_CREDENTIAL_HOST"] = str(host) if host is not None else ""
     elif kind == DEPLOY_KEY:
         ssh += ["-o", "IdentitiesOnly=yes", "-i", str(layout.credential(course_id))]
     env["GIT_SSH_COMMAND"] = shlex.join(ssh)

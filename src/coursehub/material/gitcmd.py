@@ -134,7 +134,19 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-#: (substring of git's or ssh's message, explanation); the first match wins.
+#: The one explanation of every failure to reach a repository: unknown host, refused or
+#: timed-out connection, no repository, a server error, an ssh banner, a message git has no
+#: entry for. Telling them apart would tell a teacher which internal service answers where.
+UNREADABLE = (
+    "{url} could not be fetched (no answer, no git repository there, or a private one: it "
+    "needs a credential that can see it): check the URL; git's message is in the course "
+    "app's log"
+)
+#: git's words when the server asked for a user name and token: without a stored credential,
+#: any web server asking for a password says so (:data:`UNREADABLE` then, not a hint).
+ASKED_FOR_CREDENTIAL = ("terminal prompts disabled", "could not read username")
+#: (substring of git's or ssh's message, explanation); the first match wins; else UNREADABLE.
+#: Only messages of a git server that answered as one about the course's own settings.
 GIT_MESSAGES: tuple[tuple[str, str], ...] = (
     ("couldn't find remote ref", "branch {branch} does not exist in {url}"),
     ("terminal prompts disabled", "{url} asks for a user name and token: {credential}"),
@@ -142,32 +154,33 @@ GIT_MESSAGES: tuple[tuple[str, str], ...] = (
     ("authentication failed", "{url} refused the credential: {credential}"),
     ("permission denied (publickey", "{url} refused the deploy key: {credential}"),
     ("host key verification failed", "the SSH host key of {url} changed: ask an admin"),
-    ("repository not found", "no repository at {url} (or the credential cannot see it)"),
-    ("does not appear to be a git repository", "no repository at {url}"),
-    ("could not resolve host", "{url} is unreachable: unknown host"),
-    ("could not resolve hostname", "{url} is unreachable: unknown host"),
-    ("connection refused", "{url} is unreachable: connection refused"),
-    ("couldn't connect to server", "{url} is unreachable: connection refused"),
-    ("timed out", "{url} is unreachable: no answer in time"),
-    ("returned error: 5", "{url} answered with a server error: try again later"),
-    ("not allowed", "{url}: this transport is not allowed"),
+    ("transport '", "{url}: this transport is not allowed"),
 )
 
 
-def explain_git_error(stderr: str, url: str, branch: str, credential: str) -> str:
+def explain_git_error(
+    stderr: str, url: str, branch: str, credential: str, has_branches: bool = True
+) -> str:
     """One line that says what went wrong fetching ``branch`` of ``url`` (pure).
 
     ``credential`` is the kind stored for the course ("" for none); the
-    message says whether to add, check or renew it. An unknown failure
-    keeps git's last line.
+    message says whether to add, check or renew it. Any failure to reach a
+    repository is :data:`UNREADABLE`, never git's own words (the caller logs
+    those for the host's admin). ``has_branches``: the repository lists
+    branches (``git ls-remote --heads``); without any, a missing branch is
+    :data:`UNREADABLE` too (any web server answering 200 looks like an empty
+    repository to git).
     """
     if credential:
         advice = f"check or renew the course's {credential} (coursehub material set --credential)"
     else:
         advice = "a private repository needs a credential (coursehub material set --credential)"
     low = stderr.lower()
+    if "couldn't find remote ref" in low and not has_branches:
+        return UNREADABLE.format(url=url)
+    if not credential and any(needle in low for needle in ASKED_FOR_CREDENTIAL):
+        return UNREADABLE.format(url=url)
     for needle, message in GIT_MESSAGES:
         if needle in low:
             return message.format(url=url, branch=branch, credential=advice)
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return f"fetching {url} failed: {lines[-1] if lines else 'git gave no reason'}"
+    return UNREADABLE.format(url=url)

@@ -9,6 +9,7 @@
         gitconfig                 0644  the safe.directory list every student's git reads
       private/                    0700  the coursehub service user alone
         credentials/<course_id>   0600  token or deploy key
+        credential-hosts/<course_id>  the scheme://host:port it was given for (sent nowhere else)
         upstream/<course_id>.git  bare mirror of the teacher's repository (all its history)
         locks/<course_id>.lock    one update of a course at a time (flock)
         home/                     git's HOME: no user configuration, no stored credential
@@ -41,12 +42,29 @@ _COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Mode of the published folders: everyone may read and traverse, only coursehub writes.
 PUBLISHED_MODE = 0o755
 
-#: GIT_ASKPASS program: git runs it with a prompt ("Username for ..." / "Password for ...")
-#: (``git help credentials``, "Requesting credentials"); it prints the user name or the token
-#: of the file named by COURSEHUB_GIT_CREDENTIAL (a path, never the secret itself).
+#: GIT_ASKPASS program: git runs it with a prompt ("Username for 'https://host': " /
+#: "Password for 'https://user@host': ", ``git help credentials``, "Requesting credentials");
+#: it prints the user name or the token of the file named by COURSEHUB_GIT_CREDENTIAL (a path,
+#: never the secret itself), and only when the prompt's scheme, host and port are
+#: COURSEHUB_GIT_CREDENTIAL_HOST's (a redirect or another host gets nothing: exit 1).
 ASKPASS_TEMPLATE = """#!{python} -I
 import os, sys
+from urllib.parse import urlsplit
 prompt = sys.argv[1] if len(sys.argv) > 1 else ""
+ports = {{"https": 443, "http": 80}}
+def origin(url):
+    parts = urlsplit(url)
+    try:
+        port = parts.port or ports.get(parts.scheme.lower())
+    except ValueError:
+        return None
+    if not parts.hostname or not port:
+        return None
+    return (parts.scheme.lower(), parts.hostname.lower().rstrip("."), port)
+start, end = prompt.find("'"), prompt.rfind("'")
+asked = origin(prompt[start + 1:end]) if 0 <= start < end else None
+if asked is None or asked != origin(os.environ.get("COURSEHUB_GIT_CREDENTIAL_HOST", "")):
+    sys.exit(1)
 with open(os.environ["COURSEHUB_GIT_CREDENTIAL"], encoding="ascii") as f:
     user, _, token = f.read().strip().rpartition(":")
 print((user or "{user}") if prompt.lower().startswith("username") else token)
@@ -112,6 +130,10 @@ class MaterialLayout:
         """The credential file of a course (it may not exist)."""
         return self.private / "credentials" / check_course_id(course_id)
 
+    def credential_host(self, course_id: str) -> Path:
+        """The ``scheme://host:port`` the course's credential was given for (may not exist)."""
+        return self.private / "credential-hosts" / check_course_id(course_id)
+
     def upstream(self, course_id: str) -> Path:
         """The private bare mirror of the teacher's repository."""
         return self.private / "upstream" / f"{check_course_id(course_id)}.git"
@@ -140,7 +162,7 @@ class MaterialLayout:
         self.published.mkdir(mode=PUBLISHED_MODE, exist_ok=True)
         os.chmod(self.published, PUBLISHED_MODE)
         ensure_private_dir(self.private)
-        for sub in ("credentials", "upstream", "locks", "home"):
+        for sub in ("credentials", "credential-hosts", "upstream", "locks", "home"):
             ensure_private_dir(self.private / sub)
         script = ASKPASS_TEMPLATE.format(python=sys.executable, user=DEFAULT_TOKEN_USER)
         if not self.askpass.exists() or self.askpass.read_text(encoding="utf-8") != script:

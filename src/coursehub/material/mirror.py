@@ -2,8 +2,14 @@
 
 :func:`update_mirror`, under an exclusive lock per course:
 
-1. fetch ``branch`` of the teacher's repository into the private bare
-   mirror (``refs/coursehub/fetched``), with the course's credential;
+1. check the repository's host again (the site's allowed hosts,
+   :mod:`coursehub.material.hosts`) and fetch ``branch`` into the private
+   bare mirror (``refs/coursehub/fetched``) from the addresses just checked
+   (``http.curloptResolve``, ssh's ``HostName``), no redirect followed
+   (``http.followRedirects=false``), with the course's credential only if the
+   URL is on the host it was given for; a failed fetch removes what it wrote
+   (git's ``tmp_obj_*``/``tmp_pack_*`` files, then ``git prune``), so a full
+   disk does not stay full;
 2. refuse a force-pushed branch (the last good commit is no longer an
    ancestor, ``git merge-base --is-ancestor``) unless ``accept_rewrite``;
 3. find the folder's tree (``git cat-file -t COMMIT:FOLDER`` is ``tree``);
@@ -24,6 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
+import logging
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +46,7 @@ from coursehub.material.access import (
     describe_access,
     plan_published_access,
 )
-from coursehub.material.credential import plan_credential_env
+from coursehub.material.credential import plan_credential_env, stored_host
 from coursehub.material.gitcmd import (
     FETCH_TIMEOUT_S,
     GitCommandError,
@@ -45,7 +54,17 @@ from coursehub.material.gitcmd import (
     plan_git_env,
     run_git,
 )
+from coursehub.material.hosts import (
+    HostPolicy,
+    Origin,
+    Resolver,
+    check_repo_host,
+    repo_origin,
+    resolve,
+)
 from coursehub.material.layout import MaterialLayout, render_gitconfig
+
+log = logging.getLogger(__name__)
 
 #: Branch of the published repository (:data:`coursehub.catalog.material.PUBLISHED_BRANCH`).
 PUBLISHED_REF = "refs/heads/main"
@@ -106,6 +125,8 @@ def update_mirror(
     source: MirrorSource,
     last_commit: str = "",
     accept_rewrite: bool = False,
+    hosts: HostPolicy | None = None,
+    resolver: Resolver = resolve,
 ) -> MirrorResult:
     """Fetch, check and publish the material of ``source.course_id`` (see the module).
 
@@ -121,19 +142,22 @@ def update_mirror(
         is a rewritten (force-pushed) branch.
     accept_rewrite
         Publish a rewritten branch anyway (on top of the students' history).
+    hosts, resolver
+        The site's allowed hosts (default ``COURSEHUB_MATERIAL_HOSTS``) and the
+        name resolver (:func:`coursehub.material.hosts.check_repo_host`).
 
     Raises
     ------
     MaterialError
-        Unreachable repository, refused credential, missing branch or folder,
-        rewritten branch: the message says which, and that the last good
-        material is still served.
+        A host the site does not allow, unreachable repository, refused
+        credential, missing branch or folder, rewritten branch: the message
+        says which, and that the last good material is still served.
     UpdateRunningError
         If another update of the course is running.
     """
     layout.ensure()
     with course_lock(layout, source.course_id):
-        commit = _fetch(layout, source)
+        commit = _fetch(layout, source, hosts, resolver)
         if last_commit and not accept_rewrite:
             _check_not_rewritten(layout, source, last_commit, commit)
         tree = _folder_tree(layout, source, commit)
@@ -144,21 +168,115 @@ def _local_env(layout: MaterialLayout) -> dict[str, str]:
     return plan_git_env(layout.home, protocols="file")
 
 
-def _fetch(layout: MaterialLayout, source: MirrorSource) -> str:
+def _fetch(
+    layout: MaterialLayout, source: MirrorSource, hosts: HostPolicy | None, resolver: Resolver
+) -> str:
     upstream = layout.upstream(source.course_id)
     local = _local_env(layout)
     if not (upstream / "HEAD").exists():
         run_git(["init", "--bare", "--quiet", "--template=", str(upstream)], local)
-    extra = plan_credential_env(layout, source.course_id, source.credential)
+    remove_fetch_garbage(upstream)  # what an update killed on the way left
+    try:
+        addresses = check_repo_host(source.url, hosts, resolver)
+    except CoursehubError as exc:
+        raise MaterialError(_kept(str(exc))) from None
+    origin = repo_origin(source.url)
+    given_for = stored_host(layout, source.course_id) or origin  # older files: the course's URL
+    if source.credential and given_for != origin:
+        raise MaterialError(
+            _kept(
+                f"the course's {source.credential} was given for {given_for}, not {origin}: "
+                f"set it again (coursehub material set {source.course_id} --credential FILE)"
+            )
+        )
+    ssh_address = addresses[0] if origin.scheme == "ssh" and addresses else ""
+    extra = plan_credential_env(layout, source.course_id, source.credential, given_for, ssh_address)
     env = plan_git_env(layout.home, extra)
     refspec = f"+refs/heads/{source.branch}:{FETCHED_REF}"
-    args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", source.url, refspec]
+    args = [
+        *plan_fetch_config(origin, addresses),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--",
+        source.url,
+        refspec,
+    ]
     try:
         run_git(args, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
     except GitCommandError as exc:
-        reason = explain_git_error(exc.stderr, source.url, source.branch, source.credential)
+        log.warning("fetching %s for %s failed: %s", source.url, source.course_id, exc.stderr)
+        removed = remove_fetch_garbage(upstream, local)
+        if removed:
+            log.info("removed %d partial files of the failed fetch", len(removed))
+        branches = True
+        if "couldn't find remote ref" in exc.stderr.lower():
+            # a real repository, or any web server answering 200 (git's "dumb" HTTP)?
+            listing = [*plan_fetch_config(origin, addresses), "ls-remote", "--heads", "--"]
+            done = run_git([*listing, source.url], env, timeout=FETCH_TIMEOUT_S, check=False)
+            branches = done.returncode == 0 and bool(done.stdout.strip())
+        reason = explain_git_error(
+            exc.stderr, source.url, source.branch, source.credential, branches
+        )
         raise MaterialError(_kept(reason)) from None
     return _rev(upstream, FETCHED_REF, local)
+
+
+def plan_fetch_config(origin: Origin, addresses: list[str]) -> list[str]:
+    """git's ``-c`` options of a fetch from ``origin`` (pure): redirects not followed and, for
+    a host name over http(s), libcurl pinned to its checked ``addresses``
+    (``http.curloptResolve``, ``git help config``)."""
+    options = ["-c", "http.followRedirects=false"]
+    if origin.scheme in ("http", "https") and addresses and not _is_address(origin.host):
+        pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
+        options += ["-c", f"http.curloptResolve={origin.host}:{origin.port}:{pinned}"]
+    return options
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def is_fetch_garbage(name: str) -> bool:
+    """Whether ``name`` (a path below a repository's ``objects/``) is a fetch's partial file
+    (pure): ``xx/tmp_obj_*`` (unpack-objects), ``pack/tmp_*`` and ``pack/.tmp-*``
+    (index-pack), ``incoming-*`` (a quarantine folder)."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return parts[0].startswith("incoming-")
+    if len(parts) != 2:
+        return False
+    folder, file = parts
+    if folder == "pack":
+        return file.startswith(("tmp_", ".tmp-"))
+    return len(folder) == 2 and file.startswith("tmp_obj_")
+
+
+def remove_fetch_garbage(repo: Path, prune_env: dict[str, str] | None = None) -> list[str]:
+    """Remove the partial files a failed fetch left in ``repo`` (:func:`is_fetch_garbage`);
+    with ``prune_env`` (git's environment), also its complete but unreachable objects
+    (``git prune --expire=now``; the caller holds the course's lock). Returns the names
+    removed."""
+    objects = repo / "objects"
+    removed = []
+    candidates = [*objects.glob("incoming-*"), *objects.glob("*/tmp_*"), *objects.glob("*/.tmp-*")]
+    for path in candidates:
+        name = path.relative_to(objects).as_posix()
+        if not is_fetch_garbage(name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(name)
+    if prune_env is not None and (repo / "HEAD").exists():
+        run_git(["prune", "--expire=now"], prune_env, cwd=repo, check=False)
+    return removed
 
 
 def _check_not_rewritten(

@@ -33,10 +33,12 @@ from coursehub.catalog.readmodel import load_course
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.material.credential import (
     Credential,
-    check_credential_fits,
+    check_credential_change,
     store_credential,
+    stored_host,
     stored_kind,
 )
+from coursehub.material.hosts import HostPolicy, Resolver, check_repo_host, repo_origin, resolve
 from coursehub.material.layout import MaterialLayout
 from coursehub.material.mirror import (
     MaterialError,
@@ -72,28 +74,46 @@ def set_course_material(
     subdir: str = "",
     credential: Credential | None = None,
     drop_credential: bool = False,
+    hosts: HostPolicy | None = None,
+    resolver: Resolver = resolve,
 ) -> CourseMaterial:
     """Check and record the course's repository; write or remove its credential file.
 
-    The database is flushed (the caller commits); the credential file is
-    written after every check passed. Without ``credential`` or
-    ``drop_credential`` the stored credential stays.
+    Every way of setting a repository comes here: the API's ``PUT .../material``
+    and ``PATCH /courses/{id}`` (``material``), the course and material forms,
+    ``coursehub material set``. The database is flushed (the caller commits);
+    the credential file is written after every check passed. Without
+    ``credential`` or ``drop_credential`` the stored credential stays, for a
+    URL on the same scheme, host and port only
+    (:func:`coursehub.material.credential.check_credential_change`).
+
+    Parameters
+    ----------
+    hosts, resolver
+        The site's allowed hosts (default ``COURSEHUB_MATERIAL_HOSTS``) and
+        the name resolver (:func:`coursehub.material.hosts.check_repo_host`).
 
     Raises
     ------
     coursehub.catalog.errors.ValidationError
         A bad URL, branch or folder (:mod:`coursehub.catalog.material`).
     UsageError
-        A credential that does not fit the URL.
+        A host the site does not allow; a credential that does not fit the
+        URL; a stored credential kept for another host.
     """
     url, branch, subdir = check_repo_url(repo), check_branch(branch), check_subdir(subdir)
-    if credential is not None:
-        kind = credential.kind
-    elif drop_credential:
-        kind = ""
-    else:
-        kind = stored_kind(layout, course.course_id)
-    check_credential_fits(kind, url)
+    check_repo_host(url, hosts, resolver, unknown_ok=True)
+    stored = stored_kind(layout, course.course_id)
+    stored_for = stored_host(layout, course.course_id)
+    if stored and stored_for is None and course.material is not None:
+        stored_for = repo_origin(course.material.git_url)  # a file of an older version
+    kind = check_credential_change(
+        url,
+        credential.kind if credential is not None else "",
+        drop_credential,
+        stored,
+        stored_for,
+    )
     material = set_material(session, course, url, branch, subdir)
     if plan_source(url, branch, subdir) != material.source:
         material.state, material.error = NEW, ""
@@ -101,7 +121,7 @@ def set_course_material(
     session.flush()
     layout.ensure()
     if credential is not None or drop_credential:
-        store_credential(layout, course.course_id, credential)
+        store_credential(layout, course.course_id, credential, url)
     return material
 
 

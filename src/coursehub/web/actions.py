@@ -14,12 +14,13 @@ from coursehub.catalog.courses import (
     create_course,
     get_portal,
     get_year,
-    set_material,
     update_course,
 )
 from coursehub.catalog.models import Course, Role
 from coursehub.catalog.people import add_member
 from coursehub.catalog.profiles import get_profile
+from coursehub.material.service import set_course_material
+from coursehub.web.materialjobs import material_layout
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,23 @@ def apply_course_changes(
 
 
 def apply_material(session: Session, course: Course, material: Material) -> None:
-    """Set the course's repository when ``material.git_url`` is given."""
+    """Set the course's repository when ``material.git_url`` is given.
+
+    Through :func:`coursehub.material.service.set_course_material`, the checks
+    of the material's own form and API: allowed host, and a stored credential
+    kept only for a URL on its host.
+
+    Raises
+    ------
+    coursehub.errors.CoursehubError
+        As :func:`~coursehub.material.service.set_course_material` does.
+    """
     if material.git_url.strip():
-        set_material(session, course, material.git_url, material.branch, material.subpath)
+        set_course_material(
+            session,
+            course,
+            material_layout(),
+            material.git_url,
+            material.branch or "main",
+            material.subpath,
+        )

@@ -198,14 +198,16 @@ def create_course() -> tuple[Response, dict[str, str]]:
 
 @bp.get("/courses/<course_id>", endpoint="get_course")
 def get_course_view(course_id: str) -> Response:
-    """One course with its team, groups, profile and material; students for its team."""
+    """One course with its team, groups, profile and material; students and the material's
+    repository for its team (others get ``material`` null)."""
     session, course, access = api_course(course_id, Access.VIEW)
     groups = load_groups(session, course)
+    team = access >= Access.READ_ROSTER
     body: dict[str, Any] = render_course(course) | {
         "description": course.description,
         "profile": render_profile(course.profile),
         "material": None
-        if course.material is None
+        if course.material is None or not team
         else {
             "git_url": course.material.git_url,
             "branch": course.material.branch,
@@ -218,7 +220,7 @@ def get_course_view(course_id: str) -> Response:
             {"name": c.name, "kind": c.kind.value, "n_students": c.n_students} for c in groups.rows
         ],
     }
-    if access >= Access.READ_ROSTER:
+    if team:
         students = load_students(session, course, groups.names)
         body["students"] = [render_member(m) for m in students]
     return jsonify(body)

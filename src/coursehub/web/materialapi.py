@@ -1,7 +1,8 @@
 """The JSON API of a course's material, under ``/api/v1/courses/<course_id>/material``.
 
-``GET`` (anyone who sees the course): the repository, the mirror's state
-and the students' pull link; ``PUT`` (the course's lead and teachers):
+``GET`` (anyone who sees the course): the mirror's state and the
+students' pull link; the repository (URL, branch, folder, credential kind)
+and the last error only for the course's team and admins; ``PUT`` (the course's lead and teachers):
 set the repository and its credential (sent in the body over the hub's
 HTTPS, stored as a private file, never answered back); ``POST .../update``
 (the teaching team): start an update in the background (202). A blueprint
@@ -35,17 +36,20 @@ def init_app(app: Flask) -> None:
     app.extensions["csrf"].exempt(bp)
 
 
-def render_material(course: Course) -> dict[str, Any]:
-    """The material's JSON: :func:`~coursehub.catalog.material.render_state` and ``pull_link``."""
+def render_material(course: Course, team: bool = True) -> dict[str, Any]:
+    """The material's JSON: :func:`~coursehub.catalog.material.render_state` and ``pull_link``.
+
+    ``team``: the reader is on the course's team (else no repository, no error).
+    """
     base = str(current_app.config.get("HUB_BASE_URL") or "/")
-    return render_state(course) | {"pull_link": render_pull_link(base, course)}
+    return render_state(course, team) | {"pull_link": render_pull_link(base, course)}
 
 
 @bp.get("/courses/<course_id>/material")
 def show(course_id: str) -> Response:
-    """The course's material and its mirror's state."""
-    _session, course, _access = api.api_course(course_id, Access.VIEW)
-    return jsonify(render_material(course))
+    """The course's material and its mirror's state (the repository and error: its team)."""
+    _session, course, access = api.api_course(course_id, Access.VIEW)
+    return jsonify(render_material(course, team=access >= Access.READ_ROSTER))
 
 
 @bp.put("/courses/<course_id>/material")
