@@ -26,6 +26,7 @@ from urllib.parse import quote, urlencode
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.lti import LtiLink
 from coursehub.catalog.ltilaunch import (
     LaunchError,
@@ -136,7 +137,12 @@ def launch() -> Response | tuple[Response, int]:
         session.rollback()
         return refusal(str(exc))
     try:
-        result = apply_launch(session, parsed)
+        result = retry_on_conflict(
+            session,
+            lambda: apply_launch(session, parsed),
+            f"enrolling {parsed.username}",
+            commit=False,
+        )
         course: Course | None = result.link.course if result.link is not None else None
         if result.course_id is None or course is None:
             assert result.link is not None
