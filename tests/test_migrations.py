@@ -173,3 +173,16 @@ def test_an_upgrade_is_refused_only_for_tables_without_a_revision_or_an_unknown_
     assert schema.plan_refusal("db", "0001", known, head, has_tables=True) is None
     assert "no schema revision" in schema.plan_refusal("db", None, known, head, has_tables=True)
     assert "unknown to this" in schema.plan_refusal("db", "ffff", known, head, has_tables=True)
+
+
+@pytest.mark.parametrize("command", ["upgrade", "current"])
+def test_db_commands_on_an_unreachable_catalog_say_so_in_one_line_without_the_password(
+    capsys, command
+):
+    url = "postgresql+psycopg://u:secret@127.0.0.1:1/catalog"  # nothing listens on port 1
+    assert main(["db", command, "--database-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "coursehub: error: cannot open the catalog database postgresql+psycopg://u:***@127.0.0.1:1"
+    )
+    assert "secret" not in err and len(err.strip().splitlines()) == 1
