@@ -201,3 +201,35 @@ def test_any_commit_that_breaks_a_unique_rule_is_a_409_conflict_not_a_database_e
     refused = pytest.raises(ConflictError, match=r"^this change: not saved, .*people.username")
     with refused, committing(session):
         session.add(Person(username="twin04", first_name="", last_name=""))
+
+
+def test_two_lti_launches_of_a_new_person_at_once_both_enrol_them(database_url, monkeypatch):
+    from coursehub.web.testing import seed_web_catalog
+    from test_lti_web import AUTH, COURSE, TOKEN, as_, payload
+
+    seed_web_catalog(database_url)
+    apps = [
+        make_test_app(database_url, LTI_LAUNCH_TOKEN=TOKEN, WTF_CSRF_ENABLED=False)
+        for _ in range(2)
+    ]
+    try:
+        loser, winner = (app.test_client() for app in apps)
+        code = loser.post("/api/v1/lti/launch", json=payload(), headers=AUTH).get_json()["code"]
+        linked = loser.post(
+            f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("lead")
+        )
+        assert linked.status_code == 302
+        statuses = lose_the_race(
+            monkeypatch,
+            "lmsracer",
+            lambda: winner.post("/api/v1/lti/launch", json=payload("lmsracer"), headers=AUTH),
+            every_time=False,
+        )
+        answer = loser.post("/api/v1/lti/launch", json=payload("lmsracer"), headers=AUTH)
+        assert statuses == [200]
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+        assert answer.get_json()["role"] == "student"
+        assert count_people(apps[0], "lmsracer") == (1, 1)
+    finally:
+        for app in apps:
+            dispose_app(app)
