@@ -114,3 +114,75 @@ def test_sqlite_engine_enforces_foreign_keys_and_wal(tmp_path):
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()
+
+
+def _set_revision(engine, revision):
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM alembic_version"))
+        if revision is not None:
+            connection.execute(text("INSERT INTO alembic_version VALUES (:v)"), {"v": revision})
+
+
+def _upgrade_refusal(url, capsys):
+    status = main(["db", "upgrade", "--database-url", url])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_db_upgrade_of_a_catalog_at_an_unknown_revision_refuses_in_one_line(
+    blank_database_url, blank_engine, capsys
+):
+    schema.upgrade_database(blank_engine)
+    _set_revision(blank_engine, "deadbeef0000")
+    err = _upgrade_refusal(blank_database_url, capsys)
+    assert "at revision deadbeef0000, unknown to this coursehub" in err
+    assert "upgrade coursehub, or restore the database from a backup" in err
+
+
+@pytest.mark.parametrize("drop", [False, True], ids=["emptied", "dropped"])
+def test_db_upgrade_of_tables_without_a_revision_refuses_in_one_line_and_changes_nothing(
+    blank_database_url, blank_engine, capsys, drop
+):
+    schema.upgrade_database(blank_engine)
+    _set_revision(blank_engine, None)
+    if drop:
+        with blank_engine.begin() as connection:
+            connection.execute(text("DROP TABLE alembic_version"))
+    err = _upgrade_refusal(blank_database_url, capsys)
+    assert "has tables but no schema revision" in err and "restore it from a backup" in err
+    assert _diff(blank_engine) == []
+    with pytest.raises(SchemaError, match="has tables but no schema revision"):
+        schema.check_schema(blank_engine)
+
+
+def test_db_upgrade_of_tables_newer_than_their_recorded_revision_refuses_in_one_line(
+    blank_database_url, blank_engine, capsys
+):
+    schema.upgrade_database(blank_engine)
+    _set_revision(blank_engine, "0001")
+    err = _upgrade_refusal(blank_database_url, capsys)
+    assert "from revision 0001 failed (" in err
+    assert "its tables do not match the revision it records; restore it from a backup" in err
+
+
+def test_an_upgrade_is_refused_only_for_tables_without_a_revision_or_an_unknown_one():
+    known, head = {"0001", "0002"}, "0002"
+    assert schema.plan_refusal("db", None, known, head, has_tables=False) is None
+    assert schema.plan_refusal("db", "0001", known, head, has_tables=True) is None
+    assert "no schema revision" in schema.plan_refusal("db", None, known, head, has_tables=True)
+    assert "unknown to this" in schema.plan_refusal("db", "ffff", known, head, has_tables=True)
+
+
+@pytest.mark.parametrize("command", ["upgrade", "current"])
+def test_db_commands_on_an_unreachable_catalog_say_so_in_one_line_without_the_password(
+    capsys, command
+):
+    url = "postgresql+psycopg://u:secret@127.0.0.1:1/catalog"  # nothing listens on port 1
+    assert main(["db", command, "--database-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "coursehub: error: cannot open the catalog database postgresql+psycopg://u:***@127.0.0.1:1"
+    )
+    assert "secret" not in err and len(err.strip().splitlines()) == 1

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from coursehub.runner.core import JobSpec
-from coursehub.runner.watchdog import plan_stop_at
+from coursehub.runner.local import plan_backstop_reason
+from coursehub.runner.watchdog import BACKSTOP_S, plan_backstop_at, plan_stop_at
 from helpers import WaitTimeoutError, wait_until
 
 pytestmark = pytest.mark.slow
@@ -271,3 +272,32 @@ def test_the_watchdog_kills_every_other_process_of_the_jobs_cgroups():
 
     assert plan_sweep(["12\n34\n", "34\n56\n"], me=34) == [12, 56]
     assert plan_sweep(["", "34\n"], me=34) == []
+
+
+def test_a_stopped_runner_does_not_stop_its_job_keeping_its_time_limit_or_its_slots(tmp_path):
+    runner, job, _ = start(tmp_path, "--timeout", "2s")
+    runner.send_signal(signal.SIGSTOP)  # Ctrl-Z, a frozen kernel: the lifeline stays open
+    try:
+        assert gone(job, within_s=10), "the job ran past its --timeout while its runner was stopped"
+        out = next_job_output(tmp_path)  # the runner is still stopped
+        assert "quick job ran" in out and "queued" not in out
+    finally:
+        runner.send_signal(signal.SIGCONT)
+        runner.wait(timeout=30)
+    log = next((tmp_path / "runs").glob("*sleeper*.log")).read_text()
+    # "(stopped by its watchdog)" follows unless the runner was stopped mid-check
+    assert "killed: exceeded its time limit of 2 s" in log
+
+
+def test_the_watchdog_stops_a_job_whose_runner_lives_just_after_its_time_limit():
+    assert plan_backstop_at(90.0, 60.0) == 90.0 + 60.0 + BACKSTOP_S
+    assert plan_backstop_at(90.0, None) is None
+
+
+def test_a_job_signalled_after_its_limit_the_runner_did_not_enforce_says_so():
+    assert plan_backstop_reason(-signal.SIGTERM, 5.0, 2.0) == (
+        "exceeded its time limit of 2 s (stopped by its watchdog)"
+    )
+    assert plan_backstop_reason(-signal.SIGKILL, 1.0, 2.0) is None
+    assert plan_backstop_reason(1, 5.0, 2.0) is None
+    assert plan_backstop_reason(-signal.SIGTERM, 5.0, None) is None

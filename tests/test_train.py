@@ -430,3 +430,66 @@ def test_an_old_checkpoint_still_refuses_another_setting(tmp_path, data, capsys)
     assert status == 2
     assert "checkpoint has n_layers=1, --layers 2 given" in err
     assert "checkpoint has noise=0.1, --noise 0.0 given" in err
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (root only: skipped otherwise), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write ``disk/filler`` until the file system is full; return it."""
+    filler = disk / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_resume_on_a_full_disk_exits_with_one_line_and_keeps_the_previous_checkpoint(
+    small_disk, data, capsys
+):
+    model_file = small_disk / "m.pt"
+    assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL)[0] == 0
+    before = model_file.read_bytes()
+    filler = fill(small_disk)
+    argv = [str(model_file), "2", "1", "--data", str(data), "--resume", *SMALL]
+    cmd = [sys.executable, "-m", "coursehub", "pendulum", "train", *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.strip() == (
+        f"coursehub: error: disk full: checkpoint of epoch 2 not written; {model_file} still "
+        "holds epoch 1: free some space, then continue with --resume"
+    )
+    assert model_file.read_bytes() == before
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler", "m.pt"]
+    filler.unlink()
+    assert run_train(capsys, model_file, 2, 1, "--data", data, "--resume", *SMALL)[0] == 0
+
+
+def test_a_full_disk_on_a_first_checkpoint_says_none_was_written():
+    full = OSError(28, "No space left on device", "m.pt")
+    assert train.describe_checkpoint_full(Path("m.pt"), 1, 0, full) == (
+        "disk full: checkpoint of epoch 1 not written; no checkpoint of this run written, "
+        "m.pt unchanged: free some space and start again"
+    )

@@ -6,7 +6,12 @@ import nothing heavy at module level, so ``coursehub --help`` never loads
 torch, scipy or matplotlib.
 
 Errors a user can meet (:class:`coursehub.errors.CoursehubError`) are printed
-as one line, ``coursehub: error: ...``, with exit status 2.
+as one line, ``coursehub: error: ...``, with exit status 2. A write refused
+for want of space (``OSError`` ENOSPC or EDQUOT, from any command) is one line
+too, with exit status 1 (:func:`coursehub.errors.describe_storage_full`). Any
+other exception is a bug and keeps its traceback: library errors a command
+can meet are turned into a :class:`~coursehub.errors.CoursehubError` where
+that command calls the library (e.g. ``coursehub db upgrade`` and Alembic).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from coursehub import __version__
-from coursehub.errors import CoursehubError
+from coursehub.errors import CoursehubError, describe_storage_full, is_storage_full
 
 # sub-command -> module that registers it, in the order shown by --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -86,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         0 on success, 2 on a user error (bad argument, missing or corrupt
-        file), or the status a sub-command chose.
+        file), 1 on a full disk or quota, or the status a sub-command chose.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -99,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CoursehubError as exc:
         print(f"coursehub: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if not is_storage_full(exc):
+            raise
+        print(f"coursehub: error: {describe_storage_full(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("coursehub: interrupted", file=sys.stderr)
         return 130

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from coursehub.errors import UsageError
+from coursehub.errors import CoursehubError, UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -81,13 +81,41 @@ def _register_roster(subparsers: Any) -> None:
 
 @contextmanager
 def _engine(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield an engine on the catalog once a first connection worked; dispose of it afterwards.
+
+    Raises
+    ------
+    CatalogUnreachableError
+        The database refuses the connection (server down, wrong host or
+        password, unreadable SQLite file): one line, the URL without its
+        password and the driver's first line.
+    """
+    from sqlalchemy.exc import DBAPIError
+
     from coursehub.catalog.db import make_engine
 
     engine = make_engine(args.database_url)
     try:
+        try:
+            with engine.connect():
+                pass
+        except DBAPIError as exc:
+            where = engine.url.render_as_string(hide_password=True)
+            raise CatalogUnreachableError(describe_unreachable(where, exc)) from None
         yield engine
     finally:
         engine.dispose()
+
+
+class CatalogUnreachableError(CoursehubError):
+    """The catalog database refused the first connection."""
+
+
+def describe_unreachable(where: str, exc: BaseException) -> str:
+    """Return the one line of a catalog database that refused the connection (pure)."""
+    orig = getattr(exc, "orig", None) or exc
+    detail = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    return f"cannot open the catalog database {where}: {detail}"
 
 
 def run_upgrade(args: argparse.Namespace) -> int:

@@ -49,9 +49,79 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def known_revisions() -> set[str]:
+    """Return the revision ids of every migration this coursehub ships."""
+    return {script.revision for script in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()}
+
+
+def plan_refusal(
+    where: str, current: str | None, known: set[str], head: str, has_tables: bool
+) -> str | None:
+    """Return why the catalog at ``where`` cannot be migrated as it is, or None (pure).
+
+    Refused: tables without a recorded revision (``alembic_version``
+    missing or empty: its revision was lost, or coursehub did not make it),
+    and a revision this coursehub does not know (a newer coursehub
+    migrated it, or the version was overwritten).
+    """
+    if current is None and has_tables:
+        return (
+            f"the catalog database {where} has tables but no schema revision (its "
+            "alembic_version table is missing or empty): restore it from a backup, or "
+            "use an empty database"
+        )
+    if current is not None and current not in known:
+        return (
+            f"the catalog database {where} is at revision {current}, unknown to this "
+            f"coursehub (newest {head}): upgrade coursehub, or restore the database from a backup"
+        )
+    return None
+
+
+def describe_migration_failure(where: str, current: str | None, exc: BaseException) -> str:
+    """Return the one-line refusal of a migration the database refused (pure).
+
+    ``exc`` is the database's error (its first line is kept: the DDL
+    statement's complaint, no row values) or Alembic's.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    detail = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    return (
+        f"migrating the catalog database {where} from revision {current or '(empty)'} failed "
+        f"({type(orig).__name__}: {detail}): its tables do not match the revision it "
+        "records; restore it from a backup"
+    )
+
+
 def upgrade_database(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database up to ``revision`` (default: the newest); a no-op when it is there."""
-    command.upgrade(alembic_config(engine), revision)
+    """Migrate the database up to ``revision`` (default: the newest); a no-op when it is there.
+
+    Raises
+    ------
+    SchemaError
+        The database cannot be migrated (:func:`plan_refusal`: nothing is
+        done), or a migration failed on it (:func:`describe_migration_failure`:
+        its tables did not match its recorded revision).
+    """
+    from alembic.util import CommandError
+    from sqlalchemy.exc import DBAPIError
+
+    where = engine.url.render_as_string(hide_password=True)
+    current = current_revision(engine)
+    refusal = plan_refusal(where, current, known_revisions(), head_revision(), _has_tables(engine))
+    if refusal is not None:
+        raise SchemaError(refusal)
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except (DBAPIError, CommandError) as exc:
+        raise SchemaError(describe_migration_failure(where, current, exc)) from None
+
+
+def _has_tables(engine: Engine) -> bool:
+    """Whether the database holds tables other than ``alembic_version``."""
+    from sqlalchemy import inspect
+
+    return bool(set(inspect(engine).get_table_names()) - {"alembic_version"})
 
 
 def check_schema(engine: Engine) -> None:
@@ -60,22 +130,20 @@ def check_schema(engine: Engine) -> None:
     Raises
     ------
     SchemaError
-        If the database is empty, older than the code, or unknown to it (a
-        newer coursehub migrated it); the message says to run
-        ``coursehub db upgrade``.
+        If the database is empty or older than the code (the message says to
+        run ``coursehub db upgrade``), at a revision unknown to it (a newer
+        coursehub migrated it), or holds tables without a revision
+        (:func:`plan_refusal`).
     """
     current, head = current_revision(engine), head_revision()
     if current == head:
         return
     where = engine.url.render_as_string(hide_password=True)
+    refusal = plan_refusal(where, current, known_revisions(), head, _has_tables(engine))
+    if refusal is not None:
+        raise SchemaError(refusal)
     if current is None:
         raise SchemaError(f"the catalog database {where} is empty: run `coursehub db upgrade`")
-    known = {script.revision for script in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()}
-    if current not in known:
-        raise SchemaError(
-            f"the catalog database {where} is at revision {current}, unknown to this "
-            f"coursehub (newest {head}): upgrade coursehub"
-        )
     raise SchemaError(
         f"the catalog database {where} is at revision {current}, older than {head}: "
         "run `coursehub db upgrade`"

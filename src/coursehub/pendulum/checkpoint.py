@@ -17,13 +17,14 @@ resumes (``tests/fixtures/pendulum-checkpoint-v1-*.pt``).
 
 from __future__ import annotations
 
+import io
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from coursehub.atomicfile import atomic_path
+from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.pendulum.config import ModelConfig, TrainConfig
 from coursehub.pendulum.fitting import TrainState
@@ -56,13 +57,23 @@ def render_checkpoint(
 
 
 def save_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
-    """Write ``checkpoint`` atomically (:func:`coursehub.atomicfile.atomic_path`).
+    """Write ``checkpoint`` atomically (:func:`coursehub.atomicfile.write_atomically`).
 
     The file gets the mode ``open()`` would give it (0o666 less the umask),
-    like any file the student makes in their own folders.
+    like any file the student makes in their own folders. The checkpoint is
+    serialised in memory first (a few MB), so that a full disk is the plain
+    ``OSError`` of the write (``ENOSPC``, ``EDQUOT``), not torch's
+    ``RuntimeError`` from its zip writer.
+
+    Raises
+    ------
+    OSError
+        The file could not be written; ``path`` is unchanged and no
+        temporary file is left.
     """
-    with atomic_path(path, mode=None) as tmp:
-        torch.save(checkpoint, tmp)
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    write_atomically(path, buffer.getvalue(), mode=None)
 
 
 def load_checkpoint(path: Path, expect_arch: str | None = None) -> dict[str, Any]:

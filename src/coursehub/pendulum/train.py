@@ -25,7 +25,9 @@ epoch. An existing MODEL_FILE is never overwritten unless ``--resume``
 first epoch is complete) is given. On SIGINT or SIGTERM the current epoch is
 abandoned, MODEL_FILE keeps the last completed epoch and the exit status is
 130 or 143. Bad input exits with status 2 and one line, before anything is
-written.
+written. A full disk or quota when a checkpoint is written stops the run with
+status 2 and one line naming the epoch MODEL_FILE still holds (the atomic
+write keeps the previous checkpoint whole and leaves no temporary file).
 
 Resuming (``--resume``): the model and optimisation settings are the
 checkpoint's. An option left out takes the checkpoint's value silently; an
@@ -51,7 +53,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from coursehub.errors import CoursehubError, UsageError
+from coursehub.errors import (
+    CoursehubError,
+    StorageFullError,
+    UsageError,
+    is_storage_full,
+    storage_full_kind,
+)
 from coursehub.pendulum.config import (
     ARCHS,
     DEFAULT_ARCH,
@@ -387,6 +395,20 @@ def prepare_resume(
     return model_config, train_config, ckpt["data"].get("trajectories"), state
 
 
+def describe_checkpoint_full(path: Path, epoch: int, held: int, exc: OSError) -> str:
+    """Return the one line of a checkpoint the full disk refused (pure).
+
+    ``epoch``: the one not written; ``held``: the one ``path`` still holds
+    (0: none written by this run).
+    """
+    kept = (
+        f"{path} still holds epoch {held}: free some space, then continue with --resume"
+        if held
+        else f"no checkpoint of this run written, {path} unchanged: free some space and start again"
+    )
+    return f"{storage_full_kind(exc)}: checkpoint of epoch {epoch} not written; {kept}"
+
+
 def train(request: TrainRequest) -> int:
     """Check the input, set threads, train epoch by epoch, checkpoint; return the exit status."""
     t0, cpu0 = time.perf_counter(), time.process_time()
@@ -408,8 +430,18 @@ def train(request: TrainRequest) -> int:
         (model_config, train_config, trajectories), start = fresh, None
     data = TrainData.from_dataset(ds, request.data, trajectories)
 
+    held = [start.epoch if start is not None else 0]  # the epoch MODEL_FILE holds
+
     def save(state: Any) -> None:
-        save_checkpoint(render_checkpoint(state, train_config, data.describe()), request.model_file)
+        checkpoint = render_checkpoint(state, train_config, data.describe())
+        try:
+            save_checkpoint(checkpoint, request.model_file)
+        except OSError as exc:
+            if not is_storage_full(exc):
+                raise
+            message = describe_checkpoint_full(request.model_file, state.epoch, held[0], exc)
+            raise StorageFullError(message) from None
+        held[0] = state.epoch
 
     print(f"checkpoint after each epoch -> {request.model_file}", flush=True)
     stop = StopFlag()

@@ -15,7 +15,8 @@ Before the user's code runs it
    pay for loading it;
 3. starts the job's watchdog (:mod:`coursehub.runner.watchdog`) when the
    runner passed its lifeline (``COURSEHUB_PARENT_FD``): the job is stopped
-   if the runner dies, keeps its time limit if it is detached, and leaves
+   if the runner dies, keeps its time limit whether the runner lives (stopped
+   or frozen runners included) or is gone (a detached job), and leaves
    nothing behind in its process group or cgroup when it ends; the watchdog
    holds the slot locks, the job's own copies are closed;
 4. runs the script as ``__main__`` (``runpy.run_path``, ``sys.path[0]`` = the

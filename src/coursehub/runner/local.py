@@ -15,7 +15,9 @@ returns at once):
    sees it close when this process dies, however it dies (SIGKILL, OOM
    kill, SIGHUP, a killed notebook kernel running ``%coursehub_run``), and
    then stops the job's process group, or, for a ``detached`` job
-   (``--no-wait``), keeps the job's time limit itself;
+   (``--no-wait``), keeps the job's time limit itself; the watchdog also
+   keeps the time limit while this process lives but no longer enforces it
+   (stopped, frozen, blocked), and unlocks the slots when the job ends;
 4. copy its output, live, to the log file (mode 0600, its folder 0700 when
    made here; the result file too) and to ``on_output``;
 5. on timeout or cancel: SIGTERM to the group, SIGKILL after ``grace_s``;
@@ -315,7 +317,11 @@ class LocalJob(Job):
                 self.cgroup.remove()
         returncode = os.waitstatus_to_exitcode(status)
         proc.returncode = returncode
-        reason = reason or self._kernel_reason(returncode, stats, unit)
+        reason = (
+            reason
+            or self._kernel_reason(returncode, stats, unit)
+            or plan_backstop_reason(returncode, elapsed, self.spec.timeout_s)
+        )
         peak = max(rusage.ru_maxrss * 1024, monitor.peak_rss_bytes)
         cpu_s = rusage.ru_utime + rusage.ru_stime
         monitor.close()
@@ -442,6 +448,21 @@ class LocalJob(Job):
         while chunk := os.read(fd, 65536):
             self._emit(chunk, decoder.decode(chunk))
         proc.stdout.close()
+
+
+def plan_backstop_reason(returncode: int, elapsed_s: float, timeout_s: float | None) -> str | None:
+    """Return why a job the runner did not stop itself was stopped, or None (pure).
+
+    A job ended by SIGTERM or SIGKILL after its time limit (``elapsed_s`` and
+    ``timeout_s`` in seconds) while the runner was stopped, frozen or blocked
+    was stopped by its watchdog, which keeps the limit (see
+    :mod:`coursehub.runner.watchdog`).
+    """
+    if not timeout_s or elapsed_s < timeout_s:
+        return None
+    if returncode not in (-signal.SIGTERM, -signal.SIGKILL):
+        return None
+    return f"exceeded its time limit of {describe_duration(timeout_s)} (stopped by its watchdog)"
 
 
 def write_result(result: RunResult, path: Path) -> None:

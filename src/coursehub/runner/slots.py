@@ -11,8 +11,10 @@ Layout of the slots directory (default ``/tmp/coursehub-slots``, or
 A slot is taken by holding an exclusive ``flock`` on its file. The lock
 belongs to the open file description: it is shared by the runner and the
 job's process (the descriptors are passed to the child), and the kernel
-drops it when the last holder closes it or dies. So a job killed with
-SIGKILL, or a runner killed while its job still runs, never leaks a slot
+drops it when the last holder closes it or dies, or when the job's watchdog
+unlocks it as the job ends (``LOCK_UN`` acts on the shared description, so
+a stopped runner's copies do not keep it). So a job killed with SIGKILL, or
+a runner killed or stopped while its job still runs, never leaks a slot
 and never frees one too early.
 
 Arrival order: a waiter takes a ticket numbered one above the highest

@@ -12,12 +12,21 @@ once the job has ended. It waits (``select``) on
   is gone (SIGKILL, OOM kill, SIGHUP, a killed ``%coursehub_run`` kernel):
   a normal job is stopped at once; a detached one (``--no-wait``) goes on,
   and the watchdog stops it at its time limit;
+- the job's time limit, whether or not the runner lives: a runner that is
+  alive but no longer enforces (SIGSTOP, a terminal suspended with Ctrl-Z,
+  a frozen notebook kernel's cgroup, a blocked process) keeps the lifeline
+  open, so the watchdog owns the deadline. While the runner lives it acts
+  :data:`BACKSTOP_S` after the limit, so that the runner, which stops the
+  job at the limit itself, normally does it first and reports why;
 - a pidfd of the job's main process (pidfd_open(2), Linux 5.3): when the job
   ends, whatever it left in its process group is killed, and the watchdog
   exits: the slots come back at once.
 
 Stopping is SIGTERM to the process group, then SIGKILL after the grace
-period (the runner's own policy). Where the job has a cgroup
+period (the runner's own policy). When the job ends, the watchdog unlocks
+the slots (``flock(LOCK_UN)`` on its descriptors: the lock belongs to the
+open file description, so this frees it for the runner's copies too),
+so the slots come back even while a stopped runner still holds them. Where the job has a cgroup
 (``COURSEHUB_CGROUP_PROCS``), whatever is left in it is killed too: a
 process that left the process group (``setsid``, double fork) cannot leave
 the cgroup, so it dies with the job even when the runner, which otherwise
@@ -29,6 +38,7 @@ itself while it lives (its result says why a job was stopped).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import signal
@@ -39,6 +49,10 @@ from coursehub.resources.processes import pid_running
 
 #: Seconds between two checks when no pidfd is available.
 POLL_S = 0.2
+
+#: Seconds after the time limit at which the watchdog stops a job whose
+#: runner still lives (the runner stops it at the limit when it can).
+BACKSTOP_S = 1.0
 
 
 def plan_stop_at(
@@ -52,6 +66,15 @@ def plan_stop_at(
     if orphan != "keep":
         return orphaned_at
     return None if timeout_s is None else started + timeout_s
+
+
+def plan_backstop_at(started: float, timeout_s: float | None) -> float | None:
+    """Return when (``time.monotonic``, s) to stop a job whose runner lives, or None (pure).
+
+    ``started + timeout_s + BACKSTOP_S``: the runner may be stopped, frozen
+    or blocked and so no longer enforce the limit; never without a limit.
+    """
+    return None if timeout_s is None else started + timeout_s + BACKSTOP_S
 
 
 def start_watchdog(
@@ -75,7 +98,16 @@ def start_watchdog(
     if middle == 0:  # pragma: no cover - runs in forked processes
         try:
             if os.fork() == 0:
-                _watch(job, parent_fd, orphan, timeout_s, grace_s, started, list(procs_files))
+                _watch(
+                    job,
+                    parent_fd,
+                    orphan,
+                    timeout_s,
+                    grace_s,
+                    started,
+                    list(procs_files),
+                    list(slot_fds),
+                )
         finally:
             os._exit(0)
     os.waitpid(middle, 0)
@@ -92,6 +124,7 @@ def _watch(
     grace_s: float,
     started: float,
     procs_files: list[str],
+    slot_fds: list[int],
 ) -> None:  # pragma: no cover
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
@@ -103,19 +136,19 @@ def _watch(
         pidfd: int | None = os.pidfd_open(job)
     except (AttributeError, OSError):
         pidfd = None
-    stop_at: float | None = None
+    stop_at = plan_backstop_at(started, timeout_s)  # the runner may stop enforcing
     lifeline: int | None = parent_fd
     while True:
         now = time.monotonic()
         if stop_at is not None and now >= stop_at:
-            _stop_group(pgid, job, pidfd, grace_s, procs_files)
+            _stop_group(pgid, job, pidfd, grace_s, procs_files, slot_fds)
         wait = POLL_S if pidfd is None else 3600.0
         if stop_at is not None:
             wait = min(wait, max(0.0, stop_at - now))
         watched = [fd for fd in (pidfd, lifeline) if fd is not None]
         ready, _, _ = select.select(watched, [], [], wait)
         if (pidfd is not None and pidfd in ready) or (pidfd is None and not pid_running(job)):
-            _end(pgid, procs_files)  # the job has ended: nothing of it may stay
+            _end(pgid, procs_files, slot_fds)  # the job has ended: nothing of it may stay
         if lifeline is not None and lifeline in ready and not os.read(lifeline, 1):
             os.close(lifeline)
             lifeline = None
@@ -123,7 +156,12 @@ def _watch(
 
 
 def _stop_group(
-    pgid: int, job: int, pidfd: int | None, grace_s: float, procs_files: list[str]
+    pgid: int,
+    job: int,
+    pidfd: int | None,
+    grace_s: float,
+    procs_files: list[str],
+    slot_fds: list[int],
 ) -> None:  # pragma: no cover
     _kill(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
@@ -135,12 +173,21 @@ def _stop_group(
             break
         else:
             time.sleep(POLL_S)
-    _end(pgid, procs_files)
+    _end(pgid, procs_files, slot_fds)
 
 
-def _end(pgid: int, procs_files: list[str]) -> None:  # pragma: no cover - runs in the watchdog
-    """Kill the rest of the job's cgroup, then its process group, this watchdog included."""
+def _end(
+    pgid: int, procs_files: list[str], slot_fds: list[int]
+) -> None:  # pragma: no cover - runs in the watchdog
+    """Kill the rest of the job's cgroup, unlock the slots, kill the group, this watchdog included.
+
+    The unlock frees the slots for every holder of their open file
+    descriptions, a stopped runner's copies included.
+    """
     _sweep(procs_files)
+    for fd in slot_fds:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
     _kill(pgid, signal.SIGKILL)
     os._exit(0)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, abort, g, jsonify, request
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from coursehub.admin.carry import carry_course, carry_year
 from coursehub.admin.render import render_course_row, render_portal, render_year
@@ -26,7 +27,8 @@ from coursehub.catalog.admin import (
     set_current_year,
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
-from coursehub.catalog.models import Course
+from coursehub.catalog.dberrors import retry_on_conflict
+from coursehub.catalog.models import Course, Portal
 from coursehub.web.access import Access, may_copy, require, require_admin, require_portal
 from coursehub.web.api import authenticate, payload_error, synced
 from coursehub.web.coursepage import load_course_access
@@ -170,10 +172,18 @@ def put_manager(code: str, username: str) -> Response:
     """Make a user a manager of the portal (admins); idempotent."""
     require_admin(g.identity, "name a portal's managers")
     session = get_session()
-    with committing(session):
-        portal = get_portal(session, code)
-        add_manager(session, portal, username)
+    portal = retry_on_conflict(
+        session,
+        lambda: _add_manager(session, code, username),
+        f"making {username} a manager of portal {code}",
+    )
     return jsonify(render_portal(portal))
+
+
+def _add_manager(session: Session, code: str, username: str) -> Portal:
+    portal = get_portal(session, code)
+    add_manager(session, portal, username)
+    return portal
 
 
 @bp.delete("/portals/<code>/managers/<username>")

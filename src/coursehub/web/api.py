@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from coursehub.catalog.admin import open_course
 from coursehub.catalog.courses import get_group, get_portal
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
 from coursehub.catalog.models import Course, Role
@@ -257,7 +258,8 @@ def add_member_view(course_id: str) -> Response:
     username = check_username(data["username"])
     names = load_groups(session, course, counts=False).names
     existed = load_member(session, course, username, names) is not None
-    with committing(session):
+
+    def add() -> None:
         group = get_group(course, data["group"]) if data.get("group") else None
         add_member(
             session,
@@ -270,6 +272,8 @@ def add_member_view(course_id: str) -> Response:
             email=data.get("email") or None,
             actor=course_actor(session, g.identity, course),
         )
+
+    retry_on_conflict(session, add, f"adding {username} to {course_id}")
     member = load_member(session, course, username, names)
     if member is None:  # removed meanwhile by another request
         raise NotFoundError(f"{username} is not in course {course_id}")

@@ -31,6 +31,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.lti import LtiLink
 from coursehub.catalog.ltilaunch import (
     HubAccount,
@@ -172,7 +173,13 @@ def launch() -> Response | tuple[Response, int]:
         session.rollback()
         return refusal(str(exc))
     try:
-        result = apply_launch(session, parsed, hub_account(parsed.username))
+        account = hub_account(parsed.username)
+        result = retry_on_conflict(
+            session,
+            lambda: apply_launch(session, parsed, account),
+            f"enrolling {parsed.username}",
+            commit=False,
+        )
         course: Course | None = result.link.course if result.link is not None else None
         if result.refused is not None:
             session.commit()  # the account request, for the lead or an admin

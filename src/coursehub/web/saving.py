@@ -19,18 +19,34 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from flask import flash
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from wtforms import Form
 
+from coursehub.catalog.dberrors import describe_lost_race
+from coursehub.catalog.errors import ConflictError
 from coursehub.errors import CoursehubError
 
 
 @contextmanager
 def committing(session: Session) -> Iterator[None]:
-    """Run the block, then commit; on any error roll back and re-raise it."""
+    """Run the block, then commit; on any error roll back and re-raise it.
+
+    Raises
+    ------
+    ConflictError
+        A unique rule broken by a concurrent request (HTTP 409, the rule
+        named, never a value), instead of the database's IntegrityError.
+        Changes that create people, memberships or groups run through
+        :func:`~coursehub.catalog.dberrors.retry_on_conflict` first, which
+        runs them again once and names the person or group.
+    """
     try:
         yield
         session.commit()
+    except IntegrityError as exc:
+        session.rollback()
+        raise ConflictError(describe_lost_race("this change", exc)) from None
     except BaseException:
         session.rollback()
         raise

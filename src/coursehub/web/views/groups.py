@@ -6,6 +6,7 @@ from flask import Blueprint, flash, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.courses import add_group, remove_group
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.readmodel import load_groups
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
@@ -22,8 +23,13 @@ def index(course_id: str) -> tuple[str, int] | Response:
     session = get_session()
     form = GroupForm()
     if form.validate_on_submit():
+        name, kind = form.name.data or "", form.kind.data or "TD"
         with commit_or_show(session, form, "name") as saved:
-            add_group(session, course, form.name.data or "", form.kind.data or "TD")
+            retry_on_conflict(
+                session,
+                lambda: add_group(session, course, name, kind),
+                f"adding group {name.strip()} to {course.course_id}",
+            )
         if saved:
             flash(f"Group {form.name.data} added.", "success")
             return redirect(url_for("groups.index", course_id=course_id))

@@ -19,6 +19,7 @@ from coursehub.catalog.admin import (
     remove_manager,
 )
 from coursehub.catalog.courses import get_portal, list_courses, list_portals, list_years
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.models import Portal
 from coursehub.catalog.people import course_leads
 from coursehub.catalog.readmodel import load_course as read_course
@@ -82,7 +83,11 @@ def add_portal_manager(code: str) -> Response:
     session = get_session()
     username = field("username")
     with commit_or_show(session) as saved:
-        add_manager(session, get_portal(session, code), username)
+        retry_on_conflict(
+            session,
+            lambda: add_manager(session, get_portal(session, code), username),
+            f"making {username} a manager of portal {code}",
+        )
     if saved:
         flash(f"{username} manages portal {code}.", "success")
     return redirect(url_for("portals.show", code=code))

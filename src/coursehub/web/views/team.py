@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.courses import get_group
+from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
-from coursehub.catalog.models import Course
+from coursehub.catalog.models import Course, Membership
 from coursehub.catalog.people import add_member, remove_member
 from coursehub.catalog.readmodel import CourseGroups, load_groups, load_team
 from coursehub.errors import CoursehubError
@@ -54,12 +55,14 @@ def index(course_id: str) -> tuple[str, int] | Response:
     form = member_form(groups)
     status = None
     if form.validate_on_submit():
-        with commit_or_show(session, form, "username") as saved:
+        username = form.username.data or ""
+
+        def add() -> Membership:
             group = get_group(course, form.group.data) if form.group.data else None
-            member = add_member(
+            return add_member(
                 session,
                 course,
-                form.username.data or "",
+                username,
                 form.role.data or "",
                 group,
                 first_name=form.first_name.data or "",
@@ -67,6 +70,10 @@ def index(course_id: str) -> tuple[str, int] | Response:
                 email=form.email.data or None,
                 actor=course_actor(session, g.identity, course),
             )
+
+        with commit_or_show(session, form, "username") as saved:
+            what = f"adding {username.strip()} to {course.course_id}"
+            member = retry_on_conflict(session, add, what)
             done = f"{member.person.username} is now {member.role} in {course.course_id}."
         if saved:
             flash(done, "success")
