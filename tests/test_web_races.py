@@ -205,7 +205,7 @@ def test_any_commit_that_breaks_a_unique_rule_is_a_409_conflict_not_a_database_e
 
 def test_two_lti_launches_of_a_new_person_at_once_both_enrol_them(database_url, monkeypatch):
     from coursehub.web.testing import seed_web_catalog
-    from test_lti_web import AUTH, COURSE, TOKEN, as_, payload
+    from test_lti_web import AUTH, COURSE, INSTRUCTOR, TOKEN, as_, payload
 
     seed_web_catalog(database_url)
     apps = [
@@ -214,7 +214,11 @@ def test_two_lti_launches_of_a_new_person_at_once_both_enrol_them(database_url, 
     ]
     try:
         loser, winner = (app.test_client() for app in apps)
-        code = loser.post("/api/v1/lti/launch", json=payload(), headers=AUTH).get_json()["code"]
+        # the LMS course's Instructor (the course's lead) launches and gets the link code
+        first = loser.post(
+            "/api/v1/lti/launch", json=payload("mbuffat", role=INSTRUCTOR), headers=AUTH
+        )
+        code = first.get_json()["code"]
         linked = loser.post(
             f"{COURSE}/link", data={"code": code, "confirm": "1"}, headers=as_("lead")
         )
