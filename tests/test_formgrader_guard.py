@@ -144,8 +144,8 @@ def test_nbgraders_grading_page_shows_a_students_scripts_as_text_once_sanitised(
         "submission_id": "abc",
         "assignment_id": "ps1",
         "student": "ana",
-        "first_name": "Ana",
-        "last_name": "Lyse",
+        "first_name": "Ana<script>alert('name')</script>",
+        "last_name": "<img src=x onerror=alert('last')>",
         "notebook_path": "autograded/ana/ps1/ps1.ipynb",
     }
     html, _ = HTMLExporter(config=config).from_notebook_node(evil_notebook(), resources=resources)
@@ -157,3 +157,6 @@ def test_nbgraders_grading_page_shows_a_students_scripts_as_text_once_sanitised(
     assert "<b>shown</b>" in html and "answer" in html
     assert "&lt;script&gt;alert('html')&lt;/script&gt;" in html
     assert "data:image/png;base64,iVBORw0KGgo=" in html
+    # the roster's names in the page's header: escaped
+    assert "alert('name')" not in html.replace("&lt;script&gt;alert('name')", "")
+    assert "&lt;img src=x onerror=alert('last')&gt;" in html

@@ -87,9 +87,9 @@ def test_every_html_export_of_a_course_sanitises_the_students_outputs(tmp_path):
 
     config = load_config(render_course_config(FIXED), tmp_path)
     # the formgrader's manual grading page and generate_feedback: nbconvert's SanitizeHTML
-    assert config.HTMLExporter.preprocessors == ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
+    assert config.HTMLExporter.preprocessors == ["coursehub.grading.studenthtml.SanitizeSubmission"]
     exporter = HTMLExporter(config=config)
-    assert "SanitizeHTML" in [type(pp).__name__ for pp in exporter._preprocessors]
+    assert "SanitizeSubmission" in [type(pp).__name__ for pp in exporter._preprocessors]
     assert GenerateFeedback(config=config).exporter_class is HTMLExporter
 
 

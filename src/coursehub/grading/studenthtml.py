@@ -14,15 +14,49 @@ nbconvert's own ``SanitizeHTML`` preprocessor
 bleach's allow-list of tags and attributes, disallowed tags escaped into
 text; outputs of other types than text, LaTeX, JSON, PNG and JPEG, e.g.
 ``application/javascript``, widgets, ``image/svg+xml``, removed). The page
-still shows the submission: a student's ``<script>`` appears as text.
+still shows the submission: a student's ``<script>`` appears as text. The
+student's names in the page's header are escaped too (:class:`SanitizeSubmission`).
 """
 
 from __future__ import annotations
 
+import html
+from typing import Any
+
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from traitlets.config import Config
 
-#: nbconvert's sanitising preprocessor, run by every HTML export of a course's notebooks.
-SANITIZER = "nbconvert.preprocessors.sanitize.SanitizeHTML"
+#: The sanitising preprocessor run by every HTML export of a course's notebooks.
+SANITIZER = "coursehub.grading.studenthtml.SanitizeSubmission"
+#: Resources nbgrader's ``formgrade`` template writes unescaped (``formgrade_macros.html.j2``):
+#: the student's id and names, which come from the roster.
+STUDENT_RESOURCES = ("student", "first_name", "last_name")
+
+
+def escape_student_resources(resources: dict[str, Any]) -> dict[str, Any]:
+    """Return ``resources`` with the student's id and names HTML-escaped (pure, a copy)."""
+    escaped = dict(resources)
+    for key in STUDENT_RESOURCES:
+        if isinstance(escaped.get(key), str):
+            escaped[key] = html.escape(escaped[key])
+    return escaped
+
+
+class SanitizeSubmission(SanitizeHTML):
+    """nbconvert's ``SanitizeHTML``, and the student's names escaped in the page's header.
+
+    nbgrader's manual grading page passes the student's id, first and last
+    name (from the roster, "assumed to be crafted": docs/security.md) to its
+    template in ``resources``, which writes them as they are.
+    """
+
+    def preprocess(self, nb: Any, resources: Any) -> Any:
+        """Sanitise the cells (``SanitizeHTML``), escape :data:`STUDENT_RESOURCES`."""
+        nb, resources = super().preprocess(nb, resources)
+        for key, value in escape_student_resources(dict(resources)).items():
+            if key in STUDENT_RESOURCES:
+                resources[key] = value
+        return nb, resources
 
 
 def sanitizing_config() -> Config:
