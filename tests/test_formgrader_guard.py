@@ -1,4 +1,4 @@
-"""The formgrader service's lock-down and the sanitising of students' HTML (pure parts)."""
+"""The formgrader's lock-down and the sanitising of students' HTML (pure parts, a feedback)."""
 
 from __future__ import annotations
 
@@ -160,3 +160,28 @@ def test_nbgraders_grading_page_shows_a_students_scripts_as_text_once_sanitised(
     # the roster's names in the page's header: escaped
     assert "alert('name')" not in html.replace("&lt;script&gt;alert('name')", "")
     assert "&lt;img src=x onerror=alert('last')&gt;" in html
+
+
+@pytest.mark.filterwarnings("ignore")  # nbgrader's own SQLAlchemy and nbconvert warnings
+def test_the_feedback_shows_a_students_scripts_as_text(tmp_path):
+    from nbgrader.api import Gradebook
+
+    from coursehub.grading.assignments import generate_feedback
+    from coursehub.grading.layout import ensure_course, make_layout
+
+    layout = make_layout("ml-2025", tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    ensure_course(layout)
+    with Gradebook(layout.db_url) as gradebook:
+        gradebook.add_assignment("ps1")
+        gradebook.add_notebook("ps1", "ps1")
+        gradebook.add_grade_cell("q1", "ps1", "ps1", max_score=1, cell_type="code")
+        gradebook.add_student("ana", first_name="Ana", last_name="Lyse")
+        gradebook.add_submission("ps1", "ana")
+    folder = layout.course_dir / "autograded" / "ana" / "ps1"
+    folder.mkdir(parents=True)
+    nbformat.write(evil_notebook(), folder / "ps1.ipynb")
+    generate_feedback(layout, "ps1")
+    feedback = (layout.course_dir / "feedback" / "ana" / "ps1" / "ps1.html").read_text()
+    assert "<script>alert(" not in feedback and "alert('js')" not in feedback
+    assert "&lt;script&gt;alert('html')&lt;/script&gt;" in feedback
+    assert "<b>shown</b>" in feedback
