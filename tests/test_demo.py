@@ -302,6 +302,6 @@ def test_the_demo_renders_the_whole_jupyter_server_only_if_the_site_asks(tmp_pat
     monkeypatch.setenv("COURSEHUB_CHP", "/bin/true")
     monkeypatch.setenv("COURSEHUB_FORMGRADER_FULL_SERVER", "1")
     text = render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, [layout])
-    assert "formgrader_guard" not in text
+    assert "RefusingKernelManager" not in text and "coursehub_formgrader_full_server" in text
     monkeypatch.delenv("COURSEHUB_FORMGRADER_FULL_SERVER")
     assert GUARD_ARG in render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, [layout])

@@ -99,6 +99,9 @@ def test_a_site_may_turn_the_whole_jupyter_server_back_on():
         "-m",
         "jupyterhub.singleuser",
         "--ServerApp.default_url=/formgrader",
+        # still sanitising and sandboxing, refusing nothing
+        "--ServerApp.jpserver_extensions=coursehub.grading.formgrader_guard=True",
+        "--ServerApp.tornado_settings=coursehub_formgrader_full_server=True",
     ]
     assert full_server_enabled({"COURSEHUB_FORMGRADER_FULL_SERVER": "1"})
     assert full_server_enabled({"COURSEHUB_FORMGRADER_FULL_SERVER": "Yes"})

@@ -18,7 +18,9 @@ jupyter_server's own settings (https://jupyter-server.readthedocs.io/en/latest/o
 - ``ServerApp.jpserver_extensions``: Lab, the notebook UI, the language
   server, the terminals, nbgrader's student extensions (assignment list,
   course list, validation: it executes a notebook) off
-  (:data:`coursehub.grading.hubservice.DISABLED_EXTENSIONS`), this extension on.
+  (:data:`coursehub.grading.hubservice.DISABLED_EXTENSIONS`), this extension on
+  (also in a site's whole server, ``COURSEHUB_FORMGRADER_FULL_SERVER=1``: it
+  then refuses nothing but still sandboxes and sanitises as below).
 
 This extension then answers 403 to every path below the service's prefix
 but those of :data:`ALLOWED_PREFIXES` (:func:`plan_request`): an allow-list,
@@ -48,9 +50,19 @@ from tornado import web
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 
 from coursehub.contract import SANDBOX_CSP
-from coursehub.grading.hubservice import DISABLED_EXTENSIONS, GUARD_EXTENSION
+from coursehub.grading.hubservice import (
+    DISABLED_EXTENSIONS,
+    FULL_SERVER_SETTING,
+    GUARD_EXTENSION,
+)
 
-__all__ = ["DISABLED_EXTENSIONS", "GUARD_EXTENSION", "RefusingKernelManager", "plan_request"]
+__all__ = [
+    "DISABLED_EXTENSIONS",
+    "FULL_SERVER_SETTING",
+    "GUARD_EXTENSION",
+    "RefusingKernelManager",
+    "plan_request",
+]
 
 #: First path segments (below the service prefix) a formgrader answers: nbgrader's pages and
 #: API, the hub's OAuth callback, log-in/out (jupyterhub.singleuser) and jupyter_server's assets.
@@ -177,9 +189,12 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     exporter = webapp.settings.get("nbgrader_exporter")
     if exporter is not None:  # nbgrader loaded first after all
         exporter.register_preprocessor(sanitizing_config().HTMLExporter.preprocessors[0], True)
+    transform = type("CourseSubmissionSandbox", (SubmissionSandbox,), {"base_url": base_url})
+    webapp.add_transform(transform)
+    if str(webapp.settings.get(FULL_SERVER_SETTING, "")).lower() in ("true", "1"):
+        serverapp.log.warning("coursehub: the formgrader is a whole Jupyter server (full server)")
+        return
     allowed = "|".join(re.escape(p) for p in ALLOWED_PREFIXES)
     pattern = re.escape(base_url.rstrip("/")) + rf"/(?!(?:{allowed})(?:/|$)).+"
     webapp.add_handlers(".*$", [(pattern, RefusedHandler)])
-    transform = type("CourseSubmissionSandbox", (SubmissionSandbox,), {"base_url": base_url})
-    webapp.add_transform(transform)
     serverapp.log.info("coursehub: the formgrader serves %sformgrader only", base_url)

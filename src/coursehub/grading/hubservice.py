@@ -54,6 +54,8 @@ DISABLED_EXTENSIONS = (
     "nbgrader.server_extensions.course_list",
     "nbgrader.server_extensions.validate_assignment",
 )
+#: The formgrader's tornado setting that tells the guard to refuse nothing (a whole server).
+FULL_SERVER_SETTING = "coursehub_formgrader_full_server"
 #: A site's switch back to the whole Jupyter server in each formgrader (kernels, terminals, Lab).
 FULL_SERVER_VARIABLE = "COURSEHUB_FORMGRADER_FULL_SERVER"
 
@@ -77,17 +79,26 @@ def formgrader_command(
     ``full_server`` (a site's ``COURSEHUB_FORMGRADER_FULL_SERVER=1``,
     :func:`full_server_enabled`): the whole Jupyter server as nbgrader's
     documentation runs it, kernels, terminals and contents API included, for
-    every member of the team.
+    every member of the team; the guard then refuses nothing
+    (``tornado_settings`` :data:`FULL_SERVER_SETTING`) but still sanitises
+    students' outputs and sends submission files in the CSP sandbox.
 
     ``allow_root``: add ``--allow-root``, which jupyter-server needs to run as
     root (the demo in a container); a real formgrader runs as the course's grader.
     """
-    command = [python, "-m", "jupyterhub.singleuser", "--ServerApp.default_url=/formgrader"]
-    if not full_server:
+    command = [
+        python,
+        "-m",
+        "jupyterhub.singleuser",
+        "--ServerApp.default_url=/formgrader",
+        f"--ServerApp.jpserver_extensions={GUARD_EXTENSION}=True",
+    ]
+    if full_server:
+        command.append(f"--ServerApp.tornado_settings={FULL_SERVER_SETTING}=True")
+    else:
         command += [
             "--ServerApp.terminals_enabled=False",
             f"--ServerApp.kernel_manager_class={GUARD_EXTENSION}.RefusingKernelManager",
-            f"--ServerApp.jpserver_extensions={GUARD_EXTENSION}=True",
             *(f"--ServerApp.jpserver_extensions={name}=False" for name in DISABLED_EXTENSIONS),
         ]
     return [*command, "--allow-root"] if allow_root else command
