@@ -24,6 +24,7 @@ pytestmark = pytest.mark.integration
 STUDENT = "p2501001"
 LEAD = "mbuffat"
 FORMGRADER = "/services/mlmeca-2025/formgrader"
+GUARD_ARG = "--ServerApp.jpserver_extensions=coursehub.grading.formgrader_guard=True"
 START_TIMEOUT_S = 180.0
 
 
@@ -282,6 +283,8 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
     services = {s["name"]: s for s in config.JupyterHub.services}
     assert services["mlmeca-2025"]["cwd"] == str(layout.course_dir)
     assert services["mlmeca-2025"]["command"][0] == sys.executable
+    # the formgrader only: no kernels, terminals, contents or Lab (formgrader_guard)
+    assert GUARD_ARG in services["mlmeca-2025"]["command"]
     assert services["coursehub"]["environment"]["COURSEHUB_FORMGRADER_COURSES"] == "mlmeca-2025"
     roles = {r["name"]: r for r in config.JupyterHub.load_roles}
     assert roles["formgrade-mlmeca-2025"]["scopes"] == [
@@ -289,3 +292,16 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
         "list:services!service=mlmeca-2025",
         "read:services!service=mlmeca-2025",
     ]
+
+
+def test_the_demo_renders_the_whole_jupyter_server_only_if_the_site_asks(tmp_path, monkeypatch):
+    from coursehub.demo.hub import render_demo_config
+    from coursehub.grading.layout import make_layout
+
+    layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")
+    monkeypatch.setenv("COURSEHUB_CHP", "/bin/true")
+    monkeypatch.setenv("COURSEHUB_FORMGRADER_FULL_SERVER", "1")
+    text = render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, [layout])
+    assert "RefusingKernelManager" not in text and "coursehub_formgrader_full_server" in text
+    monkeypatch.delenv("COURSEHUB_FORMGRADER_FULL_SERVER")
+    assert GUARD_ARG in render_demo_config(tmp_path, 8000, "127.0.0.1", "sqlite://", 2, [layout])

@@ -81,6 +81,18 @@ def test_course_config_matches_golden_file_and_loads(tmp_path):
     assert "SandboxExecute" in executes and "Execute" not in executes
 
 
+def test_every_html_export_of_a_course_sanitises_the_students_outputs(tmp_path):
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.converters import GenerateFeedback
+
+    config = load_config(render_course_config(FIXED), tmp_path)
+    # the formgrader's manual grading page and generate_feedback: nbconvert's SanitizeHTML
+    assert config.HTMLExporter.preprocessors == ["coursehub.grading.studenthtml.SanitizeSubmission"]
+    exporter = HTMLExporter(config=config)
+    assert "SanitizeSubmission" in [type(pp).__name__ for pp in exporter._preprocessors]
+    assert GenerateFeedback(config=config).exporter_class is HTMLExporter
+
+
 def test_student_config_matches_golden_file_and_loads(tmp_path):
     text = render_student_config("/srv/nbgrader/exchange")
     assert_matches_golden(text, "grading_student_config.py.golden")

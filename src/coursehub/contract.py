@@ -17,7 +17,10 @@ share one definition of each fact:
   / :func:`course_id_of_group` (None for another group, or an empty id);
 * the group :data:`MANAGED_USERS_GROUP` that lists the users coursehub created;
 * the names the rendered hub configuration uses: :data:`SPAWNER_KINDS`,
-  :data:`NO_COURSE_CHOICES`, :data:`BUSY_EXTENSION` and :data:`SERVER_ARG`.
+  :data:`NO_COURSE_CHOICES`, :data:`BUSY_EXTENSION` and :data:`SERVER_ARG`;
+* :data:`SANDBOX_CSP`, the ``Content-Security-Policy`` of every page whose
+  content a student or a book author wrote (the course app's books, the
+  formgrader's submission files).
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ SPAWNER_KINDS: tuple[str, ...] = ("local", "systemd", "slurm", "kubernetes")
 #: What a user in no course gets: the default profile, or a refusal (both with a notice).
 NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
 #: Dotted path of the busy-kernel jupyter_server extension (:mod:`coursehub.spawn.busyactivity`).
+#: ``Content-Security-Policy`` of pages written by others than the app (a course's book, a
+#: student's submitted files): scripts, forms and pop-ups run, in an opaque origin, never the
+#: app's (no ``allow-same-origin``: no cookie, no API call as the reader), see
+#: https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/Content-Security-Policy/sandbox
+SANDBOX_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox"
 BUSY_EXTENSION = "coursehub.spawn.busyactivity"
 #: The single-user server argument that enables :data:`BUSY_EXTENSION`.
 SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"

@@ -189,7 +189,7 @@ def render_demo_config(
     created by the hub at start.
     """
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
-    from coursehub.grading.hubservice import render_formgrader_config
+    from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
     from coursehub.hub.config import HubSettings, render_hub_config, render_service_names
 
     ports = ports or pick_ports(ip, port, len(formgraders))
@@ -219,6 +219,7 @@ def render_demo_config(
             python=sys.executable,
             ports=list(ports.formgraders),
             allow_root=os.geteuid() == 0,
+            full_server=full_server_enabled(),
         )
         text += "\n" + render_service_names(service_names or {})
     return text

@@ -34,10 +34,14 @@ from coursehub.grading.layout import (
 
 
 def nbgrader_config(layout: CourseLayout) -> Any:
-    """Return the traitlets ``Config`` equal to the course's ``nbgrader_config.py``."""
-    from traitlets.config import Config
+    """Return the traitlets ``Config`` equal to the course's ``nbgrader_config.py``.
 
-    config = Config()
+    As there, every HTML export (``generate_feedback``) sanitises the
+    students' outputs (:func:`coursehub.grading.studenthtml.sanitizing_config`).
+    """
+    from coursehub.grading.studenthtml import sanitizing_config
+
+    config = sanitizing_config()
     config.CourseDirectory.root = str(layout.course_dir)
     config.CourseDirectory.course_id = layout.course_id
     config.Exchange.root = str(layout.exchange_root)

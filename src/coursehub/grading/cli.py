@@ -97,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
 
     command = args.grading_command
     if command == "hub-config":
-        from coursehub.grading.hubservice import render_formgrader_config
+        from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
 
-        print(render_formgrader_config([layout_from_env(c) for c in args.course_ids]), end="")
+        layouts = [layout_from_env(c) for c in args.course_ids]
+        print(render_formgrader_config(layouts, full_server=full_server_enabled()), end="")
         return 0
     if command == "grader-user":
         return _grader_user()

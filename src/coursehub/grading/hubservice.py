@@ -40,6 +40,24 @@ from coursehub.grading.layout import CourseLayout
 BASE_PORT = 9900
 #: The course app's variable listing the courses whose formgrader service the hub runs.
 FORMGRADER_COURSES_VARIABLE = "COURSEHUB_FORMGRADER_COURSES"
+#: This extension's module (its name in ``ServerApp.jpserver_extensions``).
+GUARD_EXTENSION = "coursehub.grading.formgrader_guard"
+#: Extensions of the environment turned off in a formgrader (Lab, notebook UI, terminals...).
+DISABLED_EXTENSIONS = (
+    "jupyterlab",
+    "notebook",
+    "jupyter_lsp",
+    "jupyter_server_terminals",
+    "jupyter_resource_usage",
+    "nbgitpuller",
+    "nbgrader.server_extensions.assignment_list",
+    "nbgrader.server_extensions.course_list",
+    "nbgrader.server_extensions.validate_assignment",
+)
+#: The formgrader's tornado setting that tells the guard to refuse nothing (a whole server).
+FULL_SERVER_SETTING = "coursehub_formgrader_full_server"
+#: A site's switch back to the whole Jupyter server in each formgrader (kernels, terminals, Lab).
+FULL_SERVER_VARIABLE = "COURSEHUB_FORMGRADER_FULL_SERVER"
 
 
 def formgrader_url(course_id: str, hub_prefix: str = "/") -> str:
@@ -47,14 +65,54 @@ def formgrader_url(course_id: str, hub_prefix: str = "/") -> str:
     return f"{hub_prefix.rstrip('/')}/services/{course_id}/formgrader"
 
 
-def formgrader_command(python: str = sys.executable, allow_root: bool = False) -> list[str]:
+def formgrader_command(
+    python: str = sys.executable, allow_root: bool = False, full_server: bool = False
+) -> list[str]:
     """Return the formgrader's command (``jupyterhub-singleuser`` with the nbgrader extension).
+
+    The server serves the formgrader only
+    (:mod:`coursehub.grading.formgrader_guard`): terminals off
+    (``ServerApp.terminals_enabled``), kernels refused
+    (``ServerApp.kernel_manager_class``), Lab, the notebook UI and nbgrader's
+    student extensions off and the guard on (``ServerApp.jpserver_extensions``,
+    jupyter_server's "Config file and command line options").
+    ``full_server`` (a site's ``COURSEHUB_FORMGRADER_FULL_SERVER=1``,
+    :func:`full_server_enabled`): the whole Jupyter server as nbgrader's
+    documentation runs it, kernels, terminals and contents API included, for
+    every member of the team; the guard then refuses nothing
+    (``tornado_settings`` :data:`FULL_SERVER_SETTING`) but still sanitises
+    students' outputs and sends submission files in the CSP sandbox.
 
     ``allow_root``: add ``--allow-root``, which jupyter-server needs to run as
     root (the demo in a container); a real formgrader runs as the course's grader.
     """
-    command = [python, "-m", "jupyterhub.singleuser", "--ServerApp.default_url=/formgrader"]
+    command = [
+        python,
+        "-m",
+        "jupyterhub.singleuser",
+        "--ServerApp.default_url=/formgrader",
+        f"--ServerApp.jpserver_extensions={GUARD_EXTENSION}=True",
+    ]
+    if full_server:
+        command.append(f"--ServerApp.tornado_settings={FULL_SERVER_SETTING}=True")
+    else:
+        command += [
+            "--ServerApp.terminals_enabled=False",
+            f"--ServerApp.kernel_manager_class={GUARD_EXTENSION}.RefusingKernelManager",
+            *(f"--ServerApp.jpserver_extensions={name}=False" for name in DISABLED_EXTENSIONS),
+        ]
     return [*command, "--allow-root"] if allow_root else command
+
+
+def full_server_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Return whether ``COURSEHUB_FORMGRADER_FULL_SERVER`` asks for the whole Jupyter server.
+
+    ``1``, ``true`` or ``yes`` (any case): the formgrader keeps kernels,
+    terminals, the contents API and Lab (:func:`formgrader_command`); unset
+    or anything else: the formgrader only.
+    """
+    env = os.environ if environ is None else environ
+    return env.get(FULL_SERVER_VARIABLE, "").strip().lower() in ("1", "true", "yes")
 
 
 def plan_service_model(
@@ -106,6 +164,7 @@ def render_formgrader_config(
     python: str = "python3",
     ports: Sequence[int] | None = None,
     allow_root: bool = False,
+    full_server: bool = False,
 ) -> str:
     """Return the ``jupyterhub_config.py`` lines that run a formgrader per course (pure).
 
@@ -114,7 +173,12 @@ def render_formgrader_config(
     directory, on port ``ports[i]`` (default ``base_port + i``), with its
     token from the environment variable ``FORMGRADER_TOKEN_<COURSE_ID>``
     (upper case, ``-`` as ``_``), so no secret is written in the file.
-    ``allow_root`` as in :func:`formgrader_command`.
+    ``allow_root`` and ``full_server`` as in :func:`formgrader_command`.
+    A managed service gets, of the hub's environment, only the variables of
+    ``LocalProcessSpawner``'s default ``env_keep`` (``PATH``, ``PYTHONPATH``,
+    ``LANG``...: JupyterHub's ``services/service.py``, ``_ServiceSpawner``,
+    not configured by ``c.Spawner``) and its own ``JUPYTERHUB_*``: no hub
+    secret, no other service's token.
 
     Raises
     ------
@@ -135,7 +199,7 @@ def render_formgrader_config(
             "    {",
             f"        'name': {layout.course_id!r},",
             f"        'url': 'http://127.0.0.1:{port}',",
-            f"        'command': {formgrader_command(python, allow_root)!r},",
+            f"        'command': {formgrader_command(python, allow_root, full_server)!r},",
             f"        'cwd': {str(layout.course_dir)!r},",
             f"        'api_token': os.environ[{token_variable(layout.course_id)!r}],",
             "        'oauth_no_confirm': True,",

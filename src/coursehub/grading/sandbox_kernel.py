@@ -166,12 +166,17 @@ def course_sandbox_config(course_dir: str, exchange_root: str) -> Config:
     in the formgrader's own process, whose environment holds its hub token)
     and ``nbgrader autograde`` run by hand in the course directory. The
     hidden folders are those of :func:`coursehub.grading.autograde.plan_hidden`,
-    from the loading process's environment.
+    from the loading process's environment. Every HTML export (the
+    formgrader's manual grading page, ``generate_feedback``) sanitises the
+    students' outputs (:func:`coursehub.grading.studenthtml.sanitizing_config`).
     """
     from coursehub.grading.autograde import plan_hidden_paths
+    from coursehub.grading.studenthtml import sanitizing_config
 
     config = sandbox_config()
     config.SandboxKernelManager.hidden = plan_hidden_paths(course_dir, exchange_root, os.environ)
+    # the manual grading page and the feedback: students' outputs sanitised
+    config.merge(sanitizing_config())
     return config
 
 

@@ -60,7 +60,8 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "formgrader (one per course, hub service)",
         "coursehub.grading.hubservice:render_formgrader_config",
-        "the hub's account",
+        "the hub's account; serves nbgrader's formgrader pages only (no kernel, terminal or "
+        "contents API: coursehub.grading.formgrader_guard)",
         "its course directory",
         "its course's gradebook and feedback",
         "yes (the hub API)",

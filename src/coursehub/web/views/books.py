@@ -44,6 +44,7 @@ from coursehub.books.settings import (
     read_state,
     write_settings,
 )
+from coursehub.contract import SANDBOX_CSP
 from coursehub.errors import CoursehubError
 from coursehub.resources.processes import pid_running
 from coursehub.web.access import Access, require
@@ -54,7 +55,7 @@ from coursehub.web.views import back_to_course, load_course
 bp = Blueprint("books", __name__)
 
 #: The sandbox of every book page: scripts, forms and pop-ups, never the app's origin.
-BOOK_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox"
+BOOK_CSP = SANDBOX_CSP
 #: Characters of the log shown on the log page (its end).
 LOG_TAIL_CHARS = 20000
 
