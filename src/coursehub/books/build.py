@@ -121,7 +121,8 @@ class BookSource:
 
 
 def _links_of_tar(members: list[tarfile.TarInfo]) -> list[tuple[str, str]]:
-    return [(m.name, m.linkname) for m in members if m.issym() or m.islnk()]
+    """The symbolic links of an archive (hard links: tar's ``data`` filter keeps them inside)."""
+    return [(m.name, m.linkname) for m in members if m.issym()]
 
 
 def _links_of_folder(root: Path) -> list[tuple[str, str]]:

@@ -347,7 +347,7 @@ def plan_links_out(links: Iterable[tuple[str, str]], book_folder: str = "") -> l
     Parameters
     ----------
     links
-        ``(path, target)`` of every symbolic (or hard) link of the material,
+        ``(path, target)`` of every symbolic link of the material,
         ``path`` relative to the material's top.
     book_folder
         The book's folder in the material (``""``: its top).
