@@ -1,15 +1,18 @@
-"""One book build: a copy of the material, checks, a runner job, then an atomic switch.
+"""One book build: a copy of the material, checks, a sandboxed runner job, an atomic switch.
 
 :func:`build_book` holds the course's build lock, copies the book's source
-(:func:`book_source_dir`: the course's published material at its head, or
-the folder of its settings) into a new build folder, checks the Jupyter Book
-configuration and table of contents, writes the configuration as built
-(:func:`coursehub.books.plan.plan_config`), runs ``jupyter-book build`` as a
-runner job on this host (:class:`coursehub.runner.LocalBackend`: thread and
-memory limits, a timeout), and only then points ``current`` at the new HTML
-(a symbolic link replaced by ``rename(2)``). A failure leaves ``current``
-as it was: the last good book stays served. Every step is recorded in the
-state file (atomic writes).
+(:func:`book_source_dir`: the course's published material at its head when
+it has one, else the host folder of its settings; no link out of the book)
+into a new build folder, checks the Jupyter Book configuration and table of
+contents, writes the configuration as built (:func:`coursehub.books.plan.plan_config`:
+the book's allow-listed keys, the course's execution), runs ``jupyter-book
+build`` inside the sandbox of :mod:`coursehub.sandbox` as a runner job on
+this host (:class:`coursehub.runner.LocalBackend`: thread and memory limits,
+a timeout; :func:`_run_job`), and only then points ``current`` at the new
+HTML (a symbolic link replaced by ``rename(2)``). A failure leaves
+``current`` as it was: the last good book stays served. Every step is
+recorded in the state file (atomic writes), with the source used and the
+configuration keys left out.
 """
 
 from __future__ import annotations
