@@ -268,3 +268,31 @@ def test_notebooks_a_host_admin_lets_run_run_in_the_sandbox(materials, tmp_path,
     assert seen["network"] != "open"
     assert seen["secrets"] == []
     assert read_state(paths)["source_text"] == f"folder {source}"
+
+
+def test_a_book_build_hides_every_courses_books_material_catalog_and_its_host_folder():
+    from coursehub.books.build import plan_build_hidden
+
+    env = {
+        "COURSEHUB_DATA_DIR": "/srv/ch/data",
+        "COURSEHUB_SLOTS_DIR": "/srv/ch/slots",
+        "COURSEHUB_GRADING_COURSES": "/srv/nbgrader/c",
+        "COURSEHUB_GRADING_EXCHANGE": "/srv/nbgrader/x",
+    }
+    hidden = plan_build_hidden(
+        env,
+        books_dir=Path("/srv/ch/books"),
+        material_dir=None,
+        shared_root=Path("/srv/shared"),
+        source_dir="/srv/book-source",
+    )
+    assert hidden == [
+        "/srv/book-source",
+        "/srv/ch/books",
+        "/srv/ch/data",
+        "/srv/ch/data/material",  # the material root's default: mirrors and credentials
+        "/srv/ch/slots",
+        "/srv/nbgrader/c",
+        "/srv/nbgrader/x",
+        "/srv/shared",
+    ]
