@@ -90,11 +90,16 @@ def test_a_table_of_contents_page_needs_a_file_with_a_page_suffix(docnames, file
 def test_the_course_settings_decide_execution_whatever_the_book_says(
     execute, kernel, mode, aliases
 ):
-    user = {"title": "T", "execute": {"execute_notebooks": "auto"}, "sphinx": {"config": {"a": 1}}}
-    config = plan_config(user, execute=execute, kernel=kernel, cell_timeout_s=60)
+    user = {
+        "title": "T",
+        "execute": {"execute_notebooks": "auto"},
+        "sphinx": {"config": {"html_title": "T", "nb_execution_mode": "force"}},
+    }
+    config, _dropped = plan_config(user, execute=execute, kernel=kernel, cell_timeout_s=60)
     assert config["execute"]["execute_notebooks"] == mode
     assert config["execute"]["raise_on_error"] is True
     assert config["sphinx"]["config"].get("nb_kernel_rgx_aliases") == aliases
+    assert "nb_execution_mode" not in config["sphinx"]["config"]  # myst-nb's own key, the book's
     assert user["execute"] == {"execute_notebooks": "auto"}  # the teacher's dict is not changed
 
 
@@ -229,6 +234,29 @@ def test_a_material_update_rebuilds_the_book_only_when_the_course_asks_for_it(bu
     assert state["state"] == "built", state
     assert "Rebuilt." in (paths.current / "intro.html").read_text()
     assert commit
+
+
+def test_the_material_comes_before_a_host_folder_and_each_build_says_which_source_it_used(
+    built, material, tmp_path, capsys
+):
+    paths, _first, _commit = built
+    _work, layout, _update = material
+    folder = write_book(tmp_path / "old", {**book_files(), "intro.md": "# Old\n\nOld folder.\n"})
+    write_settings(paths, BookSettings(source_dir=str(folder)))
+    outcome = build_book(paths, material_dir=layout.root)
+    assert outcome.ok, outcome.message
+    intro = (paths.current / "intro.html").read_text()
+    assert "Old folder." not in intro and "Introduction" in intro
+    state = read_state(paths)
+    assert (state["source"], state["source_text"]) == (
+        "material",
+        f"material commit {outcome.commit[:12]}",
+    )
+    assert main(["book", "--books-dir", str(paths.root), "show", COURSE]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["build"]["source_text"] == state["source_text"]
+    assert shown["build"]["served_source"] == state["source_text"]
+    write_settings(paths, BookSettings())
 
 
 def test_material_update_on_the_command_line_is_carried_out_with_the_books():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from dataclasses import replace
@@ -18,6 +19,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
+from coursehub.web.views.books import plan_files_key, plan_rewrite_links
 
 COURSE = "mlmeca-2025"
 BOOK = f"/courses/{COURSE}/book/"
@@ -133,3 +135,55 @@ def test_a_build_without_a_book_configuration_shows_why_on_the_course_page(datab
     finally:
         dispose_app(application)
         shutil.rmtree(tmp_path / "books", ignore_errors=True)
+
+
+F = "/courses/c/book-files/k/"
+
+
+@pytest.mark.parametrize(
+    ("page", "html", "expected"),
+    [
+        (
+            "intro.html",
+            '<link href="_static/a.css?v=1" rel=x>',
+            f'<link href="{F}_static/a.css?v=1" rel=x>',
+        ),
+        ("ch/one.html", "<img src='../_images/p.png'>", f"<img src='{F}_images/p.png'>"),
+        (
+            "ch/one.html",
+            '<script src="../searchindex.js"></script>',
+            f'<script src="{F}searchindex.js"></script>',
+        ),
+        ("intro.html", '<a href="page2.html#s">', '<a href="page2.html#s">'),
+        ("intro.html", '<a href="ch/">', '<a href="ch/">'),
+        ("intro.html", '<a href="https://x.org/a.css">', '<a href="https://x.org/a.css">'),
+        ("intro.html", '<a href="/courses/c/">', '<a href="/courses/c/">'),
+        ("intro.html", '<a href="../../settings.json">', '<a href="../../settings.json">'),
+        ("intro.html", '<a href="#top">', '<a href="#top">'),
+    ],
+)
+def test_a_pages_links_to_files_that_are_not_pages_point_at_the_build_files_address(
+    page, html, expected
+):
+    assert plan_rewrite_links(html, page, F) == expected
+
+
+def test_a_member_gets_the_books_style_sheets_without_a_session_at_an_unguessable_address(
+    app, books_dir
+):
+    page = get(app, BOOK + "intro.html", "student").get_data(as_text=True)
+    sheets = re.findall(r'href="(/courses/[^"]+/book-files/([0-9a-f]{32})/[^"?]+\.css)', page)
+    assert sheets, page[:2000]
+    url, key = sheets[0]
+    from coursehub.books.build import served_build
+
+    assert key == plan_files_key("test-secret", COURSE, served_build(BookPaths(books_dir, COURSE)))
+    sheet = get(app, url, "anonymous")  # the opaque origin of a page sends no cookie
+    assert sheet.status_code == 200 and "css" in sheet.headers["Content-Type"]
+    assert sheet.headers["Content-Security-Policy"].startswith("sandbox")
+    files = f"/courses/{COURSE}/book-files/{key}/"
+    wrong = f"/courses/{COURSE}/book-files/{'0' * 32}/"
+    assert get(app, url.replace(files, wrong), "anonymous").status_code == 404
+    for path in ("intro.html", "", "_static/", "../settings.json", "_static/../../../state.json"):
+        assert get(app, files + path, "anonymous").status_code in (404, 308), path
+    assert get(app, f"/courses/{COURSE}/book/intro.html", "anonymous").status_code == 302

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from coursehub.books.build import is_building, now_text
+from coursehub.books.build import SERVED_KEYS, is_building, now_text
 from coursehub.books.settings import BookPaths, read_settings, read_state, write_state
 
 
@@ -54,9 +54,7 @@ def start_build(
             start_new_session=True,
         )
     previous = read_state(paths)
-    served: dict[str, Any] = {
-        k: previous[k] for k in ("served_build", "served_commit") if k in previous
-    }
+    served: dict[str, Any] = {k: previous[k] for k in SERVED_KEYS if k in previous}
     state = {**served, "state": "queued", "started": now_text(), "pid": process.pid}
     if not is_building(paths):  # the build has not written its own state yet
         write_state(paths, state)

@@ -1,15 +1,18 @@
-"""One book build: a copy of the material, checks, a runner job, then an atomic switch.
+"""One book build: a copy of the material, checks, a sandboxed runner job, an atomic switch.
 
 :func:`build_book` holds the course's build lock, copies the book's source
-(:func:`book_source_dir`: the course's published material at its head, or
-the folder of its settings) into a new build folder, checks the Jupyter Book
-configuration and table of contents, writes the configuration as built
-(:func:`coursehub.books.plan.plan_config`), runs ``jupyter-book build`` as a
-runner job on this host (:class:`coursehub.runner.LocalBackend`: thread and
-memory limits, a timeout), and only then points ``current`` at the new HTML
-(a symbolic link replaced by ``rename(2)``). A failure leaves ``current``
-as it was: the last good book stays served. Every step is recorded in the
-state file (atomic writes).
+(:func:`book_source_dir`: the course's published material at its head when
+it has one, else the host folder of its settings; no link out of the book)
+into a new build folder, checks the Jupyter Book configuration and table of
+contents, writes the configuration as built (:func:`coursehub.books.plan.plan_config`:
+the book's allow-listed keys, the course's execution), runs ``jupyter-book
+build`` inside the sandbox of :mod:`coursehub.sandbox` as a runner job on
+this host (:class:`coursehub.runner.LocalBackend`: thread and memory limits,
+a timeout; :func:`_run_job`), and only then points ``current`` at the new
+HTML (a symbolic link replaced by ``rename(2)``). A failure leaves
+``current`` as it was: the last good book stays served. Every step is
+recorded in the state file (atomic writes), with the source used and the
+configuration keys left out.
 """
 
 from __future__ import annotations
@@ -33,9 +36,12 @@ from coursehub.books.plan import (
     TOC_FILE,
     plan_build_id,
     plan_config,
+    plan_links_out,
     plan_missing_pages,
     plan_prune,
+    render_dropped,
     render_failure,
+    render_links_out,
     render_missing,
 )
 from coursehub.books.settings import (
@@ -50,8 +56,8 @@ from coursehub.errors import CoursehubError
 
 #: The book's HTML inside a build's output folder (``jupyter-book build --path-output``).
 HTML_SUBDIR = Path("out") / "_build" / "html"
-#: Variables the build job gets from the caller's environment; nothing else (no secrets).
-PASSED_VARIABLES = ("LANG", "LC_ALL", "TZ")
+#: State keys about the book served, carried over from one build to the next.
+SERVED_KEYS = ("served_build", "served_commit", "served_source")
 
 
 @dataclass(frozen=True)
@@ -101,40 +107,80 @@ def is_building(paths: BookPaths) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class BookSource:
+    """Where a build's book came from: ``kind`` ``material`` (at ``commit``) or ``folder``."""
+
+    book: Path
+    kind: str
+    commit: str = ""
+    folder: str = ""
+
+    def describe(self) -> str:
+        """``"material commit 1a2b3c4d5e6f"`` or ``"folder /srv/book-source"``."""
+        if self.kind == "material":
+            return f"material commit {self.commit[:12]}"
+        return f"folder {self.folder}"
+
+
+def _links_of_tar(members: list[tarfile.TarInfo]) -> list[tuple[str, str]]:
+    """The symbolic links of an archive (hard links: tar's ``data`` filter keeps them inside)."""
+    return [(m.name, m.linkname) for m in members if m.issym()]
+
+
+def _links_of_folder(root: Path) -> list[tuple[str, str]]:
+    links = []
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if path.is_symlink():
+                links.append((path.relative_to(root).as_posix(), os.readlink(path)))
+    return links
+
+
 def book_source_dir(
     course_id: str, settings: BookSettings, dest: Path, material_dir: Path | None = None
-) -> tuple[Path, str]:
-    """Copy the course's book source into ``dest``; return ``(book folder, commit)``.
+) -> BookSource:
+    """Copy the course's book source into ``dest``; return where it came from.
 
-    The one place that decides where a book comes from: the settings'
-    ``source_dir`` (copied; commit ``""``), else the course's published
-    material (:mod:`coursehub.material`) at its head, extracted with
-    ``git archive`` (tar's ``data`` filter: no link or path leaves ``dest``).
-    The book is ``dest / settings.folder``.
+    The one place that decides where a book comes from (docs/books.md): the
+    course's published material (:mod:`coursehub.material`) at its head
+    when it has one, extracted with ``git archive``; else the settings'
+    ``source_dir`` (a host folder, copied). The book is ``dest /
+    settings.folder``. A symbolic link pointing outside the book
+    (:func:`coursehub.books.plan.plan_links_out`) refuses the build; none
+    is ever followed.
 
     Raises
     ------
     BookError
-        If the course has neither a source folder nor published material.
+        If the course has neither published material nor a source folder, the
+        material cannot be read, or the source holds a link out of the book.
     """
-    if settings.source_dir:
-        source = Path(settings.source_dir)
-        if not source.is_dir():
-            raise BookError(f"the book's source folder {source} does not exist")
-        shutil.copytree(source, dest, ignore=shutil.ignore_patterns(".git", "_build"))
-        return dest / settings.folder, ""
-    from coursehub.material.gitcmd import plan_git_env
     from coursehub.material.layout import MaterialLayout, material_root
     from coursehub.material.mirror import published_head
 
     layout = MaterialLayout(material_dir or material_root())
     commit = published_head(layout, course_id)
+    if not commit and settings.source_dir:
+        source = Path(settings.source_dir)
+        if not source.is_dir():
+            raise BookError(f"the book's source folder {source} does not exist")
+        out = plan_links_out(_links_of_folder(source), settings.folder)
+        if out:
+            raise BookError(render_links_out(out))
+        shutil.copytree(
+            source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", "_build")
+        )
+        return BookSource(dest / settings.folder, "folder", folder=str(source))
     if not commit:
         raise BookError(
             f"course {course_id} has no material yet (set its repository with "
             f"`coursehub material set`, or a source folder with `coursehub book settings "
             f"{course_id} --source-dir DIR`)"
         )
+    from coursehub.material.gitcmd import plan_git_env
+
     git_dir = str(layout.published_repo(course_id))
     done = subprocess.run(
         ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
@@ -147,9 +193,15 @@ def book_source_dir(
     if done.returncode != 0:
         raise BookError(f"reading the material of {course_id}: {done.stderr.decode()[-300:]}")
     dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
-        archive.extractall(dest, filter="data")
-    return dest / settings.folder, commit
+    try:
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+            out = plan_links_out(_links_of_tar(archive.getmembers()), settings.folder)
+            if out:
+                raise BookError(render_links_out(out))
+            archive.extractall(dest, filter="data")
+    except tarfile.TarError as exc:  # the data filter's refusals (a special file...)
+        raise BookError(f"the material of {course_id} cannot be extracted: {exc}") from None
+    return BookSource(dest / settings.folder, "material", commit=commit)
 
 
 def check_book(book: Path, where: str) -> dict[str, Any]:
@@ -245,9 +297,7 @@ def build_book(
         log_path = paths.logs / f"{build_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.touch()
-        served: dict[str, Any] = {
-            k: previous[k] for k in ("served_build", "served_commit") if k in previous
-        }
+        served: dict[str, Any] = {k: previous[k] for k in SERVED_KEYS if k in previous}
         state: dict[str, Any] = {
             **served,
             "state": "building",
@@ -264,20 +314,45 @@ def build_book(
         try:
             if settings_error:
                 raise BookError(settings_error)
-            book, commit = book_source_dir(
-                paths.course_id, settings, build / "source", material_dir
-            )
-            state["commit"] = commit
+            source = book_source_dir(paths.course_id, settings, build / "source", material_dir)
+            book, commit = source.book, source.commit
+            state.update(commit=commit, source=source.kind, source_text=source.describe())
+            if source.kind == "folder":
+                state["source_dir"] = source.folder
+            _log(log_path, f"book source: {source.describe()}")
             where = f"folder {settings.folder}" if settings.folder else "the material's top folder"
             config = check_book(book, where)
             kernel, kernel_env = course_kernel(paths.course_id, shared_root)
-            built = plan_config(
+            built, dropped = plan_config(
                 config, execute=settings.execute, kernel=kernel, cell_timeout_s=settings.timeout_s
             )
+            if (book / "conf.py").exists():  # jupyter-book builds with noconfig; never read it
+                (book / "conf.py").unlink()
+                dropped.append("conf.py")
+            state["dropped_keys"] = dropped
+            if dropped:
+                _log(log_path, render_dropped(dropped))
+            write_state(paths, state)
             import yaml
 
             (book / CONFIG_FILE).write_text(yaml.safe_dump(built), encoding="utf-8")
-            _run_job(paths, settings, book, build / "out", log_path, kernel_env, on_output)
+            hidden = plan_build_hidden(
+                os.environ,
+                books_dir=paths.root,
+                material_dir=material_dir,
+                shared_root=shared_root,
+                source_dir=source.folder,
+            )
+            _run_job(
+                paths,
+                settings,
+                book,
+                build / "out",
+                log_path,
+                kernel_env,
+                on_output,
+                hidden=hidden,
+            )
             _switch(paths, build / HTML_SUBDIR)
         except CoursehubError as exc:
             shutil.rmtree(build, ignore_errors=True)
@@ -294,10 +369,62 @@ def build_book(
             finished=now_text(),
             served_build=build_id,
             served_commit=commit,
+            served_source=state.get("source_text", ""),
             pid=None,
         )
         write_state(paths, state)
         return BuildOutcome(True, build_id, f"book of {paths.course_id} built", log_path, commit)
+
+
+def plan_build_hidden(
+    environ: dict[str, str] | os._Environ[str],
+    *,
+    books_dir: Path,
+    material_dir: Path | None,
+    shared_root: Path | None,
+    source_dir: str = "",
+) -> list[str]:
+    """Return the folders a book build must not see (pure but for the data folder's default).
+
+    Every course's books (``BOOKS_DIR``), the material root (mirrors and
+    credentials of every course), coursehub's data folder (the catalog), the
+    runner's slots, the grading courses and exchange, the shared root of the
+    courses and the host folder the book was copied from. The build works
+    on its own copy, outside all of them.
+    """
+    from coursehub.catalog.db import data_dir
+    from coursehub.material.layout import material_root
+    from coursehub.runner.slots import DEFAULT_SLOTS_DIR
+
+    folders: list[str | Path] = [
+        books_dir,
+        material_dir or material_root(environ),
+        data_dir(environ),
+        environ.get("COURSEHUB_SLOTS_DIR") or DEFAULT_SLOTS_DIR,
+        environ.get("COURSEHUB_GRADING_COURSES") or "/srv/nbgrader/courses",
+        environ.get("COURSEHUB_GRADING_EXCHANGE") or "/usr/local/share/nbgrader/exchange",
+    ]
+    if shared_root is not None:
+        folders.append(shared_root)
+    if source_dir:
+        folders.append(source_dir)
+    return sorted({str(Path(f)) for f in folders})
+
+
+def _copy_out(html: Path, dest: Path) -> None:
+    """Copy the built HTML to ``dest``: folders and regular files only, never a link."""
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if not _regular_or_dir(Path(folder) / n)]
+
+    shutil.copytree(html, dest, symlinks=True, ignore=skip)
+
+
+def _regular_or_dir(path: Path) -> bool:
+    import stat
+
+    mode = path.lstat().st_mode
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _run_job(
@@ -308,35 +435,86 @@ def _run_job(
     log_path: Path,
     extra_env: dict[str, str],
     on_output: Callable[[str], None] | None,
+    *,
+    hidden: list[str],
 ) -> None:
-    """Run ``jupyter-book build`` as a runner job with the course's limits; raise if it failed."""
-    from coursehub.runner import LocalBackend, run
+    """Run ``jupyter-book build`` in the sandbox, as a runner job with the course's limits.
 
-    home = paths.dir / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: os.environ[k] for k in PASSED_VARIABLES if os.environ.get(k)}
-    env.update(
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin:/usr/bin:/bin"]),
-        HOME=str(home),
-        **extra_env,
-    )
-    result = run(
-        "coursehub.books.job",
-        [str(book), str(out)],
-        module=True,
-        backend=LocalBackend(),
-        on_output=on_output or (lambda _text: None),
-        n_threads=settings.n_threads,
-        mem_limit=settings.mem_limit,
-        timeout_s=settings.timeout_s,
-        name=f"book-{paths.course_id}",
-        cwd=book,
-        env=env,
-        log_path=log_path,
-        inherit_env=False,
-    )
-    if not result.ok or not (out / "_build" / "html" / "index.html").is_file():
-        raise BookError(render_failure(result.killed_reason, result.returncode, _last(log_path)))
+    The book is copied into a private job folder (:func:`coursehub.sandbox.workdir.make_job_dir`,
+    owned by the sandbox account), built there by ``python -m coursehub.books.job`` started
+    through :func:`coursehub.sandbox.plan.make_plan` and
+    :func:`coursehub.sandbox.command.plan_sandbox_command` (the sandbox account as root, no
+    network, ``hidden`` covered, an allow-listed environment), and its HTML copied to ``out``
+    (no link followed). The job folder is removed however the build ended.
+
+    Raises
+    ------
+    BookError
+        If the sandbox cannot run here (:func:`coursehub.sandbox.preflight.check_plan`), the
+        build failed or left no ``index.html``.
+    """
+    from coursehub.runner import LocalBackend, run
+    from coursehub.sandbox.command import chown_tree, plan_sandbox_command
+    from coursehub.sandbox.env import plan_sandbox_env
+    from coursehub.sandbox.plan import interpreter_paths, make_plan
+    from coursehub.sandbox.preflight import check_plan
+    from coursehub.sandbox.workdir import make_job_dir
+
+    job = make_job_dir()
+    try:
+        work, job_out, home, stage = job / "book", job / "out", job / "home", job / "stage"
+        shutil.copytree(book, work, symlinks=True)
+        for folder in (job_out, home, home / "tmp", stage):
+            folder.mkdir()
+        needed = [*interpreter_paths(), *extra_env.values()]
+        plan = make_plan(hidden, keep=[job], needed=needed, stage_dir=stage)
+        try:
+            check_plan(plan, needed=needed)
+        except CoursehubError as exc:
+            raise BookError(f"the book cannot be built in the sandbox: {exc}") from None
+        env = plan_sandbox_env(os.environ)
+        env.update(
+            PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin:/usr/bin"]),
+            HOME=str(home),
+            TMPDIR=str(home / "tmp"),
+            **extra_env,
+        )
+        if plan.account is not None:
+            env["USER"] = env["LOGNAME"] = plan.account.name
+            chown_tree(job, plan.account.uid, plan.account.gid)
+        inner = [sys.executable, "-m", "coursehub.books.job", str(work), str(job_out)]
+        _log(log_path, f"sandbox: {plan.mode} mode, as {_account_name(plan)}, network off")
+        result = run(
+            "coursehub.books.job",
+            ["--", *plan_sandbox_command(inner, plan)],
+            module=True,
+            backend=LocalBackend(),
+            on_output=on_output or (lambda _text: None),
+            n_threads=settings.n_threads,
+            mem_limit=settings.mem_limit,
+            timeout_s=settings.timeout_s,
+            name=f"book-{paths.course_id}",
+            cwd=job,
+            env=env,
+            log_path=log_path,
+            inherit_env=False,
+        )
+        html = job_out / "_build" / "html"
+        if not result.ok or not (html / "index.html").is_file():
+            why = render_failure(result.killed_reason, result.returncode, _last(log_path))
+            raise BookError(why)
+        _copy_out(html, out / "_build" / "html")
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+
+
+def _account_name(plan: Any) -> str:
+    return plan.account.name if plan.account is not None else "this account"
+
+
+def _log(log_path: Path, line: str) -> None:
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"[coursehub] {line}\n")
 
 
 def _last(log_path: Path) -> str:

@@ -33,7 +33,10 @@ def register(subparsers: Any) -> None:
     settings = sub.add_parser("settings", help="change the book's settings (host administrators)")
     settings.add_argument("course_id")
     settings.add_argument("--folder", help="the book's folder in the material ('' for its top)")
-    settings.add_argument("--source-dir", help="build from this host folder, not the git material")
+    settings.add_argument(
+        "--source-dir",
+        help="build from this host folder while the course has no published material",
+    )
     settings.add_argument(
         "--execute", choices=("on", "off"), help="run the notebooks when building"
     )

@@ -1,20 +1,63 @@
-"""The runner job of a book build: ``python -m coursehub.books.job BOOK OUT``.
+"""The runner job of a book build: ``python -m coursehub.books.job -- SANDBOX_COMMAND...``.
 
-Runs Jupyter Book 1.x's command line (``jupyter-book build BOOK --path-output
-OUT --builder html``, https://jupyterbook.org/en/stable/reference/cli.html) in
-the job's interpreter, under the runner's limits; exits with its status.
+The runner (thread and memory limits, a timeout) starts this module with the
+sandbox command made by :func:`coursehub.books.build._run_job`
+(:func:`coursehub.sandbox.command.plan_sandbox_command`); it runs that command
+with an allow-listed environment and exits with its status. Inside the
+sandbox the same module runs as ``python -m coursehub.books.job BOOK OUT``:
+Jupyter Book 1.x's command line (``jupyter-book build BOOK --path-output OUT
+--builder html``, https://jupyterbook.org/en/stable/reference/cli.html).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
+import uuid
+from typing import Any
+
+
+def use_ipc_kernels(folder: str) -> None:
+    """Start every kernel of this process with Unix sockets in ``folder`` (``ipc`` transport).
+
+    The sandbox has no network, not even a loopback that is up, so the
+    kernels myst-nb starts (``nbclient``, ``jupyter_client``'s default
+    ``tcp`` on 127.0.0.1) would never answer; sockets in a folder do, as for
+    the autograde kernels (:mod:`coursehub.grading.sandbox_kernel`).
+    """
+    from jupyter_client.manager import KernelManager
+
+    if getattr(KernelManager, "_coursehub_ipc", False):
+        return
+    original = KernelManager._async_pre_start_kernel
+
+    async def pre_start(self: KernelManager, **kw: Any) -> Any:
+        self.transport = "ipc"
+        self.ip = os.path.join(folder, f"k-{uuid.uuid4().hex[:12]}")
+        return await original(self, **kw)
+
+    KernelManager._async_pre_start_kernel = pre_start  # type: ignore[method-assign]
+    KernelManager._coursehub_ipc = True  # type: ignore[attr-defined]
 
 
 def main(argv: list[str]) -> int:
-    """Build the book in ``argv[0]`` into ``argv[1]``; return jupyter-book's exit status."""
+    """Run the sandbox command after ``--``, or build ``argv[0]`` into ``argv[1]``.
+
+    Returns
+    -------
+    int
+        The exit status of the sandboxed command or of jupyter-book.
+    """
+    if argv[:1] == ["--"] and len(argv) > 1:
+        from coursehub.sandbox.env import plan_sandbox_env
+
+        return subprocess.call(argv[1:], env=plan_sandbox_env(os.environ), stdin=subprocess.DEVNULL)
     if len(argv) != 2:
-        print("usage: python -m coursehub.books.job BOOK OUT", file=sys.stderr)
+        print("usage: python -m coursehub.books.job BOOK OUT | -- COMMAND...", file=sys.stderr)
         return 2
+    use_ipc_kernels(os.environ.get("TMPDIR") or tempfile.gettempdir())
     from jupyter_book.cli.main import main as jupyter_book
 
     try:

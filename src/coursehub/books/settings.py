@@ -108,8 +108,9 @@ class BookSettings:
         The book's folder inside the material (``""``: its top), holding
         ``_config.yml`` and ``_toc.yml``.
     source_dir
-        A folder of the host to build from instead of the course's git
-        material (the demo; a course without a repository), or ``""``.
+        A folder of the host to build from while the course has no
+        published git material (the demo; a course without a repository),
+        or ``""``; published material comes first (docs/books.md).
     execute
         Run the notebooks during the build (``execute_notebooks: force``),
         with the course's kernel; off by default (their stored outputs are shown).

@@ -116,6 +116,15 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "coursehub.grading.sandbox_kernel:SandboxKernelManager",
     ),
     ProcessRow(
+        "course book build (Jupyter Book, a runner job)",
+        "coursehub.books.build:build_book",
+        "the sandbox account as root; the caller in a user namespace otherwise",
+        "a private copy of the book (allow-listed configuration keys); the installation, read-only",
+        "that private copy; the HTML is copied back without following links",
+        "no (own network namespace)",
+        "coursehub.books.build:_run_job",
+    ),
+    ProcessRow(
         "course environment build (venv, pip install)",
         "coursehub.courseenv.build:build_environment",
         "the sandbox account as root (it owns only the new build folder); the caller otherwise",

@@ -39,6 +39,8 @@ TEAM_CACHE_S = 60.0
 PUBLIC_ENDPOINTS = frozenset({"static", "auth.login", "auth.oauth_callback", "auth.logout"})
 #: a course book's pages decide themselves (public books: anyone; else members, after sign-in)
 PUBLIC_ENDPOINTS |= {"books.root", "books.page"}
+#: a built book's other files (CSS, scripts, images): an unguessable per-build address
+PUBLIC_ENDPOINTS |= {"books.files"}
 #: the LTI tool's public key set, fetched by the LMS (coursehub.web.views.ltigrades)
 PUBLIC_ENDPOINTS |= {"lti_grades.jwks"}
 #: endpoint prefixes of the JSON API's blueprints
