@@ -355,6 +355,21 @@ def collect_integration_sockets(request: pytest.FixtureRequest) -> Iterator[None
 
 
 @pytest.fixture
+def sandbox_user(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh sandbox account name (``chtest-s...``) for one test, deleted afterwards (root only).
+
+    ``COURSEHUB_GRADER_USER`` names it for the test; the account itself is
+    made by whatever the test runs (:func:`coursehub.sandbox.account.ensure_sandbox_account`).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create the sandbox account")
+    name = f"chtest-s{uuid.uuid4().hex[:6]}"
+    monkeypatch.setenv("COURSEHUB_GRADER_USER", name)
+    yield name
+    subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture
 def open_tmp() -> Iterator[Path]:
     """A fresh folder every account may enter (0755 under ``/tmp``), removed after the test.
 

@@ -11,7 +11,6 @@ that only the sandbox stands between the student's code and those files.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import socket
 import subprocess
@@ -125,14 +124,9 @@ print("FOUND" + json.dumps(found, sort_keys=True))
 
 
 @pytest.fixture
-def grader(monkeypatch):
-    """A fresh sandbox account (``chtest-...``), removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create the sandbox account")
-    name = f"chtest-g{secrets.token_hex(3)}"
-    monkeypatch.setenv("COURSEHUB_GRADER_USER", name)
-    yield name
-    subprocess.run(["userdel", name], capture_output=True)
+def grader(sandbox_user):
+    """The test's own sandbox account's name (:func:`conftest.sandbox_user`)."""
+    return sandbox_user
 
 
 @pytest.fixture

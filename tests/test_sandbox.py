@@ -9,7 +9,6 @@ folder stays out of sight.
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -32,15 +31,6 @@ from coursehub.sandbox.plan import make_plan
 from coursehub.sandbox.preflight import check_plan
 
 NOBODY = SandboxAccount("nobody", 65534, 65534)
-
-
-@pytest.fixture
-def open_tmp():
-    """A folder everyone may enter (pytest's own ``tmp_path`` lies in a 0700 folder)."""
-    folder = Path(tempfile.mkdtemp(prefix="chtest-sandbox-"))
-    folder.chmod(0o755)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)])
 
 
 def test_nested_hidden_folders_are_hidden_once_by_the_outermost(tmp_path):
@@ -117,14 +107,9 @@ def test_exposures_need_a_stage_folder():
 
 
 @pytest.fixture
-def account(monkeypatch):
-    """A fresh sandbox account (``chtest-...``), removed afterwards (root only)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create the sandbox account")
-    name = f"chtest-s{secrets.token_hex(3)}"
-    monkeypatch.setenv("COURSEHUB_GRADER_USER", name)
-    yield ensure_sandbox_account(name)
-    subprocess.run(["userdel", name], capture_output=True)
+def account(sandbox_user):
+    """The test's own sandbox account (:func:`conftest.sandbox_user`), created."""
+    return ensure_sandbox_account(sandbox_user)
 
 
 @pytest.fixture
