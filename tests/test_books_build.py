@@ -305,3 +305,20 @@ def test_a_build_over_its_time_is_stopped_with_a_clear_message(tmp_path):
     assert not outcome.ok
     assert "exceeded its time limit" in outcome.message
     assert json.loads(paths.state.read_text())["error"] == outcome.message
+
+
+@pytest.mark.parametrize(
+    ("extensions", "kept", "left_out"),
+    [
+        (None, ["colon_fence", "dollarmath", "linkify", "tasklist"], False),
+        (["deflist", "substitution"], ["deflist"], True),
+        (["dollarmath"], ["dollarmath"], False),
+        ("substitution", ["colon_fence", "dollarmath", "linkify", "tasklist"], True),
+    ],
+)
+def test_a_book_never_gets_myst_substitutions_which_run_jinja_at_build_time(
+    extensions, kept, left_out
+):
+    from coursehub.books.plan import plan_myst_extensions
+
+    assert plan_myst_extensions(extensions) == (kept, left_out)

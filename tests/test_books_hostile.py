@@ -128,7 +128,13 @@ def hostile_files(private: Path, marker: Path) -> dict[str, str]:
         f"    html_static_path: ['{up}']\n"
     )
     code = f"open({str(marker)!r}, 'w').write('ran')"
-    return {**book_files(code=code), "_config.yml": config}
+    # MyST substitutions are Jinja2 run at build time; a page's front matter turns them on
+    page = (
+        "---\nmyst:\n  enable_extensions: [substitution]\n---\n"
+        "# Introduction\n\nThe first page. {{ 7 * 1000003 }}\n"
+    )
+    config += "parse:\n  myst_enable_extensions: [colon_fence, substitution]\n"
+    return {**book_files(code=code), "_config.yml": config, "intro.md": page}
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +184,9 @@ def test_a_hostile_book_built_from_the_command_line_runs_nothing_and_copies_no_h
     log = Path(state["log"]).read_text()
     assert "left out (not allowed in a course book)" in log and "html_extra_path" in log
     assert "The first page." in (BookPaths(books, HONEST).current / "intro.html").read_text()
+    page = (served / "intro.html").read_text()
+    assert "7000021" not in page and "1000003" in page  # shown as text, never rendered
+    assert "parse.myst_enable_extensions.substitution" in state["dropped_keys"]
 
 
 def test_a_material_with_an_absolute_link_is_refused_in_one_line_while_an_honest_one_builds(

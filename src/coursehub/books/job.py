@@ -42,6 +42,35 @@ def use_ipc_kernels(folder: str) -> None:
     KernelManager._coursehub_ipc = True  # type: ignore[attr-defined]
 
 
+def refuse_substitutions() -> None:
+    """Show MyST substitutions (``{{ ... }}``) as literal text instead of rendering them.
+
+    myst-parser renders a substitution with an unsandboxed ``jinja2.Environment``
+    (``myst_parser.mdit_to_docutils.base.DocutilsRenderer.render_substitution``),
+    so ``{{ ... }}`` in a page runs code at build time whatever the course's
+    execute setting; a page's own front matter (``myst: enable_extensions``)
+    can turn the extension on even where ``_config.yml`` does not
+    (:func:`coursehub.books.plan.plan_myst_extensions`). Each one becomes its
+    own text, with a build warning that names its line.
+    """
+    from docutils import nodes
+    from myst_parser.mdit_to_docutils.base import DocutilsRenderer
+    from myst_parser.warnings_ import MystWarnings
+
+    def render(self: Any, token: Any, inline: bool) -> None:
+        text = "{{" + token.content + "}}"
+        self.create_warning(
+            "substitutions are not rendered in course books (they would run code)",
+            MystWarnings.SUBSTITUTION,
+            line=(token.map or [0])[0] + 1,
+            append_to=self.current_node,
+        )
+        literal = nodes.literal(text, text)
+        self.current_node.append(literal if inline else nodes.paragraph("", "", literal))
+
+    DocutilsRenderer.render_substitution = render  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> int:
     """Run the sandbox command after ``--``, or build ``argv[0]`` into ``argv[1]``.
 
@@ -58,6 +87,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m coursehub.books.job BOOK OUT | -- COMMAND...", file=sys.stderr)
         return 2
     use_ipc_kernels(os.environ.get("TMPDIR") or tempfile.gettempdir())
+    refuse_substitutions()
     from jupyter_book.cli.main import main as jupyter_book
 
     try:

@@ -59,7 +59,6 @@ SAFE_SECTION_KEYS: Mapping[str, frozenset[str]] = {
         {
             "myst_enable_extensions",
             "myst_url_schemes",
-            "myst_substitutions",
             "myst_dmath_double_inline",
             "myst_heading_anchors",
             "myst_footnote_transition",
@@ -93,10 +92,8 @@ SAFE_SPHINX_KEYS = frozenset(
         "mathjax3_config",
         "pygments_style",
         "suppress_warnings",
-        "myst_enable_extensions",
         "myst_heading_anchors",
         "myst_url_schemes",
-        "myst_substitutions",
         "myst_dmath_double_inline",
         "myst_footnote_transition",
         "nb_merge_streams",
@@ -194,6 +191,33 @@ def plan_safe_config(user: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]
     return safe, sorted(dropped)
 
 
+#: Jupyter Book 1.x's default MyST extensions (``jupyter_book/default_config.yml``).
+DEFAULT_MYST_EXTENSIONS = ("colon_fence", "dollarmath", "linkify", "substitution", "tasklist")
+#: MyST extensions a book may not turn on: ``substitution`` renders ``{{ ... }}`` in every
+#: page with Jinja2 at build time (myst-parser's ``substitution`` extension, an unsandboxed
+#: ``jinja2.Environment``), i.e. runs the page's code whatever the course's execute setting.
+REFUSED_MYST_EXTENSIONS = frozenset({"substitution"})
+
+
+def plan_myst_extensions(user: Any) -> tuple[list[str], bool]:
+    """Return the MyST extensions a book gets and whether one of them was left out (pure).
+
+    ``user`` is the book's ``parse.myst_enable_extensions`` (None: Jupyter
+    Book's :data:`DEFAULT_MYST_EXTENSIONS`); the extensions of
+    :data:`REFUSED_MYST_EXTENSIONS` are removed, as is anything not a string.
+
+    >>> plan_myst_extensions(None)
+    (['colon_fence', 'dollarmath', 'linkify', 'tasklist'], False)
+    >>> plan_myst_extensions(["substitution", "deflist"])
+    (['deflist'], True)
+    """
+    names = list(DEFAULT_MYST_EXTENSIONS) if user is None else user
+    if not isinstance(names, list | tuple):
+        return [n for n in DEFAULT_MYST_EXTENSIONS if n not in REFUSED_MYST_EXTENSIONS], True
+    kept = [n for n in names if isinstance(n, str) and n not in REFUSED_MYST_EXTENSIONS]
+    return kept, user is not None and len(kept) != len(names)
+
+
 def plan_config(
     user: Mapping[str, Any],
     *,
@@ -231,6 +255,12 @@ def plan_config(
         If the configuration is not a mapping or sets a key of :data:`REFUSED_KEYS`.
     """
     config, dropped = plan_safe_config(user)
+    parse = dict(config.get("parse") or {})
+    extensions, left_out = plan_myst_extensions(parse.get("myst_enable_extensions"))
+    parse["myst_enable_extensions"] = extensions
+    config["parse"] = parse
+    if left_out:
+        dropped = sorted({*dropped, "parse.myst_enable_extensions.substitution"})
     config["execute"] = {
         "execute_notebooks": "force" if execute else "off",
         "timeout": int(cell_timeout_s),
