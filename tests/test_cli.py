@@ -50,6 +50,10 @@ def _parser_raising(exc):
     [
         (errno.ENOSPC, "coursehub: error: disk full: cannot write /x/out.csv (No space left"),
         (errno.EDQUOT, "coursehub: error: quota exceeded: cannot write /x/out.csv (Disk quota"),
+        (
+            errno.EROFS,
+            "coursehub: error: read-only file system: cannot write /x/out.csv (Read-only",
+        ),
     ],
 )
 def test_a_full_disk_or_quota_from_any_command_is_one_line_with_status_1(

@@ -493,3 +493,24 @@ def test_a_full_disk_on_a_first_checkpoint_says_none_was_written():
         "disk full: checkpoint of epoch 1 not written; no checkpoint of this run written, "
         "m.pt unchanged: free some space and start again"
     )
+
+
+def test_a_resume_onto_a_read_only_file_system_exits_with_one_line_and_keeps_the_checkpoint(
+    small_disk, data, capsys
+):
+    model_file = small_disk / "m.pt"
+    assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL)[0] == 0
+    before = model_file.read_bytes()
+    remount = ["mount", "-o", "remount,ro", str(small_disk)]
+    subprocess.run(remount, check=True, capture_output=True)
+    argv = [str(model_file), "2", "1", "--data", str(data), "--resume", *SMALL]
+    cmd = [sys.executable, "-m", "coursehub", "pendulum", "train", *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.strip() == (
+        f"coursehub: error: read-only file system: checkpoint of epoch 2 not written; "
+        f"{model_file} still holds epoch 1: write to a folder on a writable file system, "
+        "then continue with --resume"
+    )
+    assert model_file.read_bytes() == before

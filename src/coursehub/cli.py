@@ -7,7 +7,7 @@ torch, scipy or matplotlib.
 
 Errors a user can meet (:class:`coursehub.errors.CoursehubError`) are printed
 as one line, ``coursehub: error: ...``, with exit status 2. A write refused
-for want of space (``OSError`` ENOSPC or EDQUOT, from any command) is one line
+by the storage (``OSError`` ENOSPC, EDQUOT or EROFS, from any command) is one line
 too, with exit status 1 (:func:`coursehub.errors.describe_storage_full`). Any
 other exception is a bug and keeps its traceback: library errors a command
 can meet are turned into a :class:`~coursehub.errors.CoursehubError` where
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from coursehub import __version__
-from coursehub.errors import CoursehubError, describe_storage_full, is_storage_full
+from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 
 # sub-command -> module that registers it, in the order shown by --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"coursehub: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        if not is_storage_full(exc):
+        if not is_storage_refused(exc):
             raise
         print(f"coursehub: error: {describe_storage_full(exc)}", file=sys.stderr)
         return 1

@@ -57,8 +57,9 @@ from coursehub.errors import (
     CoursehubError,
     StorageFullError,
     UsageError,
-    is_storage_full,
+    is_storage_refused,
     storage_full_kind,
+    storage_hint,
 )
 from coursehub.pendulum.config import (
     ARCHS,
@@ -396,15 +397,16 @@ def prepare_resume(
 
 
 def describe_checkpoint_full(path: Path, epoch: int, held: int, exc: OSError) -> str:
-    """Return the one line of a checkpoint the full disk refused (pure).
+    """Return the one line of a checkpoint the storage refused: full, quota, read-only (pure).
 
     ``epoch``: the one not written; ``held``: the one ``path`` still holds
     (0: none written by this run).
     """
+    hint = storage_hint(exc)
     kept = (
-        f"{path} still holds epoch {held}: free some space, then continue with --resume"
+        f"{path} still holds epoch {held}: {hint}, then continue with --resume"
         if held
-        else f"no checkpoint of this run written, {path} unchanged: free some space and start again"
+        else f"no checkpoint of this run written, {path} unchanged: {hint} and start again"
     )
     return f"{storage_full_kind(exc)}: checkpoint of epoch {epoch} not written; {kept}"
 
@@ -437,7 +439,7 @@ def train(request: TrainRequest) -> int:
         try:
             save_checkpoint(checkpoint, request.model_file)
         except OSError as exc:
-            if not is_storage_full(exc):
+            if not is_storage_refused(exc):
                 raise
             message = describe_checkpoint_full(request.model_file, state.epoch, held[0], exc)
             raise StorageFullError(message) from None
