@@ -33,8 +33,17 @@ from coursehub.errors import CoursehubError
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the build changes account as root only")
 
 
-def pth_wheel(folder: Path, marker: Path, name: str = "chevil", version: str = "1.0") -> Path:
-    """Write a wheel whose ``<name>.pth`` appends ``uid=...`` to ``marker``; return it."""
+def pth_wheel(
+    folder: Path,
+    marker: Path,
+    name: str = "chevil",
+    version: str = "1.0",
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """Write a wheel whose ``<name>.pth`` appends ``uid=...`` to ``marker``; return it.
+
+    ``extra``: more files of the wheel (path -> text), e.g. ``<name>-<version>.data/scripts/x``.
+    """
     code = (
         f"import os, sys; open({str(marker)!r}, 'a')"
         ".write(f'uid={os.getuid()} argv={sys.argv[:3]}\\n')\n"
@@ -48,6 +57,7 @@ def pth_wheel(folder: Path, marker: Path, name: str = "chevil", version: str = "
         f"{name}-{version}.dist-info/WHEEL": (
             "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         ),
+        **(extra or {}),
     }
 
     def digest(text: str) -> str:
@@ -271,3 +281,51 @@ def test_a_site_index_url_with_a_password_fails_the_build_and_the_secret_is_not_
     assert state["status"] == "failed" and "s3cret" not in state["error"]
     assert "s3cret" not in read_log_tail(paths, state["log"])
     assert list(paths.builds.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed"),
+    [
+        ({"python": "python3", "python3": "/usr/bin/python3"}, None, []),
+        ({"python": "python3"}, {"python": None}, ["python"]),  # a script in its place
+        ({"python": "python3"}, {"python": "python3", "python3.11": None}, ["python3.11"]),
+        ({"python": "python3", "python3": "/usr/bin/python3"}, {"python": "python3"}, ["python3"]),
+    ],
+)
+def test_a_package_that_replaces_the_interpreter_is_found(before, after, changed):
+    from coursehub.courseenv.build import plan_interpreter_change
+
+    assert plan_interpreter_change(before, before if after is None else after) == changed
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_a_wheel_replacing_bin_python_fails_the_build_and_the_previous_one_stays(
+    open_tmp, sqlite_template, monkeypatch
+):
+    import shutil
+
+    from coursehub.cli import main
+    from coursehub.courseenv.build import env_paths, read_state
+    from coursehub.web.testing import seed_web_catalog
+
+    catalog = open_tmp / "catalog"
+    catalog.mkdir(mode=0o700)
+    shutil.copyfile(sqlite_template, catalog / "catalog.sqlite")
+    url = f"sqlite:///{catalog / 'catalog.sqlite'}"
+    course_id = seed_web_catalog(url)
+    wheels = open_tmp / "wheels"
+    script = "#!/bin/sh\necho not python\n"
+    extra = {"chbad-1.0.data/scripts/python": script, "chbad-1.0.data/scripts/python3": script}
+    pth_wheel(wheels, open_tmp / "unused", name="chbad", extra=extra)
+    wheels.chmod(0o755)
+    found = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(wheels)]))
+    monkeypatch.setenv("PIP_FIND_LINKS", found)
+    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(catalog))
+    root = open_tmp / "shared"
+    common = ["--root", str(root), "--database-url", url]
+    assert main(["env", "set", course_id, "--packages", "chbad==1.0", *common]) == 0
+    assert main(["env", "build", course_id, *common]) != 0
+    state = read_state(env_paths(root, course_id))
+    assert state["status"] == "failed"
+    assert "replaced the environment's interpreter (bin/python, bin/python3)" in state["error"]

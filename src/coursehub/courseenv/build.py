@@ -355,6 +355,34 @@ def plan_build_steps(python: str, build: Path, requirements: Path) -> list[list[
     ]
 
 
+def interpreter_links(build: Path) -> dict[str, str | None]:
+    """Return ``bin/python*`` of ``build``: name -> link target, or None for a file that is no link.
+
+    Read with ``lstat``/``readlink`` only: nothing of the build is followed or run.
+    """
+    links: dict[str, str | None] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in (build / "bin").iterdir():
+            if entry.name.startswith("python"):
+                links[entry.name] = os.readlink(entry) if entry.is_symlink() else None
+    return links
+
+
+def plan_interpreter_change(
+    before: Mapping[str, str | None], after: Mapping[str, str | None]
+) -> list[str]:
+    """Return the ``bin/python*`` names a package install added, removed or changed (pure).
+
+    ``python -m venv`` makes them links to the base interpreter; a wheel's
+    ``.data/scripts/python`` would replace one with its own script, and every
+    kernel of the course would then run that instead of Python.
+
+    >>> plan_interpreter_change({"python": "/usr/bin/python3"}, {"python": None})
+    ['python']
+    """
+    return sorted(n for n in {*before, *after} if before.get(n, "") != after.get(n, ""))
+
+
 def plan_build_hidden(
     root: str | os.PathLike[str], course_id: str, build: Path, environ: Mapping[str, str]
 ) -> list[str]:
@@ -616,8 +644,18 @@ def _run_build(
                 f"# sandbox: {plan.mode} mode, as {account}, "
                 f"network {'kept' if plan.network else 'off'}\n"
             )
-            for argv in plan_build_steps(python, build, job_requirements):
+            links: dict[str, str | None] = {}
+            for step, argv in enumerate(plan_build_steps(python, build, job_requirements)):
                 _run_step(paths, argv, plan, env, str(home), log, log_path, deadline, timeout_s)
+                if step == 0:  # the interpreter as venv made it
+                    links = interpreter_links(build)
+            changed = plan_interpreter_change(links, interpreter_links(build))
+            if changed:
+                raise EnvBuildError(
+                    f"course {paths.course_id}: a requirement replaced the environment's "
+                    f"interpreter ({', '.join('bin/' + n for n in changed)}); remove that "
+                    f"package from the requirements (log {log_path})"
+                )
         finally:
             shutil.rmtree(job, ignore_errors=True)
         seal_build(build)
