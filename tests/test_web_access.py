@@ -477,6 +477,14 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (302, 404, 403, 403, 404, 404, 404, 404, 404),
     ),
+    # a built book's files other than pages, for anyone holding the build's key (none here)
+    (
+        "GET",
+        "/courses/<course_id>/book-files/<key>/<path:path>",
+        f"{C}/book-files/0123456789abcdef/_static/styles.css",
+        None,
+        (404,) * 9,
+    ),
     (
         "GET",
         "/courses/<course_id>/book-log",
