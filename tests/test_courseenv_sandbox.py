@@ -203,16 +203,13 @@ def test_a_build_holding_a_special_file_or_a_hard_link_is_refused(tmp_path, kind
         seal_build(build)
 
 
-@ROOT_ONLY
-@pytest.mark.slow
-def test_a_wheels_pth_never_runs_as_root_during_coursehub_env_build(
-    open_tmp, sqlite_template, monkeypatch
-):
+def env_build_setup(open_tmp: Path, sqlite_template: Path, monkeypatch) -> tuple[str, list[str]]:
+    """A seeded catalog, ``open_tmp/wheels`` on pip's find-links; return the course and options.
+
+    The options are ``--root SHARED --database-url URL`` of ``coursehub env set|build``.
+    """
     import shutil
 
-    from coursehub.cli import main
-    from coursehub.courseenv.build import env_paths, read_log_tail, read_state
-    from coursehub.sandbox.account import sandbox_user_name
     from coursehub.web.testing import seed_web_catalog
 
     catalog = open_tmp / "catalog"
@@ -220,18 +217,30 @@ def test_a_wheels_pth_never_runs_as_root_during_coursehub_env_build(
     shutil.copyfile(sqlite_template, catalog / "catalog.sqlite")
     url = f"sqlite:///{catalog / 'catalog.sqlite'}"
     course_id = seed_web_catalog(url)
+    wheels = open_tmp / "wheels"
+    wheels.mkdir(mode=0o755, exist_ok=True)
+    found = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(wheels)]))
+    monkeypatch.setenv("PIP_FIND_LINKS", found)
+    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(catalog))
+    return course_id, ["--root", str(open_tmp / "shared"), "--database-url", url]
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_a_wheels_pth_never_runs_as_root_during_coursehub_env_build(
+    open_tmp, sqlite_template, monkeypatch
+):
+    from coursehub.cli import main
+    from coursehub.courseenv.build import env_paths, read_log_tail, read_state
+    from coursehub.sandbox.account import sandbox_user_name
+
+    course_id, common = env_build_setup(open_tmp, sqlite_template, monkeypatch)
+    root = open_tmp / "shared"
     drop = open_tmp / "drop"
     drop.mkdir()
     drop.chmod(0o1777)  # any account may write the marker: its uid says who ran the .pth
     marker = drop / "marker.txt"
-    wheels = open_tmp / "wheels"
-    pth_wheel(wheels, marker)
-    wheels.chmod(0o755)
-    found = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(wheels)]))
-    monkeypatch.setenv("PIP_FIND_LINKS", found)
-    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(catalog))
-    root = open_tmp / "shared"
-    common = ["--root", str(root), "--database-url", url]
+    pth_wheel(open_tmp / "wheels", marker)
     assert main(["env", "set", course_id, "--packages", "chevil==1.0", "six", *common]) == 0
     assert main(["env", "build", course_id, *common]) == 0
 
@@ -303,27 +312,14 @@ def test_a_package_that_replaces_the_interpreter_is_found(before, after, changed
 def test_a_wheel_replacing_bin_python_fails_the_build_and_the_previous_one_stays(
     open_tmp, sqlite_template, monkeypatch
 ):
-    import shutil
-
     from coursehub.cli import main
     from coursehub.courseenv.build import env_paths, read_state
-    from coursehub.web.testing import seed_web_catalog
 
-    catalog = open_tmp / "catalog"
-    catalog.mkdir(mode=0o700)
-    shutil.copyfile(sqlite_template, catalog / "catalog.sqlite")
-    url = f"sqlite:///{catalog / 'catalog.sqlite'}"
-    course_id = seed_web_catalog(url)
-    wheels = open_tmp / "wheels"
+    course_id, common = env_build_setup(open_tmp, sqlite_template, monkeypatch)
+    root = open_tmp / "shared"
     script = "#!/bin/sh\necho not python\n"
     extra = {"chbad-1.0.data/scripts/python": script, "chbad-1.0.data/scripts/python3": script}
-    pth_wheel(wheels, open_tmp / "unused", name="chbad", extra=extra)
-    wheels.chmod(0o755)
-    found = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(wheels)]))
-    monkeypatch.setenv("PIP_FIND_LINKS", found)
-    monkeypatch.setenv("COURSEHUB_DATA_DIR", str(catalog))
-    root = open_tmp / "shared"
-    common = ["--root", str(root), "--database-url", url]
+    pth_wheel(open_tmp / "wheels", open_tmp / "unused", name="chbad", extra=extra)
     assert main(["env", "set", course_id, "--packages", "chbad==1.0", *common]) == 0
     assert main(["env", "build", course_id, *common]) != 0
     state = read_state(env_paths(root, course_id))
