@@ -465,6 +465,19 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+def resume_refused(model_file: Path, data: Path) -> str:
+    """Resume ``model_file`` to epoch 2 in a fresh ``coursehub``; return its one error line.
+
+    Asserts that it exits with status 2, one line and no traceback.
+    """
+    argv = [str(model_file), "2", "1", "--data", str(data), "--resume", *SMALL]
+    cmd = [sys.executable, "-m", "coursehub", "pendulum", "train", *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    return proc.stderr.strip()
+
+
 def test_a_resume_on_a_full_disk_exits_with_one_line_and_keeps_the_previous_checkpoint(
     small_disk, data, capsys
 ):
@@ -472,12 +485,7 @@ def test_a_resume_on_a_full_disk_exits_with_one_line_and_keeps_the_previous_chec
     assert run_train(capsys, model_file, 1, 1, "--data", data, *SMALL)[0] == 0
     before = model_file.read_bytes()
     filler = fill(small_disk)
-    argv = [str(model_file), "2", "1", "--data", str(data), "--resume", *SMALL]
-    cmd = [sys.executable, "-m", "coursehub", "pendulum", "train", *argv]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    assert proc.stderr.strip() == (
+    assert resume_refused(model_file, data) == (
         f"coursehub: error: disk full: checkpoint of epoch 2 not written; {model_file} still "
         "holds epoch 1: free some space, then continue with --resume"
     )
@@ -503,12 +511,7 @@ def test_a_resume_onto_a_read_only_file_system_exits_with_one_line_and_keeps_the
     before = model_file.read_bytes()
     remount = ["mount", "-o", "remount,ro", str(small_disk)]
     subprocess.run(remount, check=True, capture_output=True)
-    argv = [str(model_file), "2", "1", "--data", str(data), "--resume", *SMALL]
-    cmd = [sys.executable, "-m", "coursehub", "pendulum", "train", *argv]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    assert proc.stderr.strip() == (
+    assert resume_refused(model_file, data) == (
         f"coursehub: error: read-only file system: checkpoint of epoch 2 not written; "
         f"{model_file} still holds epoch 1: write to a folder on a writable file system, "
         "then continue with --resume"
