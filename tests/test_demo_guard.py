@@ -216,8 +216,9 @@ OLD_VERSION_MODES = {
     "hub/jupyterhub_config.py": 0o644,
     "homes": 0o755,
     "nbgrader": 0o755,
+    # the course directory's own modes: coursehub.grading.perms (secure_course), left alone here
     "nbgrader/courses/mlmeca-2025/gradebook.db": 0o644,
-    "nbgrader/courses/mlmeca-2025/nbgrader_config.py": 0o644,  # not private: left alone
+    "nbgrader/courses/mlmeca-2025/nbgrader_config.py": 0o644,
 }
 PRIVATE_MODES = {
     ".": 0o700,
@@ -232,7 +233,6 @@ PRIVATE_MODES = {
     "hub/jupyterhub_config.py": 0o600,
     "homes": 0o700,
     "nbgrader": 0o700,
-    "nbgrader/courses/mlmeca-2025/gradebook.db": 0o600,
 }
 
 
@@ -336,8 +336,10 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
             "hub/jupyterhub.log",
             "jupyterhub_cookie_secret",
             "demo-secrets.json",
-            "nbgrader/courses/mlmeca-2025/gradebook.db",
         }
+        gradebook = data / "nbgrader/courses/mlmeca-2025/gradebook.db"
+        assert mode_of(gradebook) in (0o600, 0o660)  # the course's group: its formgrader
+        assert mode_of(data / "nbgrader") == 0o700
     finally:
         assert first.stop() == 0
     assert not first.leftovers()

@@ -13,8 +13,11 @@ submission is sent in the CSP sandbox: its script cannot read the cookies.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import textwrap
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +27,7 @@ import psutil
 import pytest
 import requests
 
+from coursehub.grading.formgrader_account import FormgraderAccount, prepare_formgraders
 from coursehub.grading.hubservice import render_formgrader_config, token_variable
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from helpers import free_port
@@ -32,6 +36,8 @@ from hubfixture import RunningHub, find_proxy
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 COURSE, OTHER = "fglock-2025", "fgother-2025"
+#: The real assignment autograded from the formgrader's button, and its two students.
+GRADED, HONEST, HOSTILE_STUDENT = "ps2", "p2501010", "p2501666"
 GRADER, STRANGER = "chtestfggrader", "chtestfgstranger"
 STUDENT, ASSIGNMENT, NOTEBOOK = "p2501004", "ps1", "ps1"
 #: What a hub secret looks like in the hub's environment (the demo's names).
@@ -97,7 +103,44 @@ def add_submission(layout: CourseLayout) -> None:
     (folder / "page.html").write_text(STUDENT_HTML)
 
 
-def extra_config(workdir: Path) -> str:
+def graded_assignment(layout: CourseLayout, workdir: Path) -> None:
+    """A real assignment :data:`GRADED` with an honest and a hostile submission, collected."""
+    from coursehub.grading.assignments import (
+        add_assignment,
+        collect,
+        generate_assignment,
+        release_assignment,
+    )
+    from coursehub.grading.autograde import ensure_students
+    from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+    from coursehub.grading.exchange import fetch_assignment, submit_assignment
+    from test_autograde_sandbox import HOSTILE
+    from test_grading_e2e import CORRECT
+
+    add_assignment(layout, GRADED, [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"])
+    generate_assignment(layout, GRADED)
+    release_assignment(layout, GRADED)
+    other_gradebook = workdir / "courses" / OTHER / "gradebook.db"
+    hub_db = workdir / "jupyterhub.sqlite"
+    targets = [str(layout.gradebook_path), str(other_gradebook), str(hub_db), "/etc/shadow"]
+    hostile = textwrap.indent(HOSTILE.format(targets=targets, port=9), "    ")
+    for student, body in ((HONEST, CORRECT), (HOSTILE_STUDENT, hostile + CORRECT)):
+        home = workdir / "home" / student
+        folder = fetch_assignment(layout.exchange_root, layout.course_id, GRADED, student, home)
+        path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
+        cell.source = cell.source.replace(
+            "    # YOUR CODE HERE\n    raise NotImplementedError()", body
+        )
+        nbformat.write(notebook, path)
+        submit_assignment(layout.exchange_root, layout.course_id, GRADED, student, home)
+    collect(layout, GRADED)
+    ensure_students(layout, [HONEST, HOSTILE_STUDENT])
+
+
+def extra_config(workdir: Path) -> tuple[str, dict[str, FormgraderAccount]]:
+    """The formgraders' hub configuration; as root, each runs as its own course's account."""
     layouts = [
         make_layout(c, workdir / "courses", workdir / "exchange", single_user=True)
         for c in (COURSE, OTHER)
@@ -105,13 +148,22 @@ def extra_config(workdir: Path) -> str:
     for layout in layouts:
         ensure_course(layout)
     add_submission(layouts[0])
+    graded_assignment(layouts[0], workdir)
+    accounts = prepare_formgraders(layouts)
     formgraders = render_formgrader_config(
         layouts,
         python=sys.executable,
         ports=[free_port(), free_port()],
         allow_root=os.geteuid() == 0,
+        accounts=accounts,
     )
-    return f"\n{formgraders}\n"
+    return f"\n{formgraders}\n", accounts
+
+
+def remove_accounts(accounts: dict[str, FormgraderAccount]) -> None:
+    for run in accounts.values():
+        subprocess.run(["userdel", run.account.name], check=False, capture_output=True)
+        subprocess.run(["groupdel", run.account.name], check=False, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +174,8 @@ def fg_hub(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("fglock")
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
     hub = RunningHub(workdir, proxy, ports)
-    hub.extra_config = extra_config(workdir)
+    hub.extra_config, accounts = extra_config(workdir)
+    hub.formgrader_accounts = accounts
     values = {token_variable(COURSE): "own-token", token_variable(OTHER): "other-token"}
     values[HUB_SECRET] = "hub-secret"
     names = list(values)
@@ -149,6 +202,7 @@ def fg_hub(tmp_path_factory):
         yield hub
     finally:
         hub.stop()
+        remove_accounts(accounts)
         for name in names:
             os.environ.pop(name, None)
 
@@ -319,3 +373,75 @@ def test_a_students_script_runs_neither_in_the_grading_page_nor_with_the_teacher
     assert "shown" in grading_body and "answer" in grading_body
     assert file_title == "NO-COOKIE"
     assert "a student's page" in file_body
+
+
+@pytest.mark.root
+def test_as_root_the_formgrader_runs_as_its_courses_account_without_capabilities(fg_hub):
+    formgrader_session(fg_hub, GRADER)
+    run = fg_hub.formgrader_accounts[COURSE]
+    [process] = formgrader_processes(COURSE)
+    assert process.uids().real == process.uids().effective == run.account.uid
+    assert process.gids().real == run.account.gid and run.account.uid != 0
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    assert "CapEff:\t0000000000000000" in status and "NoNewPrivs:\t1" in status
+    assert process.environ()["HOME"] == str(run.home)
+
+
+@pytest.mark.root
+def test_the_formgraders_account_reaches_its_own_course_only(fg_hub):
+    """What the account may open on the host: its gradebook, never another course's or the hub's."""
+    run = fg_hub.formgrader_accounts[COURSE]
+    own = fg_hub.workdir / "courses" / COURSE / "gradebook.db"
+    other = fg_hub.workdir / "courses" / OTHER / "gradebook.db"
+    probe = (
+        "import sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(path, 'rb').read(1); print('open', path)\n"
+        "    except OSError:\n"
+        "        print('refused', path)\n"
+    )
+    from coursehub.sandbox.command import plan_sandbox_command
+
+    hub_db = fg_hub.workdir / "jupyterhub.sqlite"
+    paths = [str(own), str(other), str(hub_db), str(run.home.parent.parent / "nbgrader_config.py")]
+    done = subprocess.run(
+        plan_sandbox_command([sys.executable, "-c", probe, *paths], run.plan),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=run.home,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split(" ", 1)[::-1] for line in done.stdout.splitlines())
+    assert seen == {paths[0]: "open", paths[1]: "refused", paths[2]: "refused", paths[3]: "open"}
+
+
+@pytest.mark.slow
+def test_the_autograde_button_grades_the_honest_and_gives_the_hostile_nothing(fg_hub):
+    """nbgrader's button (POST .../api/submission/<a>/<s>/autograde) in the live formgrader."""
+    from coursehub.grading.demo import DEMO_ASSIGNMENT
+
+    session, xsrf = formgrader_session(fg_hub, GRADER)
+    results = {}
+    for student in (HONEST, HOSTILE_STUDENT):
+        answer = session.post(
+            fg_hub.url + service_url(f"formgrader/api/submission/{GRADED}/{student}/autograde"),
+            headers={"X-XSRFToken": xsrf},
+            timeout=300,
+        )
+        assert answer.status_code == 200, answer.text[:500]
+        results[student] = answer.json()
+    assert all(r["success"] for r in results.values()), results
+    autograded = fg_hub.workdir / "courses" / COURSE / "autograded"
+    listed = session.get(
+        fg_hub.url + service_url(f"formgrader/api/submissions/{GRADED}"), timeout=60
+    ).json()
+    scores = {s["student"]: s["score"] for s in listed}
+    assert scores[HONEST] == scores[HOSTILE_STUDENT] == 4.0
+    notebook = nbformat.read(
+        autograded / HOSTILE_STUDENT / GRADED / f"{DEMO_ASSIGNMENT}.ipynb", as_version=4
+    )
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    found = json.loads(printed.split("FOUND", 1)[1].splitlines()[0])
+    assert found == {"env": [], "proc": [], "readable": [], "writable": [], "net": False}

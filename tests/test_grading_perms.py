@@ -8,6 +8,7 @@ collect, autograde and feedback. The two-student tests create Unix users
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import shutil
@@ -184,7 +185,8 @@ def test_course_directory_belongs_to_the_team_group_when_one_is_set(tmp_path):
     ensure_course(layout)
     for path in (layout.course_dir, layout.gradebook_path, layout.config_path):
         assert path.stat().st_gid == 0
-    assert (mode(layout.course_dir), mode(layout.gradebook_path)) == (0o2770, 0o660)
+    modes = (mode(layout.course_dir), mode(layout.gradebook_path), mode(layout.config_path))
+    assert modes == (0o3770, 0o660, 0o640)  # sticky: the team cannot replace the config
 
 
 # --- two real Unix users ---------------------------------------------------------------
@@ -279,6 +281,37 @@ def cli(*argv: str) -> int:
     from coursehub.cli import main
 
     return main(list(argv))
+
+
+def overwrite(path: Path) -> None:
+    path.write_text("import os; os.system('id > /tmp/owned')\n")
+
+
+def replace_file(path: Path) -> None:
+    (path.parent / "planted.py").write_text("c = get_config()\n")
+    os.replace(path.parent / "planted.py", path)
+
+
+def append_to(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"-- a grade")
+
+
+@pytest.mark.root
+def test_the_team_writes_the_gradebook_but_can_neither_change_nor_replace_the_config(
+    shared_root, alice
+):
+    """A team member (or the formgrader's account) in the course group vs nbgrader_config.py."""
+    group = grp.getgrgid(alice.gid).gr_name
+    layout = make_layout("phys-2025", shared_root / "c", shared_root / "x", grading_group=group)
+    ensure_course(layout)
+    os.chmod(shared_root / "c", 0o755)
+    config = layout.config_path.read_text()
+    assert as_user(alice, append_to, layout.gradebook_path).startswith("ok")
+    for attempt in (overwrite, replace_file, Path.unlink):
+        assert denied(as_user(alice, attempt, layout.config_path)), attempt
+    assert layout.config_path.read_text() == config
+    assert as_user(alice, plant, layout.course_dir).startswith("ok")  # new files: allowed
 
 
 @pytest.mark.root

@@ -462,6 +462,7 @@ def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_upd
     git("push", "--quiet", "origin", "main", cwd=private_repo.work)
     outcome = run_update(sessions, COURSE, layout)
     assert not outcome.ok and "last good material is still served" in outcome.message
+    assert f"{layout.root} ran out of space" in outcome.message, outcome.message
     assert published_head(layout, COURSE) == served
     garbage = garbage_of(layout)
     assert (garbage["garbage"], garbage["size-garbage"]) == ("0", "0"), garbage
@@ -472,6 +473,38 @@ def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_upd
     git("push", "--quiet", "--force", "origin", "main", cwd=private_repo.work)
     outcome = run_update(sessions, COURSE, layout, accept_rewrite=True)
     assert outcome.ok, outcome.message
+
+
+@pytest.mark.root
+def test_a_big_file_removed_again_but_kept_in_the_history_no_longer_blocks_the_updates(
+    private_repo, small_disk, sessions
+):
+    """The teacher deletes the file in a new commit: their history still holds it."""
+    layout = small_disk
+    set_repo(sessions, layout, private_repo.url, private_repo.token)
+    assert run_update(sessions, COURSE, layout).ok
+    big = secrets.token_hex(DISK_MIB * 1024 * 1024)
+    commit_files(private_repo.work, {"notebooks/big.txt": big}, "too big")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    assert not run_update(sessions, COURSE, layout).ok
+    git("rm", "--quiet", "notebooks/big.txt", cwd=private_repo.work)
+    commit_files(private_repo.work, {"notebooks/tp2.py": "print('tp2')\n"}, "big file out")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout)  # no --accept-rewrite: nothing was rewritten
+    assert outcome.ok, outcome.message
+    assert "its last commit only was fetched" in outcome.message
+    head = git("rev-parse", "HEAD", cwd=private_repo.work).strip()
+    published = layout.published_repo(COURSE)
+    assert git("--git-dir", str(published), "show", "main:tp2.py").strip() == "print('tp2')"
+    assert git("--git-dir", str(published), "fsck", "--no-progress") == ""
+    assert head in git("--git-dir", str(published), "log", "-1", "--format=%B", "main")
+    garbage = garbage_of(layout)
+    assert (garbage["garbage"], garbage["size-garbage"]) == ("0", "0"), garbage
+    # later updates on top of the shallow mirror check the history again, and fit
+    commit_files(private_repo.work, {"notebooks/tp3.py": "print('tp3')\n"}, "tp3")
+    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
+    outcome = run_update(sessions, COURSE, layout)
+    assert outcome.ok and "last commit only" not in outcome.message, outcome.message
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ def test_the_namespace_command_stages_covers_and_hides_in_that_order():
     cmd = plan_sandbox_command(["python", "-c", "1"], plan)
     args = cmd[cmd.index("coursehub-sandbox") + 1 :]
     venv = "/root/clone/.venv"
-    assert args[:8] == ["1", venv, "1", "/root", venv, "1", "/srv/courses", "0"]
+    assert args[:9] == ["1", venv, "1", "/root", "ro", venv, "1", "/srv/courses", "0"]
     assert "STAGE=/tmp/job/stage" in cmd
     assert cmd[-3:] == ["python", "-c", "1"]
 
@@ -207,3 +207,77 @@ def test_the_jobs_working_directory_on_the_import_path_never_unhides_its_parent(
     monkeypatch.syspath_prepend(str(course))  # `python -m` puts it first on sys.path
     plan = make_plan([open_tmp / "courses"], mode="userns")
     assert plan.hidden == (str(open_tmp / "courses"),)
+
+
+WRITE_PROBE = (
+    "import os, pathlib, sys; pathlib.Path(sys.argv[1], 'written').write_text('ok'); "
+    "print(pathlib.Path(sys.argv[2]).exists(), oct(os.umask(0)))"
+)
+
+
+@pytest.mark.root
+def test_a_writable_exposure_is_written_in_place_and_the_rest_of_the_closed_folder_hidden(
+    account, closed_venv
+):
+    """A formgrader's course directory under a closed folder (the demo's data under /root)."""
+    if sandbox_mode() != "root":
+        pytest.skip("this host cannot make mount namespaces")
+    top = closed_venv.parent.parent
+    course = top / "data" / "courses" / "phys-2025"
+    course.mkdir(parents=True)
+    os.chown(course, account.uid, account.gid)
+    python = str(closed_venv / "bin" / "python")
+    with tempfile.TemporaryDirectory() as stage:
+        plan = make_plan(
+            needed=[closed_venv],
+            writable=[course],
+            stage_dir=Path(stage) / "formgrader",  # created by the namespace's shell
+            account_name=account.name,
+            network=True,
+            pid_namespace=False,
+        )
+        [exposure] = plan.exposures
+        assert exposure.writable == (str(course),)
+        done = subprocess.run(
+            plan_sandbox_command(
+                [python, "-c", WRITE_PROBE, str(course), str(top / "secret.txt")], plan
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: os.umask(0o077),  # the demo's: the cover's folders stay open
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "0o77"]  # and the job gets the caller's umask back
+    assert (course / "written").read_text() == "ok"
+
+
+@pytest.mark.root
+def test_without_a_pid_namespace_the_job_itself_gets_the_callers_signals(account):
+    """A hub stops a managed service with SIGTERM: it must reach the formgrader, not a shell."""
+    if sandbox_mode() != "root":
+        pytest.skip("this host cannot make mount namespaces")
+    import signal
+    import time
+
+    code = "import os, sys, time; print(os.getpid(), flush=True); time.sleep(120)"
+    plan = make_plan(account_name=account.name, network=True, pid_namespace=False)
+    with tempfile.TemporaryDirectory() as stage:
+        plan = SandboxPlan(**{**plan.__dict__, "stage_dir": stage if plan.exposures else ""})
+        job = subprocess.Popen(
+            plan_sandbox_command([sys.executable, "-c", code], plan),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert job.stdout is not None
+            assert int(job.stdout.readline()) == job.pid  # the job is the process the caller holds
+            started = time.monotonic()
+            job.send_signal(signal.SIGTERM)
+            assert job.wait(timeout=30) == -signal.SIGTERM
+            assert time.monotonic() - started < 30
+        finally:
+            job.kill()
+            job.wait()
+            if job.stdout is not None:
+                job.stdout.close()

@@ -9,7 +9,10 @@ sets the modes of :data:`DATA_MODES` on what a previous version created with
 wider ones. SQLite creates ``-wal``, ``-shm`` and ``-journal`` files with
 the mode of their database (https://www.sqlite.org/tempfiles.html, "unix
 VFS": ``findCreateFileMode``); they are listed anyway, for databases opened
-by an older version.
+by an older version. The course directories (gradebooks included) are left
+to :func:`coursehub.grading.layout.secure_course`, which each start runs
+next: their modes let the course's formgrader account in through the
+course's group (:mod:`coursehub.grading.perms`), never anyone else.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ DATA_MODES: dict[str, int] = {
     "hub/jupyterhub_config.py": 0o600,
     "homes": 0o700,
     "nbgrader": 0o700,
-    **{f"nbgrader/courses/*/gradebook.db{s}": 0o600 for s in _SQLITE_SUFFIXES},
 }
 
 

@@ -72,6 +72,7 @@ from coursehub.demo.setup import (
 )
 from coursehub.demo.slurm import cancel_leftover_jobs, check_slurm
 from coursehub.errors import CoursehubError
+from coursehub.grading.formgrader_account import prepare_formgraders
 from coursehub.hub.background import sync_in_background
 from coursehub.hub.hubclient import HubClient
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
@@ -156,6 +157,7 @@ class DemoHub:
         ports = pick_ports(self.ip, self.port, len(formgraders))
         check_ports(ports.listening())
         names = formgrader_names(database_url, [fg.course_id for fg in formgraders])
+        accounts = prepare_formgraders(formgraders)
         text = render_demo_config(
             self.data_dir,
             self.port,
@@ -166,6 +168,7 @@ class DemoHub:
             ports,
             names,
             kind=self.spawner,
+            accounts=accounts,
         )
         config.write_text(text)
         env = {

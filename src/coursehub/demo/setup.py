@@ -19,6 +19,7 @@ from coursehub.demo.ports import DemoPorts, pick_ports
 from coursehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from coursehub.grading.formgrader_account import FormgraderAccount
     from coursehub.grading.layout import CourseLayout
 
 
@@ -171,6 +172,7 @@ def render_demo_config(
     ports: DemoPorts | None = None,
     service_names: Mapping[str, str] | None = None,
     kind: str = "local",
+    accounts: Mapping[str, FormgraderAccount] | None = None,
 ) -> str:
     """Return the demo hub's ``jupyterhub_config.py``.
 
@@ -184,7 +186,8 @@ def render_demo_config(
     (:func:`coursehub.grading.hubservice.render_formgrader_config`, token
     from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group, and
     shown in the Services menu by its name in ``service_names`` (course_id ->
-    name, :func:`formgrader_names`; default: the course_id). The demo's
+    name, :func:`formgrader_names`; default: the course_id), and runs as its
+    own account where ``accounts`` has it (:func:`prepare_formgraders`). The demo's
     administrator is a hub admin; the portal manager, in no course, is
     created by the hub at start.
     """
@@ -220,6 +223,7 @@ def render_demo_config(
             ports=list(ports.formgraders),
             allow_root=os.geteuid() == 0,
             full_server=full_server_enabled(),
+            accounts=accounts,
         )
         text += "\n" + render_service_names(service_names or {})
     return text

@@ -97,10 +97,15 @@ def run(args: argparse.Namespace) -> int:
 
     command = args.grading_command
     if command == "hub-config":
+        from coursehub.grading.formgrader_account import prepare_formgraders
         from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
 
         layouts = [layout_from_env(c) for c in args.course_ids]
-        print(render_formgrader_config(layouts, full_server=full_server_enabled()), end="")
+        accounts = prepare_formgraders(layouts)  # as root: one account per course
+        text = render_formgrader_config(
+            layouts, full_server=full_server_enabled(), accounts=accounts
+        )
+        print(text, end="")
         return 0
     if command == "grader-user":
         return _grader_user()

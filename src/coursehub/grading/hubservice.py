@@ -32,9 +32,12 @@ import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coursehub.grading.layout import CourseLayout
+
+if TYPE_CHECKING:
+    from coursehub.grading.formgrader_account import FormgraderAccount
 
 #: First port of the formgrader services (one port per course, in course order).
 BASE_PORT = 9900
@@ -165,6 +168,7 @@ def render_formgrader_config(
     ports: Sequence[int] | None = None,
     allow_root: bool = False,
     full_server: bool = False,
+    accounts: Mapping[str, FormgraderAccount] | None = None,
 ) -> str:
     """Return the ``jupyterhub_config.py`` lines that run a formgrader per course (pure).
 
@@ -174,6 +178,13 @@ def render_formgrader_config(
     token from the environment variable ``FORMGRADER_TOKEN_<COURSE_ID>``
     (upper case, ``-`` as ``_``), so no secret is written in the file.
     ``allow_root`` and ``full_server`` as in :func:`formgrader_command`.
+
+    ``accounts`` (course_id -> :class:`~coursehub.grading.formgrader_account.FormgraderAccount`,
+    from :func:`coursehub.grading.formgrader_account.prepare_formgrader`, as
+    root): that course's formgrader runs through its sandbox plan as its own
+    account (:func:`formgrader_service_command`), with ``HOME`` its home and
+    :data:`coursehub.sandbox.env.SANDBOX_REQUIRED_VAR` set; ``allow_root``
+    is then ignored for it.
     A managed service gets, of the hub's environment, only the variables of
     ``LocalProcessSpawner``'s default ``env_keep`` (``PATH``, ``PYTHONPATH``,
     ``LANG``...: JupyterHub's ``services/service.py``, ``_ServiceSpawner``,
@@ -194,17 +205,25 @@ def render_formgrader_config(
         "",
         "c.JupyterHub.services += [",
     ]
+    accounts = accounts or {}
     for layout, port in zip(layouts, ports, strict=True):
+        run = accounts.get(layout.course_id)
+        if run is None:
+            command = formgrader_command(python, allow_root, full_server)
+        else:
+            command = formgrader_service_command(run, python, full_server)
         lines += [
             "    {",
             f"        'name': {layout.course_id!r},",
             f"        'url': 'http://127.0.0.1:{port}',",
-            f"        'command': {formgrader_command(python, allow_root, full_server)!r},",
+            f"        'command': {command!r},",
             f"        'cwd': {str(layout.course_dir)!r},",
             f"        'api_token': os.environ[{token_variable(layout.course_id)!r}],",
             "        'oauth_no_confirm': True,",
-            "    },",
         ]
+        if run is not None:
+            lines.append(f"        'environment': {formgrader_environment(run)!r},")
+        lines.append("    },")
     lines += ["]", "c.JupyterHub.load_roles += ["]
     for layout in layouts:
         cid = layout.course_id
@@ -219,6 +238,36 @@ def render_formgrader_config(
         ]
     lines += ["    {'name': 'server', 'scopes': ['inherit']},", "]"]
     return "\n".join(lines) + "\n"
+
+
+def formgrader_service_command(
+    run: FormgraderAccount, python: str = sys.executable, full_server: bool = False
+) -> list[str]:
+    """Return the formgrader's command run through its sandbox plan, as its own account (pure).
+
+    :func:`formgrader_command` (without ``--allow-root``) inside
+    :func:`coursehub.sandbox.command.plan_sandbox_command` of ``run.plan``.
+    """
+    from coursehub.sandbox.command import plan_sandbox_command
+
+    return plan_sandbox_command(formgrader_command(python, False, full_server), run.plan)
+
+
+def formgrader_environment(run: FormgraderAccount) -> dict[str, str]:
+    """Return the variables a formgrader run as its own account gets from its service (pure).
+
+    ``HOME`` (its home: Jupyter's runtime and config files), ``USER`` and
+    :data:`coursehub.sandbox.env.SANDBOX_REQUIRED_VAR` (its "autograde"
+    button refuses to start a kernel it cannot sandbox).
+    """
+    from coursehub.sandbox.env import SANDBOX_REQUIRED_VAR
+
+    return {
+        "HOME": str(run.home),
+        "USER": run.account.name,
+        "LOGNAME": run.account.name,
+        SANDBOX_REQUIRED_VAR: "1",
+    }
 
 
 def token_variable(course_id: str) -> str:

@@ -143,13 +143,22 @@ def make_layout(
 ) -> CourseLayout:
     """Return the layout of ``course_id``: ``courses_root/course_id`` and the shared exchange.
 
+    ``grading_group``, when not given, is the team's Unix group of
+    :func:`coursehub.grading.perms.resolve_grading_group` (from the
+    environment), so that every layout of a course sets the same modes: one
+    made without it would make the directory owner-only again and shut the
+    course's formgrader account out.
+
     Raises
     ------
     UsageError
         If ``course_id`` could escape its directory or break nbgrader's
-        ``student+assignment+timestamp`` submission names.
+        ``student+assignment+timestamp`` submission names, or if
+        ``COURSEHUB_GRADING_GROUP`` names a group that does not exist.
     """
     check_name(course_id, "course id")
+    if "grading_group" not in options:
+        options["grading_group"] = resolve_grading_group(course_id)
     root = Path(courses_root).expanduser().absolute()
     exchange = Path(exchange_root).expanduser().absolute()
     return CourseLayout(course_id, root / course_id, exchange, **options)  # type: ignore[arg-type]

@@ -18,11 +18,19 @@ of the hub group of the course's graders). The modes
 (:func:`plan_course_modes`, from a table)::
 
                         with a group              without
+    the course directory 0o3770 owner:group       0o700
+    nbgrader_config.py  0o640                     0o600
     directories         0o2770 owner:group        0o700
     files               0o660  (0o770 if exec)    0o600 (0o700 if exec)
 
-The set-group-id bit makes new entries inherit the group. The exchange
-keeps nbgrader's modes (:data:`coursehub.grading.layout.EXCHANGE_MODES`).
+The set-group-id bit makes new entries inherit the group. The course's
+``nbgrader_config.py`` is Python that every autograde loads, the course
+app's (root's) included, so the team (and the course's formgrader account,
+:mod:`coursehub.grading.formgrader_account`) may read it but not change it:
+the file is not group-writable and the course directory has the sticky bit
+(inode(7), ``S_ISVTX``: only a file's owner may rename or remove it), so it
+cannot be replaced either. The exchange keeps nbgrader's modes
+(:data:`coursehub.grading.layout.EXCHANGE_MODES`).
 """
 
 from __future__ import annotations
@@ -42,14 +50,24 @@ DEFAULT_GROUP_PATTERN = "formgrade-{course_id}"
 NO_GROUP = ("none", "-")
 
 
+#: Files of the course directory's top level that the team reads but never writes.
+LOCKED_FILES = ("nbgrader_config.py",)
+
+
 @dataclass(frozen=True)
 class CourseModes:
-    """Modes of a course directory's entries, and the group (None: owner only)."""
+    """Modes of a course directory's entries, and the group (None: owner only).
+
+    ``root_mode``: the course directory itself; ``locked_mode``: the files of
+    :data:`LOCKED_FILES` at its top level.
+    """
 
     dir_mode: int
     file_mode: int
     exec_mode: int
     gid: int | None
+    root_mode: int = 0o700
+    locked_mode: int = 0o600
 
     def mode_of(self, st_mode: int) -> int:
         """Return the mode an entry with ``st_mode`` must have."""
@@ -62,7 +80,14 @@ def plan_course_modes(gid: int | None) -> CourseModes:
     """Return the modes of a course directory with group ``gid`` (None: no group) (pure)."""
     if gid is None:
         return CourseModes(dir_mode=0o700, file_mode=0o600, exec_mode=0o700, gid=None)
-    return CourseModes(dir_mode=0o2770, file_mode=0o660, exec_mode=0o770, gid=gid)
+    return CourseModes(
+        dir_mode=0o2770,
+        file_mode=0o660,
+        exec_mode=0o770,
+        gid=gid,
+        root_mode=0o3770,
+        locked_mode=0o640,
+    )
 
 
 def resolve_grading_group(course_id: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -112,11 +137,13 @@ def secure_tree(root: Path, modes: CourseModes) -> None:
     """
     if not root.exists():
         return
+    locked = {root / name for name in LOCKED_FILES}
     try:
-        _secure(root, modes)
+        _secure(root, modes, modes.root_mode)
         for dirpath, dirnames, filenames in os.walk(root):
             for name in (*dirnames, *filenames):
-                _secure(Path(dirpath) / name, modes)
+                path = Path(dirpath) / name
+                _secure(path, modes, modes.locked_mode if path in locked else None)
     except PermissionError as exc:
         raise UsageError(
             f"cannot set the mode of {exc.filename}: {exc.strerror} "
@@ -124,14 +151,14 @@ def secure_tree(root: Path, modes: CourseModes) -> None:
         ) from exc
 
 
-def _secure(path: Path, modes: CourseModes) -> None:
+def _secure(path: Path, modes: CourseModes, wanted: int | None = None) -> None:
     st = path.lstat()
     if stat.S_ISLNK(st.st_mode):
         return
     chowned = modes.gid is not None and st.st_gid != modes.gid
     if chowned and modes.gid is not None:
         os.chown(path, -1, modes.gid, follow_symlinks=False)
-    wanted = modes.mode_of(st.st_mode)
+    wanted = modes.mode_of(st.st_mode) if wanted is None else wanted
     if chowned or stat.S_IMODE(st.st_mode) != wanted:
         # after chown: it may clear the set-group-id bit
         os.chmod(path, wanted, follow_symlinks=False)

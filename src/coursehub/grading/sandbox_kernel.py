@@ -36,9 +36,10 @@ from nbgrader.preprocessors import Execute
 from traitlets import List, Unicode
 from traitlets.config import Config
 
+from coursehub.errors import CoursehubError
 from coursehub.sandbox.account import SandboxAccount
 from coursehub.sandbox.command import SandboxPlan, chown_tree, plan_sandbox_command, sandbox_mode
-from coursehub.sandbox.env import plan_sandbox_env
+from coursehub.sandbox.env import plan_sandbox_env, sandbox_required
 from coursehub.sandbox.plan import make_plan, sandbox_account
 from coursehub.sandbox.workdir import make_job_dir
 
@@ -59,6 +60,11 @@ class SandboxKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
         self._mode = sandbox_mode()
+        if self._mode == "none" and sandbox_required(os.environ):
+            raise CoursehubError(
+                "this host allows no user namespaces, so this formgrader cannot sandbox the "
+                "student's kernel: autograde from the course page (coursehub grading autograde)"
+            )
         self._account = sandbox_account(self._mode, self.grader_user)
         self._job_dir = make_job_dir()
         self.connection_file = str(self._job_dir / "kernel.json")

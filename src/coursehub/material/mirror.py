@@ -9,7 +9,12 @@
    (``http.followRedirects=false``), with the course's credential only if the
    URL is on the host it was given for; a failed fetch removes what it wrote
    (git's ``tmp_obj_*``/``tmp_pack_*`` files, then ``git prune``), so a full
-   disk does not stay full;
+   disk does not stay full; when it ran out of space
+   (:func:`ran_out_of_space`), the branch's last commit alone is fetched
+   once more (``git fetch --depth=1``): a big file that the teacher removed
+   again stays in their history, which no longer has to fit (students get
+   trees, never the teacher's history: step 4). The mirror is then shallow
+   and step 2 is skipped for this update (the result's ``note`` says so);
 2. refuse a force-pushed branch (the last good commit is no longer an
    ancestor, ``git merge-base --is-ancestor``) unless ``accept_rewrite``;
 3. find the folder's tree (``git cat-file -t COMMIT:FOLDER`` is ``tree``);
@@ -35,7 +40,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
@@ -95,13 +100,15 @@ class MirrorSource:
 @dataclass(frozen=True)
 class MirrorResult:
     """A good update: the teacher's ``commit``, the ``published`` commit, its ``pull_url``,
-    and who may read it (``access``, :func:`coursehub.material.access.describe_access`)."""
+    who may read it (``access``, :func:`coursehub.material.access.describe_access`) and
+    what the teacher should know (``note``: the history was not checked)."""
 
     commit: str
     published: str
     pull_url: str
     changed: bool
     access: str = ""
+    note: str = ""
 
 
 @contextlib.contextmanager
@@ -157,11 +164,17 @@ def update_mirror(
     """
     layout.ensure()
     with course_lock(layout, source.course_id):
-        commit = _fetch(layout, source, hosts, resolver)
-        if last_commit and not accept_rewrite:
+        commit, shallow = _fetch(layout, source, hosts, resolver)
+        note = ""
+        if shallow:
+            note = (
+                f"the branch's history does not fit in {layout.root}: its last commit only "
+                "was fetched, and whether the branch was rewritten was not checked"
+            )
+        elif last_commit and not accept_rewrite:
             _check_not_rewritten(layout, source, last_commit, commit)
         tree = _folder_tree(layout, source, commit)
-        return _publish(layout, source, commit, tree)
+        return replace(_publish(layout, source, commit, tree), note=note)
 
 
 def _local_env(layout: MaterialLayout) -> dict[str, str]:
@@ -170,7 +183,8 @@ def _local_env(layout: MaterialLayout) -> dict[str, str]:
 
 def _fetch(
     layout: MaterialLayout, source: MirrorSource, hosts: HostPolicy | None, resolver: Resolver
-) -> str:
+) -> tuple[str, bool]:
+    """Fetch the branch into the private mirror; return its commit and whether depth 1 was used."""
     upstream = layout.upstream(source.course_id)
     local = _local_env(layout)
     if not (upstream / "HEAD").exists():
@@ -203,10 +217,25 @@ def _fetch(
         source.url,
         refspec,
     ]
+    shallow = False
     try:
-        run_git(args, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
+        try:
+            run_git(args, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
+        except GitCommandError as exc:
+            if not ran_out_of_space(exc.stderr, upstream):
+                raise
+            log.warning("fetching %s for %s: out of space", source.url, source.course_id)
+            remove_fetch_garbage(upstream, local)
+            depth_one = [
+                *args[: args.index("fetch") + 1],
+                "--depth=1",
+                *args[args.index("fetch") + 1 :],
+            ]
+            run_git(depth_one, env, cwd=upstream, timeout=FETCH_TIMEOUT_S)
+            shallow = True
     except GitCommandError as exc:
         log.warning("fetching %s for %s failed: %s", source.url, source.course_id, exc.stderr)
+        full = ran_out_of_space(exc.stderr, upstream)  # before the partial files go
         removed = remove_fetch_garbage(upstream, local)
         if removed:
             log.info("removed %d partial files of the failed fetch", len(removed))
@@ -219,8 +248,36 @@ def _fetch(
         reason = explain_git_error(
             exc.stderr, source.url, source.branch, source.credential, branches
         )
+        if full:
+            reason = (
+                f"{layout.root} ran out of space fetching {source.url} (branch "
+                f"{source.branch}: even its last commit alone does not fit): free space there "
+                "or make the material smaller"
+            )
         raise MaterialError(_kept(reason)) from None
-    return _rev(upstream, FETCHED_REF, local)
+    return _rev(upstream, FETCHED_REF, local), shallow
+
+
+#: What git writes when a fetch runs out of space (its own messages and strerror's).
+OUT_OF_SPACE_MARKERS = ("no space left on device", "disk quota exceeded")
+#: Below this many free bytes, a fetch whose unpacking failed ran out of space.
+LOW_SPACE_BYTES = 1 << 20
+
+
+def ran_out_of_space(stderr: str, repo: Path) -> bool:
+    """Return whether a failed fetch into ``repo`` ran out of disk space or quota.
+
+    Git says so (ENOSPC or EDQUOT's text, :data:`OUT_OF_SPACE_MARKERS`),
+    or only that unpacking failed (``unpack-objects failed``, ``index-pack
+    failed``) while the file system of ``repo`` has less than
+    :data:`LOW_SPACE_BYTES` left (its partial files are still there).
+    """
+    text = stderr.lower()
+    if any(marker in text for marker in OUT_OF_SPACE_MARKERS):
+        return True
+    if "unpack-objects failed" in text or "index-pack failed" in text:
+        return shutil.disk_usage(repo).free < LOW_SPACE_BYTES
+    return False
 
 
 def plan_fetch_config(origin: Origin, addresses: list[str]) -> list[str]:

@@ -178,7 +178,8 @@ def run_update(
     outcome = UpdateOutcome(
         course_id,
         True,
-        f"{what} {result.commit[:12]} ({result.published[:12]} for students, {result.access})",
+        f"{what} {result.commit[:12]} ({result.published[:12]} for students, {result.access})"
+        + (f"; {result.note}" if result.note else ""),
         first_publication=first,
         changed=result.changed,
     )

@@ -49,12 +49,14 @@ class Exposure:
     """A folder the account cannot enter, covered by a tmpfs, with paths shown read-only in it.
 
     ``cover``: the topmost folder on the way that the account cannot enter;
-    ``paths``: the folders below it the job needs, bind-mounted read-only at
-    their own paths.
+    ``paths``: the folders below it the job needs, bind-mounted at their own
+    paths, read-only but for those also in ``writable`` (a formgrader's own
+    course directory).
     """
 
     cover: str
     paths: tuple[str, ...]
+    writable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,15 @@ class SandboxPlan:
     network
         Keep the host's network (no new network namespace).
     stage_dir
-        An existing folder, outside every cover, where exposed folders are
-        bind-mounted before their covers are mounted (needed with
-        ``exposures``).
+        A folder outside every cover (created when missing) where exposed
+        folders are bind-mounted before their covers are mounted (needed
+        with ``exposures``).
+    pid_namespace
+        Give the job its own PID namespace (default). Without it (a
+        long-lived server the hub stops with signals: a course's
+        formgrader) the namespace shell execs the job, so the job
+        gets the caller's signals itself; it still sees other processes,
+        not what they hold (another uid).
     """
 
     mode: str
@@ -89,13 +97,18 @@ class SandboxPlan:
     devices: tuple[str, ...] = ()
     network: bool = False
     stage_dir: str = ""
+    pid_namespace: bool = True
 
 
 #: The shell that runs as root inside the new namespaces, before the account switch:
 #: stage the exposed folders, mount the covers, move the stages into place read-only
-#: (the exposed folders come twice: staged, then moved), hide the hidden folders,
+#: (the exposed folders come twice: staged, then moved, each after ``ro`` or ``rw``),
+#: hide the hidden folders,
 #: replace the devices, then run the command.
 _NAMESPACE_SCRIPT = (
+    # the folders made on a cover lead to the exposed ones: open to the account whatever
+    # the caller's umask (the demo's is 077), which the job gets back
+    "u=$(umask); umask 022; "
     'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
     'mkdir -p "$STAGE/$i" && mount --bind "$1" "$STAGE/$i" || exit 125; '
     "shift; i=$((i+1)); done; ne=$n; "
@@ -103,17 +116,21 @@ _NAMESPACE_SCRIPT = (
     'mount -t tmpfs -o size=64k,mode=755 coursehub-cover "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
     'i=0; while [ "$i" -lt "$ne" ]; do '
-    'mkdir -p "$1" && mount --move "$STAGE/$i" "$1" '
-    '&& mount -o remount,bind,ro "$1" || exit 125; '
-    "shift; i=$((i+1)); done; "
+    'mkdir -p "$2" && mount --move "$STAGE/$i" "$2" '
+    '&& { [ "$1" = rw ] || mount -o remount,bind,ro "$2"; } || exit 125; '
+    "shift 2; i=$((i+1)); done; "
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
     'mount -t tmpfs -o size=4k,mode=000 coursehub-hidden "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
     'mount --bind /dev/null "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
-    '"$@"'
+    'umask "$u"; '
 )
+#: The script's last step: run the job as a child of ``sh`` (PID 1 of a new PID namespace).
+_RUN_CHILD = '"$@"'
+#: The last step without a PID namespace: become the job (it gets the caller's signals).
+_RUN_EXEC = 'exec "$@"'
 
 
 def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
@@ -163,8 +180,13 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
         unshare += ["--user", "--map-root-user"]
     if not plan.network:
         unshare.append("--net")
-    unshare += ["--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    unshare.append("--mount")
+    if plan.pid_namespace:
+        unshare += ["--pid", "--fork", "--kill-child", "--mount-proc"]
+    script = _NAMESPACE_SCRIPT + (_RUN_CHILD if plan.pid_namespace else _RUN_EXEC)
     exposed = [path for exposure in plan.exposures for path in exposure.paths]
+    writable = {path for exposure in plan.exposures for path in exposure.writable}
+    moves = [item for path in exposed for item in ("rw" if path in writable else "ro", path)]
     covers = [exposure.cover for exposure in plan.exposures]
     return [
         *unshare,
@@ -173,13 +195,13 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
         f"STAGE={plan.stage_dir}",
         "/bin/sh",
         "-c",
-        _NAMESPACE_SCRIPT,
+        script,
         "coursehub-sandbox",
         str(len(exposed)),
         *exposed,
         str(len(covers)),
         *covers,
-        *exposed,
+        *moves,
         str(len(plan.hidden)),
         *plan.hidden,
         str(len(plan.devices)),
@@ -287,8 +309,13 @@ def blocking_folder(path: str | Path, account: SandboxAccount) -> Path | None:
     return None
 
 
-def plan_exposures(needed: Iterable[str | Path], account: SandboxAccount) -> list[Exposure]:
+def plan_exposures(
+    needed: Iterable[str | Path], account: SandboxAccount, writable: Iterable[str | Path] = ()
+) -> list[Exposure]:
     """Return the exposures that let ``account`` read every folder of ``needed``.
+
+    Folders of ``writable`` are needed too, and exposed writable (their
+    own modes still apply inside).
 
     Each needed folder under a folder the account cannot enter is bind-mounted
     read-only at its own path over a tmpfs covering the topmost such folder
@@ -299,7 +326,8 @@ def plan_exposures(needed: Iterable[str | Path], account: SandboxAccount) -> lis
     folder the account cannot read at all: :mod:`coursehub.sandbox.preflight`
     reports it).
     """
-    folders = sorted({Path(p).resolve() for p in needed if Path(p).is_dir()})
+    rw = {Path(p).resolve() for p in writable if Path(p).is_dir()}
+    folders = sorted({Path(p).resolve() for p in needed if Path(p).is_dir()} | rw)
     folders = [f for f in folders if not any(o != f and _contains(o, f) for o in folders)]
     by_cover: dict[str, list[str]] = {}
     for folder in folders:
@@ -313,7 +341,14 @@ def plan_exposures(needed: Iterable[str | Path], account: SandboxAccount) -> lis
     for inner, paths in by_cover.items():
         home = next(o for o in outer if _contains(Path(o), Path(inner)))
         merged[home].extend(paths)
-    return [Exposure(cover, tuple(sorted(paths))) for cover, paths in sorted(merged.items())]
+    return [
+        Exposure(
+            cover,
+            tuple(sorted(paths)),
+            tuple(sorted(p for p in paths if Path(p) in rw)),
+        )
+        for cover, paths in sorted(merged.items())
+    ]
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -69,6 +69,17 @@ SECRET_PATTERNS = (
     "*DATABASE_URL*",
     "*_DSN",
 )
+#: Set to ``1`` in a process whose sandboxed jobs must get their own namespaces (a
+#: course's formgrader run as its own account: a job with its uid and no namespaces
+#: could rewrite the course's gradebook); mode ``none`` is then refused.
+SANDBOX_REQUIRED_VAR = "COURSEHUB_SANDBOX_REQUIRED"
+
+
+def sandbox_required(environ: Mapping[str, str]) -> bool:
+    """Return whether ``environ`` asks for namespaces (:data:`SANDBOX_REQUIRED_VAR` is ``1``)."""
+    return environ.get(SANDBOX_REQUIRED_VAR, "") == "1"
+
+
 #: Variables the course app's ``coursehub grading autograde`` process needs to open the
 #: catalog (:func:`coursehub.catalog.db.database_url`); never passed further down.
 CATALOG_NAMES = ("COURSEHUB_DATABASE_URL", "COURSEHUB_DATA_DIR", "XDG_DATA_HOME")

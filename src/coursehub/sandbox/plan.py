@@ -77,6 +77,8 @@ def make_plan(
     stage_dir: str | Path = "",
     account_name: str = "",
     mode: str | None = None,
+    pid_namespace: bool = True,
+    writable: Iterable[str | Path] = (),
 ) -> SandboxPlan:
     """Return the sandbox plan of one job on this host.
 
@@ -100,6 +102,12 @@ def make_plan(
     mode
         Force a mode of :data:`coursehub.sandbox.command.MODES` (default:
         :func:`coursehub.sandbox.command.sandbox_mode`).
+    pid_namespace
+        Give the job its own PID namespace
+        (:attr:`~coursehub.sandbox.command.SandboxPlan.pid_namespace`).
+    writable
+        Folders the job writes in place (a formgrader's course directory):
+        never hidden, exposed writable where the account cannot enter them.
 
     Raises
     ------
@@ -109,9 +117,10 @@ def make_plan(
     mode = mode or sandbox_mode()
     account = sandbox_account(mode, account_name)
     needed = interpreter_paths() if needed is None else [str(p) for p in needed]
-    exposures = plan_exposures(needed, account) if mode == "root" and account else []
+    writable = [str(p) for p in writable]
+    exposures = plan_exposures(needed, account, writable) if mode == "root" and account else []
     covered = [e.cover for e in exposures]
-    keep_all = [*keep, *needed]
+    keep_all = [*keep, *needed, *writable]
     hide = hidden_paths(hidden, keep_all, covered) if mode in ("root", "userns") else []
     devices = gpu_devices() if mode in ("root", "userns") else []
     return SandboxPlan(
@@ -122,4 +131,5 @@ def make_plan(
         devices=tuple(devices),
         network=network,
         stage_dir=str(stage_dir) if exposures else "",
+        pid_namespace=pid_namespace,
     )

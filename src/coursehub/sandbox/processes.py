@@ -60,11 +60,23 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "formgrader (one per course, hub service)",
         "coursehub.grading.hubservice:render_formgrader_config",
-        "the hub's account; serves nbgrader's formgrader pages only (no kernel, terminal or "
-        "contents API: coursehub.grading.formgrader_guard)",
-        "its course directory",
-        "its course's gradebook and feedback",
+        "as root: its course's own account `formgrade-<course_id>` (no capabilities, the "
+        "course's group); else the hub's account. Serves nbgrader's formgrader pages only (no "
+        "kernel, terminal or contents API: coursehub.grading.formgrader_guard)",
+        "its course directory (its nbgrader_config.py read-only), the exchange as its modes "
+        "allow; the installation, read-only",
+        "its course's gradebook, autograded/ and feedback/",
         "yes (the hub API)",
+        "coursehub.grading.hubservice:formgrader_service_command",
+    ),
+    ProcessRow(
+        'formgrader\'s autograde kernel (its "autograde" button)',
+        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "the formgrader's uid in a user namespace (refused where the host has none)",
+        "a private copy of the one submission; the installation, read-only",
+        "that private copy",
+        "no (own network namespace)",
+        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
     ),
     ProcessRow(
         "idle culler (hub service)",
