@@ -74,7 +74,11 @@ def register(subparsers: Any) -> None:
     export.add_argument("-o", "--output", type=Path, default=Path("grades.csv"))
     grades = sub.add_parser("grades", help="print the course's grade table")
     grades.add_argument("course_id")
-    hub = sub.add_parser("hub-config", help="print jupyterhub_config.py lines: one formgrader each")
+    hub = sub.add_parser(
+        "hub-config",
+        help="print jupyterhub_config.py lines: one formgrader each (as root: each runs as "
+        "its course's own account formgrade-COURSE_ID, created here)",
+    )
     hub.add_argument("course_ids", nargs="+")
     sub.add_parser("student-config", help="print the servers' global nbgrader_config.py")
     sub.add_parser("grader-user", help="admin: create the Unix account that runs students' code")
