@@ -185,6 +185,25 @@ def test_a_hostile_submission_gets_nothing_while_the_honest_ones_are_graded(
     assert [d for d in left if not pid_running(int(d.name.split("-")[1]))] == []
 
 
+@pytest.mark.slow
+@pytest.mark.root
+def test_a_module_the_team_leaves_in_the_course_directory_is_never_imported_by_the_autograde(
+    grader, open_course_root
+):
+    """The job runs in the course directory, which the team writes to: not on its import path."""
+    layout = new_course(open_course_root, "phys-2025", execute_timeout_s=30)
+    answer(layout, open_course_root, "alice", CORRECT)
+    collect(layout, PS)
+    marker = open_course_root / "imported"
+    for name in ("jupyter_client", "nbclient", "nbformat", "traitlets", "sqlalchemy"):
+        planted = f"open({str(marker)!r}, 'a').write({name!r})\nraise SystemExit(3)\n"
+        (layout.course_dir / f"{name}.py").write_text(planted)
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+    [outcome] = autograde_assignment(layout, PS, ["alice"], limits, backend(open_course_root))
+    assert (outcome.status, outcome.score) == ("graded", 4.0), outcome.message
+    assert not marker.exists()
+
+
 def test_a_submission_holding_a_symbolic_link_is_not_graded(tmp_path):
     layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
     answer(layout, tmp_path, "alice", CORRECT)

@@ -44,7 +44,7 @@ from coursehub.grading.layout import (
     make_layout,
     secure_course,
 )
-from coursehub.grading.perms import plan_course_modes, resolve_grading_group
+from coursehub.grading.perms import LOCKED_FILES, plan_course_modes, resolve_grading_group
 
 PS = "ps1"
 NB = f"{DEMO_ASSIGNMENT}.ipynb"
@@ -140,6 +140,7 @@ def test_every_grading_path_has_its_mode_after_each_step(tmp_path):
         course: 0o700,
         course / "gradebook.db": 0o600,
         course / "nbgrader_config.py": 0o600,
+        course / "nbgrader_config.json": 0o600,
         course / "source" / PS / NB: 0o600,
         course / "release" / PS: 0o700,
         course / "release" / PS / NB: 0o600,
@@ -306,11 +307,13 @@ def test_the_team_writes_the_gradebook_but_can_neither_change_nor_replace_the_co
     layout = make_layout("phys-2025", shared_root / "c", shared_root / "x", grading_group=group)
     ensure_course(layout)
     os.chmod(shared_root / "c", 0o755)
-    config = layout.config_path.read_text()
+    configs = [layout.course_dir / name for name in LOCKED_FILES]
+    texts = [path.read_text() for path in configs]
     assert as_user(alice, append_to, layout.gradebook_path).startswith("ok")
-    for attempt in (overwrite, replace_file, Path.unlink):
-        assert denied(as_user(alice, attempt, layout.config_path)), attempt
-    assert layout.config_path.read_text() == config
+    for path in configs:  # nbgrader_config.py and .json, which traitlets both load
+        for attempt in (overwrite, replace_file, Path.unlink):
+            assert denied(as_user(alice, attempt, path)), (attempt, path)
+    assert [path.read_text() for path in configs] == texts == [texts[0], "{}\n"]
     assert as_user(alice, plant, layout.course_dir).startswith("ok")  # new files: allowed
 
 

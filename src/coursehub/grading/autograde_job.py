@@ -71,11 +71,15 @@ def grading_spec(
     args = autograde_args(
         layout, assignment, student_id, plan_hidden(layout, os.environ), sandbox_user_name()
     )
+    # the job runs in the course directory, which the team may write to: Python must not
+    # put it first on the import path (PYTHONSAFEPATH, Python 3.11's -P), or a module the
+    # team left there (jupyter_client.py...) would run in this trusted process
+    env = {**plan_sandbox_env(os.environ), "PYTHONSAFEPATH": "1"}
     return make_spec(
         AUTOGRADE_MODULE,
         args,
         module=True,
-        env=plan_sandbox_env(os.environ),
+        env=env,
         inherit_env=False,
         name=f"autograde-{student_id}",
         n_threads=limits.n_threads,

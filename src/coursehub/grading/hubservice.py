@@ -256,9 +256,11 @@ def formgrader_service_command(
 def formgrader_environment(run: FormgraderAccount) -> dict[str, str]:
     """Return the variables a formgrader run as its own account gets from its service (pure).
 
-    ``HOME`` (its home: Jupyter's runtime and config files), ``USER`` and
+    ``HOME`` (its home: Jupyter's runtime and config files), ``USER``,
     :data:`coursehub.sandbox.env.SANDBOX_REQUIRED_VAR` (its "autograde"
-    button refuses to start a kernel it cannot sandbox).
+    button refuses to start a kernel it cannot sandbox) and
+    ``PYTHONSAFEPATH`` (the course directory, its working directory, is not
+    put on its import path).
     """
     from coursehub.sandbox.env import SANDBOX_REQUIRED_VAR
 
@@ -267,6 +269,8 @@ def formgrader_environment(run: FormgraderAccount) -> dict[str, str]:
         "USER": run.account.name,
         "LOGNAME": run.account.name,
         SANDBOX_REQUIRED_VAR: "1",
+        # it runs in the course directory: no module left there is imported (Python's -P)
+        "PYTHONSAFEPATH": "1",
     }
 
 

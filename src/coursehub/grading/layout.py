@@ -268,6 +268,9 @@ def ensure_course(layout: CourseLayout) -> None:
         ) from exc
     secure_course(layout)
     write_atomically(layout.config_path, render_course_config(layout))
+    json_config = layout.course_dir / "nbgrader_config.json"
+    if not json_config.is_file() or json_config.read_text().strip() != "{}":
+        write_atomically(json_config, "{}\n")  # taken, empty: see perms.LOCKED_FILES
     ensure_gradebook(layout)
     secure_course(layout)
 

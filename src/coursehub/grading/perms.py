@@ -19,13 +19,14 @@ of the hub group of the course's graders). The modes
 
                         with a group              without
     the course directory 0o3770 owner:group       0o700
-    nbgrader_config.py  0o640                     0o600
+    nbgrader_config.*   0o640                     0o600
     directories         0o2770 owner:group        0o700
     files               0o660  (0o770 if exec)    0o600 (0o700 if exec)
 
 The set-group-id bit makes new entries inherit the group. The course's
-``nbgrader_config.py`` is Python that every autograde loads, the course
-app's (root's) included, so the team (and the course's formgrader account,
+``nbgrader_config.py`` (and ``.json``, :data:`LOCKED_FILES`) is
+configuration that every autograde loads, the course app's (root's)
+included, so the team (and the course's formgrader account,
 :mod:`coursehub.grading.formgrader_account`) may read it but not change it:
 the file is not group-writable and the course directory has the sticky bit
 (inode(7), ``S_ISVTX``: only a file's owner may rename or remove it), so it
@@ -50,8 +51,11 @@ DEFAULT_GROUP_PATTERN = "formgrade-{course_id}"
 NO_GROUP = ("none", "-")
 
 
-#: Files of the course directory's top level that the team reads but never writes.
-LOCKED_FILES = ("nbgrader_config.py",)
+#: Files of the course directory's top level that the team reads but never writes: the
+#: configuration every nbgrader command there loads (traitlets loads both, ``.py`` and
+#: ``.json``; :func:`coursehub.grading.layout.ensure_course` writes the JSON one empty
+#: so that nobody else can create it).
+LOCKED_FILES = ("nbgrader_config.py", "nbgrader_config.json")
 
 
 @dataclass(frozen=True)

@@ -97,17 +97,27 @@ def install_torch_hook(n_threads: int, gpu_mem_fraction: float | None) -> None:
 
 
 def run_target(argv: Sequence[str]) -> None:
-    """Run ``TARGET ARGS...`` or ``-m MODULE ARGS...`` as ``__main__``."""
+    """Run ``TARGET ARGS...`` or ``-m MODULE ARGS...`` as ``__main__``.
+
+    The import path starts as ``python -m MODULE`` or ``python SCRIPT``
+    would start it: the working directory or the script's folder first,
+    unless ``PYTHONSAFEPATH``/``-P`` (``sys.flags.safe_path``, Python 3.11)
+    says to put neither there (an autograde runs in a course directory the
+    team may write to).
+    """
     if not argv or (argv[0] == "-m" and len(argv) < 2):
         raise SystemExit("usage: python -m coursehub.runner.bootstrap [-m] TARGET [ARGS...]")
+    safe = bool(sys.flags.safe_path)
     if argv[0] == "-m":
         sys.argv = [argv[1], *argv[2:]]
-        sys.path[0] = os.getcwd()
+        if not safe:
+            sys.path[0] = os.getcwd()
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         return
     script = os.path.abspath(argv[0])
     sys.argv = [argv[0], *argv[1:]]
-    sys.path[0] = os.path.dirname(script)
+    if not safe:
+        sys.path[0] = os.path.dirname(script)
     runpy.run_path(script, run_name="__main__")
 
 
