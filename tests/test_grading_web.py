@@ -90,3 +90,14 @@ def test_grades_export_is_nbgraders_csv(client):
     assert answer.mimetype == "text/csv"
     header = answer.get_data(as_text=True).splitlines()[0]
     assert next(csv.reader([header]))[:2] == ["assignment", "duedate"]
+
+
+def test_an_assignment_not_generated_yet_says_so_instead_of_out_of_zero(client, layout):
+    from coursehub.grading.autograde import ensure_students
+
+    ensure_students(layout, ["p2500001"])  # the table shows once the gradebook has a student
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    header = re.search(r"<thead>.*?</thead>", page, re.S)
+    assert header is not None
+    assert f"{DEMO_ASSIGNMENT} " in header.group(0) and "(not generated yet)" in header.group(0)
+    assert "(/0)" not in header.group(0)
