@@ -80,7 +80,7 @@ def test_a_teacher_sees_the_rename_of_another_courses_student_marked_not_applied
     preview = upload(client, CROSS)
     body = html.unescape(preview.get_data(as_text=True))
     assert preview.status_code == 200
-    assert "last_name: (not shown) → Garnier-Roux" in body  # another course's data stays hidden
+    assert "last name: (not shown) → Garnier-Roux" in body  # another course's data stays hidden
     assert "Garnier →" not in body and "ines.garnier" not in body
     assert "not applied (hub admins only)" in body
     confirm(client, preview.get_data(as_text=True))
@@ -91,7 +91,7 @@ def test_a_teacher_sees_the_rename_of_another_courses_student_marked_not_applied
 def test_an_admin_confirms_the_rename_on_the_preview(client, app):
     preview = upload(client, CROSS, headers=ADMIN)
     body = html.unescape(preview.get_data(as_text=True))
-    assert "email: ines.garnier@etu.example.org → ines@evil.example" in body
+    assert "e-mail: ines.garnier@etu.example.org → ines@evil.example" in body
     assert "<td>applied</td>" in body
     confirm(client, preview.get_data(as_text=True), headers=ADMIN)
     assert other_student(app) == ("Inès", "Garnier-Roux", "ines@evil.example")
@@ -140,3 +140,14 @@ def test_the_members_api_refuses_a_name_with_a_control_character(client):
     answer = client.post(f"/api/v1{C}/members", json=body, headers=teacher)
     assert answer.status_code == 400
     assert answer.get_json()["error"] == "the first name contains a control character (U+0000)"
+
+
+def test_an_e_mail_change_of_a_course_member_is_shown_once(client, app):
+    added = upload(client, HEADER + "p2600002;Martin;Léa;lea@example.org;G1\r\n")
+    confirm(client, added.get_data(as_text=True))
+    preview = upload(client, HEADER + "p2600002;Martin;Léa;lea.martin@example.org;G1\r\n")
+    body = html.unescape(preview.get_data(as_text=True))
+    assert preview.status_code == 200
+    assert body.count("lea@example.org → lea.martin@example.org") == 1, body
+    assert "e-mail: lea@example.org → lea.martin@example.org" in body
+    assert "email:" not in body

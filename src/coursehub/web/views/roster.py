@@ -9,7 +9,7 @@ from coursehub.catalog.enrolment import RosterPlan, apply_roster
 from coursehub.catalog.errors import RosterError
 from coursehub.catalog.models import Course
 from coursehub.catalog.names import same_identifiers, sort_by_name
-from coursehub.catalog.preview import plan_update_changes
+from coursehub.catalog.preview import FIELD_LABELS, plan_update_changes
 from coursehub.catalog.readmodel import load_groups, load_members
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access
@@ -39,8 +39,13 @@ def render_preview(
         session = get_session()
         names = load_groups(session, course, counts=False).names
         old_groups = {m.username: m.group_name for m in load_members(session, course, names)}
+    updated_rows = {u.row.row for u in plan.updates}
     page = {
         "changes": plan_update_changes(plan, old_groups),
+        # each change shown once: an update's identity changes are in its row of "To update"
+        "identity_changes": [c for c in plan.identity_changes if c.row not in updated_rows],
+        "not_applied_rows": {c.row for c in plan.identity_changes if not c.applied},
+        "field_labels": FIELD_LABELS,
         "removals": sort_by_name(list(plan.removals)),
         # usernames are student numbers (the default rule): one column, not two equal ones
         "one_id_column": same_identifiers([(r.username, r.student_number) for r in plan.additions]),
