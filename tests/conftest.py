@@ -319,6 +319,25 @@ def grader_account() -> Iterator[str | None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def formgrader_accounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the end of the session, delete the formgrader accounts its hubs created (root).
+
+    A demo or a hub rendered as root gives each course's formgrader its own
+    account and group, ``fg-<hub_id>-<course_id>``
+    (:mod:`coursehub.grading.formgrader_account`), kept on the host on purpose.
+    Those whose home lies in this session's temporary folders are the tests'.
+    """
+    yield
+    if os.geteuid() != 0:
+        return
+    base = str(tmp_path_factory.getbasetemp().parent)
+    for entry in pwd.getpwall():
+        if entry.pw_name.startswith("fg-") and entry.pw_dir.startswith(base):
+            subprocess.run(["userdel", entry.pw_name], check=False, capture_output=True)
+            subprocess.run(["groupdel", entry.pw_name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Point coursehub's default data directory at a temporary folder for the session.
 

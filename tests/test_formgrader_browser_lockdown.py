@@ -27,6 +27,7 @@ import psutil
 import pytest
 import requests
 
+from coursehub.contract import hub_id_for_db_url, hub_id_of_data_dir
 from coursehub.grading.formgrader_account import FormgraderAccount, prepare_formgraders
 from coursehub.grading.hubservice import render_formgrader_config, token_variable
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
@@ -149,7 +150,7 @@ def extra_config(workdir: Path) -> tuple[str, dict[str, FormgraderAccount]]:
         ensure_course(layout)
     add_submission(layouts[0])
     graded_assignment(layouts[0], workdir)
-    accounts = prepare_formgraders(layouts)
+    accounts = prepare_formgraders(layouts, hub_id_of_data_dir(str(workdir)))
     formgraders = render_formgrader_config(
         layouts,
         python=sys.executable,
@@ -379,6 +380,8 @@ def test_a_students_script_runs_neither_in_the_grading_page_nor_with_the_teacher
 def test_as_root_the_formgrader_runs_as_its_courses_account_without_capabilities(fg_hub):
     formgrader_session(fg_hub, GRADER)
     run = fg_hub.formgrader_accounts[COURSE]
+    hub_id = hub_id_for_db_url(f"sqlite:///{fg_hub.workdir / 'jupyterhub.sqlite'}")
+    assert run.account.name == f"fg-{hub_id}-{COURSE}"  # a host-wide name: the hub's id in it
     [process] = formgrader_processes(COURSE)
     assert process.uids().real == process.uids().effective == run.account.uid
     assert process.gids().real == run.account.gid and run.account.uid != 0

@@ -356,9 +356,24 @@ def test_cli_reports_a_bad_step_as_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_prints_the_hub_config(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", "/srv/nbgrader/courses")
-    assert main(["grading", "hub-config", "mlmeca-2025"]) == 0
-    assert "access:services!service=mlmeca-2025" in capsys.readouterr().out
+    import os
+    import subprocess
+
+    from coursehub.contract import hub_id_of_data_dir
+
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    account = f"fg-{hub_id_of_data_dir(str(tmp_path / 'hub'))}-mlmeca-2025"
+    try:
+        argv = ["grading", "hub-config", "mlmeca-2025", "--hub-data-dir", str(tmp_path / "hub")]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+    finally:
+        subprocess.run(["userdel", account], check=False, capture_output=True)
+        subprocess.run(["groupdel", account], check=False, capture_output=True)
+    assert "access:services!service=mlmeca-2025" in out
+    if os.geteuid() == 0:  # as root, the formgrader runs as the course's account of this hub
+        assert f"'USER': '{account}'" in out
 
 
 def test_cli_module_imports_nothing_heavy():

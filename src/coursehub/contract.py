@@ -25,10 +25,13 @@ share one definition of each fact:
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from coursehub.errors import UsageError
 from coursehub.resources.spec import ResourceSpec, check_count
@@ -301,3 +304,55 @@ def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
 
 def _or_default(value: Any, default: int) -> Any:
     return default if value is None else value
+
+
+# --- the hub's id: every host-wide name of a hub carries it (coursehub.spawn.identity) ---
+
+#: JupyterHub's default ``JupyterHub.db_url`` (jupyterhub/app.py).
+DEFAULT_DB_URL = "sqlite:///jupyterhub.sqlite"
+#: Hex digits of the SHA-256 kept in a hub id (40 bits: collisions need ~10^6 hubs on one host).
+HUB_ID_DIGITS = 10
+
+
+def plan_hub_identity(db_url: str, cwd: str) -> str:
+    """Return the text a hub id is hashed from: ``db_url`` made absolute, without password.
+
+    Parameters
+    ----------
+    db_url
+        ``JupyterHub.db_url`` (SQLAlchemy URL). ``sqlite:///rel.sqlite`` is
+        relative to ``cwd``; ``sqlite:////abs.sqlite`` is absolute.
+    cwd
+        The hub's working directory.
+    """
+    if db_url.startswith("sqlite:///"):
+        path = db_url[len("sqlite:///") :].split("?", 1)[0]
+        if path and path != ":memory:":
+            return "sqlite:///" + os.path.normpath(os.path.join(cwd, path))
+        return db_url
+    parts = urlsplit(db_url)
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}@{netloc[1]}")
+    return urlunsplit(parts)
+
+
+def plan_hub_id(identity: str) -> str:
+    """Return the hub id of ``identity``: the first :data:`HUB_ID_DIGITS` hex digits of SHA-256."""
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:HUB_ID_DIGITS]
+
+
+def hub_id_for_db_url(db_url: str | None = None, cwd: str | None = None) -> str:
+    """Return the hub id of a hub whose database is ``db_url`` (None: JupyterHub's default)."""
+    return plan_hub_id(plan_hub_identity(db_url or DEFAULT_DB_URL, cwd or os.getcwd()))
+
+
+def hub_id_of_data_dir(data_dir: str) -> str:
+    """Return the hub id of a hub rendered with ``data_dir`` (its ``jupyterhub.sqlite`` there).
+
+    The rendered hub configuration (``coursehub.hub.config``) and the demo
+    put the hub's database in its data folder (``c.JupyterHub.db_url = "sqlite:///<data_dir>/jupyterhub.sqlite"``).
+    """
+    path = os.path.abspath(data_dir)
+    return hub_id_for_db_url(f"sqlite:///{path}/jupyterhub.sqlite")

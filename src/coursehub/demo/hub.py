@@ -47,6 +47,7 @@ from types import FrameType
 from typing import Any
 
 from coursehub.catalog.db import make_engine, session_scope
+from coursehub.contract import hub_id_of_data_dir
 from coursehub.demo.files import DEMO_UMASK, ensure_course_data, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
 from coursehub.demo.ports import check_ports, free_port, pick_ports
@@ -157,7 +158,7 @@ class DemoHub:
         ports = pick_ports(self.ip, self.port, len(formgraders))
         check_ports(ports.listening())
         names = formgrader_names(database_url, [fg.course_id for fg in formgraders])
-        accounts = prepare_formgraders(formgraders)
+        accounts = prepare_formgraders(formgraders, hub_id_of_data_dir(str(self.data_dir)))
         text = render_demo_config(
             self.data_dir,
             self.port,

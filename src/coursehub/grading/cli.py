@@ -80,6 +80,12 @@ def register(subparsers: Any) -> None:
         "its course's own account formgrade-COURSE_ID, created here)",
     )
     hub.add_argument("course_ids", nargs="+")
+    hub.add_argument(
+        "--hub-data-dir",
+        default="/srv/jupyterhub",
+        help="the hub's data folder (its jupyterhub.sqlite: the hub's id in the formgraders' "
+        "account names; default: %(default)s, as coursehub hub config renders it)",
+    )
     sub.add_parser("student-config", help="print the servers' global nbgrader_config.py")
     sub.add_parser("grader-user", help="admin: create the Unix account that runs students' code")
     for step in ("fetch", "submit"):
@@ -105,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
 
         layouts = [layout_from_env(c) for c in args.course_ids]
-        accounts = prepare_formgraders(layouts)  # as root: one account per course
+        from coursehub.contract import hub_id_of_data_dir
+
+        hub_id = hub_id_of_data_dir(args.hub_data_dir)
+        accounts = prepare_formgraders(layouts, hub_id)  # as root: one account per course
         text = render_formgrader_config(
             layouts, full_server=full_server_enabled(), accounts=accounts
         )

@@ -5,14 +5,17 @@ JupyterHub runs a managed service as the hub's own Unix account unless told
 otherwise (``services/service.py``, ``Service.user``), which on a hub run as
 root is root. So when coursehub renders the services as root, each course's
 formgrader runs through the one sandbox (:mod:`coursehub.sandbox`) as the
-account ``formgrade-<course_id>``:
+account ``fg-<hub_id>-<course_id>`` (:func:`formgrader_user_name`: a
+host-wide name, so it carries the hub's id, :func:`coursehub.contract.hub_id_of_data_dir`;
+two hubs on one host with the same course never share it):
 
-- its primary group is the course's grading group
-  (:func:`coursehub.grading.perms.resolve_grading_group`, by default the
-  Unix group ``formgrade-<course_id>``, created with the account), so it
-  reads and writes that course's directory (mode ``3770``, group-owned) and
-  no other course's; the course's ``nbgrader_config.py``, which every
-  autograde loads, stays read-only to it (:mod:`coursehub.grading.perms`);
+- its primary group is the course's grading group: the team's Unix group
+  where the site has one (:func:`coursehub.grading.perms.resolve_grading_group`),
+  else a group of its own name, created with the account and given to the
+  course directory; so it reads and writes that course's directory (mode
+  ``3770``, group-owned) and no other course's; the course's
+  ``nbgrader_config.py``, which every autograde loads, stays read-only to it
+  (:mod:`coursehub.grading.perms`);
 - it has no password, no shell and a home inside its course's directory
   (:func:`formgrader_home`: Jupyter's runtime files go there);
 - it runs with no capabilities, ``no_new_privs`` and the account's task
@@ -43,12 +46,12 @@ from pathlib import Path
 
 from coursehub.errors import CoursehubError
 from coursehub.grading.layout import CourseLayout
-from coursehub.grading.perms import DEFAULT_GROUP_PATTERN, group_id, resolve_grading_group
+from coursehub.grading.perms import FORMGRADER_GROUP_PREFIX, group_id, resolve_grading_group
 from coursehub.sandbox.account import SandboxAccount, find_sandbox_account
 from coursehub.sandbox.command import SandboxPlan
 
-#: Prefix of a formgrader's Unix account name (the rest is the course id).
-FORMGRADER_USER_PREFIX = "formgrade-"
+#: Prefix of a formgrader's Unix account name (then the hub id, ``-`` and the course id).
+FORMGRADER_USER_PREFIX = FORMGRADER_GROUP_PREFIX
 #: Longest Unix user name useradd(8) accepts on Debian (``LOGIN_NAME_MAX`` - 1... 32).
 MAX_USER_NAME = 32
 #: Where the namespace of a formgrader stages its exposed folders (root's, emptied at boot).
@@ -67,18 +70,18 @@ class FormgraderAccount:
     plan: SandboxPlan
 
 
-def formgrader_user_name(course_id: str) -> str:
-    """Return the Unix account of ``course_id``'s formgrader: ``formgrade-<course_id>`` (pure).
+def formgrader_user_name(course_id: str, hub_id: str) -> str:
+    """Return the Unix account of ``course_id``'s formgrader: ``fg-<hub_id>-<course_id>`` (pure).
 
     A course id that is not a valid Unix user name (upper case, dots) or
-    would make it longer than :data:`MAX_USER_NAME` gives
-    ``formgrade-<first 12 hex digits of its SHA-256>`` instead.
+    would make the name longer than :data:`MAX_USER_NAME` gives
+    ``fg-<hub_id>-<first 12 hex digits of its SHA-256>`` instead.
     """
-    name = FORMGRADER_USER_PREFIX + course_id
+    name = f"{FORMGRADER_USER_PREFIX}{hub_id}-{course_id}"
     if len(name) <= MAX_USER_NAME and _USER_NAME.match(name):
         return name
     digest = hashlib.sha256(course_id.encode()).hexdigest()[:12]
-    return FORMGRADER_USER_PREFIX + digest
+    return f"{FORMGRADER_USER_PREFIX}{hub_id}-{digest}"
 
 
 def formgrader_home(layout: CourseLayout) -> Path:
@@ -112,8 +115,13 @@ def plan_formgrader_useradd(name: str, group: str, home: Path) -> list[str]:
     ]
 
 
-def grading_group_name(course_id: str, environ: Mapping[str, str] | None = None) -> str:
-    """Return the course's grading group, ``formgrade-<course_id>`` unless a site names another.
+def grading_group_name(
+    course_id: str, account_name: str, environ: Mapping[str, str] | None = None
+) -> str:
+    """Return the course's grading group: the team's Unix group, else ``account_name``.
+
+    The team's group is that of :func:`coursehub.grading.perms.resolve_grading_group`
+    (``COURSEHUB_GRADING_GROUP``, else an existing ``formgrade-<course_id>``).
 
     Raises
     ------
@@ -124,9 +132,9 @@ def grading_group_name(course_id: str, environ: Mapping[str, str] | None = None)
     """
     env = os.environ if environ is None else environ
     setting = env.get("COURSEHUB_GRADING_GROUP")
-    if setting is None:
-        return DEFAULT_GROUP_PATTERN.format(course_id=course_id)
     group = resolve_grading_group(course_id, env)
+    if setting is None:
+        return group or account_name
     if group is None:
         raise CoursehubError(
             f"course {course_id}: COURSEHUB_GRADING_GROUP={setting!r} keeps the course files "
@@ -136,7 +144,7 @@ def grading_group_name(course_id: str, environ: Mapping[str, str] | None = None)
 
 
 def ensure_formgrader_account(
-    layout: CourseLayout, environ: Mapping[str, str] | None = None
+    layout: CourseLayout, hub_id: str, environ: Mapping[str, str] | None = None
 ) -> SandboxAccount:
     """Return the account of the course's formgrader, creating it and its group (as root).
 
@@ -147,8 +155,8 @@ def ensure_formgrader_account(
         as root is in the message), or if the account exists with another
         primary group or is root.
     """
-    group = grading_group_name(layout.course_id, environ)
-    name = formgrader_user_name(layout.course_id)
+    name = formgrader_user_name(layout.course_id, hub_id)
+    group = grading_group_name(layout.course_id, name, environ)
     if group_id(group) is None:
         _run(plan_groupadd(group), f"the grading group {group!r}")
     account = find_sandbox_account(name)
@@ -189,7 +197,7 @@ def plan_formgrader_hidden(layout: CourseLayout, environ: Mapping[str, str]) -> 
 
 
 def prepare_formgrader(
-    layout: CourseLayout, environ: Mapping[str, str] | None = None
+    layout: CourseLayout, hub_id: str, environ: Mapping[str, str] | None = None
 ) -> FormgraderAccount:
     """Create the course's formgrader account and home and return how it runs (as root).
 
@@ -207,8 +215,9 @@ def prepare_formgrader(
     from coursehub.sandbox.plan import make_plan
 
     env = os.environ if environ is None else environ
-    account = ensure_formgrader_account(layout, env)
-    layout = replace(layout, grading_group=grading_group_name(layout.course_id, env))
+    account = ensure_formgrader_account(layout, hub_id, env)
+    group = grading_group_name(layout.course_id, account.name, env)
+    layout = replace(layout, grading_group=group)
     home = formgrader_home(layout)
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, account.uid, account.gid)
@@ -217,15 +226,20 @@ def prepare_formgrader(
         plan_formgrader_hidden(layout, env),
         writable=[layout.course_dir, layout.exchange_root],
         network=True,
-        stage_dir=STAGE_ROOT / layout.course_id,
+        stage_dir=STAGE_ROOT / account.name,
         account_name=account.name,
         pid_namespace=False,
     )
     return FormgraderAccount(layout.course_id, account, home, plan)
 
 
-def prepare_formgraders(layouts: Sequence[CourseLayout]) -> dict[str, FormgraderAccount]:
+def prepare_formgraders(
+    layouts: Sequence[CourseLayout], hub_id: str
+) -> dict[str, FormgraderAccount]:
     """As root, give each course's formgrader its own account and check it can start; else {}.
+
+    ``hub_id``: the hub's id (:func:`coursehub.contract.hub_id_of_data_dir`),
+    part of every account's name.
 
     :func:`prepare_formgrader` for each course, then
     the sandbox's preflight (:func:`coursehub.sandbox.preflight.check_plan`)
@@ -241,7 +255,7 @@ def prepare_formgraders(layouts: Sequence[CourseLayout]) -> dict[str, Formgrader
 
     if os.geteuid() != 0:
         return {}
-    accounts = {layout.course_id: prepare_formgrader(layout) for layout in layouts}
+    accounts = {layout.course_id: prepare_formgrader(layout, hub_id) for layout in layouts}
     for run in accounts.values():
         check_plan(run.plan, code=FORMGRADER_PROBE)
     return accounts

@@ -45,6 +45,7 @@ from pathlib import Path
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.grading.perms import (
+    FORMGRADER_GROUP_PREFIX,
     CourseModes,
     group_id,
     plan_course_modes,
@@ -320,13 +321,31 @@ def course_modes(layout: CourseLayout) -> CourseModes:
     Raises :class:`UsageError` if ``layout.grading_group`` is not a Unix group.
     """
     if layout.grading_group is None:
-        return plan_course_modes(None)
+        return plan_course_modes(formgrader_gid(layout.course_dir))
     gid = group_id(layout.grading_group)
     if gid is None:
         raise UsageError(
             f"course {layout.course_id}: no Unix group {layout.grading_group!r} on this host"
         )
     return plan_course_modes(gid)
+
+
+def formgrader_gid(course_dir: Path) -> int | None:
+    """Return the gid of the course directory's group if it is its formgrader's, else None.
+
+    A course without a team group whose formgrader runs as its own account
+    has that account's group (``fg-...``,
+    :data:`coursehub.grading.perms.FORMGRADER_GROUP_PREFIX`): every later
+    :func:`secure_course` keeps it, whoever made the layout.
+    """
+    import grp
+
+    try:
+        gid = course_dir.stat().st_gid
+        name = grp.getgrgid(gid).gr_name
+    except (OSError, KeyError):
+        return None
+    return gid if name.startswith(FORMGRADER_GROUP_PREFIX) else None
 
 
 def secure_course(layout: CourseLayout) -> None:

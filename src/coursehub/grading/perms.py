@@ -47,6 +47,10 @@ from coursehub.errors import UsageError
 
 #: Unix group tried when ``COURSEHUB_GRADING_GROUP`` is unset (the hub group's name).
 DEFAULT_GROUP_PATTERN = "formgrade-{course_id}"
+#: Prefix of the group of a course's formgrader account (``fg-<hub_id>-<course_id>``,
+#: :mod:`coursehub.grading.formgrader_account`), kept on the course directory when the
+#: site has no team group.
+FORMGRADER_GROUP_PREFIX = "fg-"
 #: Values of ``COURSEHUB_GRADING_GROUP`` that mean "no group: owner only".
 NO_GROUP = ("none", "-")
 

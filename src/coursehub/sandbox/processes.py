@@ -60,7 +60,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "formgrader (one per course, hub service)",
         "coursehub.grading.hubservice:render_formgrader_config",
-        "as root: its course's own account `formgrade-<course_id>` (no capabilities, the "
+        "as root: its course's own account `fg-<hub_id>-<course_id>` (no capabilities, the "
         "course's group); else the hub's account. Serves nbgrader's formgrader pages only (no "
         "kernel, terminal or contents API: coursehub.grading.formgrader_guard)",
         "its course directory (its nbgrader_config.py read-only), the exchange as its modes "

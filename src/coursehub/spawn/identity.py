@@ -16,60 +16,39 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
 import tempfile
 from pathlib import Path
 from typing import IO, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
+from coursehub.contract import (
+    DEFAULT_DB_URL,
+    HUB_ID_DIGITS,
+    hub_id_for_db_url,
+    plan_hub_id,
+    plan_hub_identity,
+)
 from coursehub.errors import CoursehubError
 
-#: JupyterHub's default ``JupyterHub.db_url`` (jupyterhub/app.py).
-DEFAULT_DB_URL = "sqlite:///jupyterhub.sqlite"
-#: Hex digits of the SHA-256 kept in a hub id (40 bits: collisions need ~10^6 hubs on one host).
-HUB_ID_DIGITS = 10
+__all__ = [
+    "DEFAULT_DB_URL",
+    "HUB_ID_DIGITS",
+    "HubIdentityError",
+    "HubLock",
+    "check_hub_id",
+    "hub_id_for_db_url",
+    "hub_id_from_config",
+    "plan_hub_id",
+    "plan_hub_identity",
+]
+
 #: What a hub id may be made of (it goes into cgroup, unit and file names).
 HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
 class HubIdentityError(CoursehubError):
     """Two hubs would share host-wide names, or a hub id is malformed."""
-
-
-def plan_hub_identity(db_url: str, cwd: str) -> str:
-    """Return the text a hub id is hashed from: ``db_url`` made absolute, without password.
-
-    Parameters
-    ----------
-    db_url
-        ``JupyterHub.db_url`` (SQLAlchemy URL). ``sqlite:///rel.sqlite`` is
-        relative to ``cwd``; ``sqlite:////abs.sqlite`` is absolute.
-    cwd
-        The hub's working directory.
-    """
-    if db_url.startswith("sqlite:///"):
-        path = db_url[len("sqlite:///") :].split("?", 1)[0]
-        if path and path != ":memory:":
-            return "sqlite:///" + os.path.normpath(os.path.join(cwd, path))
-        return db_url
-    parts = urlsplit(db_url)
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}@{netloc[1]}")
-    return urlunsplit(parts)
-
-
-def plan_hub_id(identity: str) -> str:
-    """Return the hub id of ``identity``: the first :data:`HUB_ID_DIGITS` hex digits of SHA-256."""
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:HUB_ID_DIGITS]
-
-
-def hub_id_for_db_url(db_url: str | None = None, cwd: str | None = None) -> str:
-    """Return the hub id of a hub whose database is ``db_url`` (None: JupyterHub's default)."""
-    return plan_hub_id(plan_hub_identity(db_url or DEFAULT_DB_URL, cwd or os.getcwd()))
 
 
 def hub_id_from_config(config: Any, cwd: str | None = None) -> str:
