@@ -151,9 +151,9 @@ def ensure_formgrader_account(
     Raises
     ------
     CoursehubError
-        If the group or the account cannot be created (the command to run
-        as root is in the message), or if the account exists with another
-        primary group or is root.
+        If the group or the account cannot be created or moved to the
+        course's group (the command to run as root is in the message), or if
+        the account is root.
     """
     name = formgrader_user_name(layout.course_id, hub_id)
     group = grading_group_name(layout.course_id, name, environ)
@@ -164,6 +164,10 @@ def ensure_formgrader_account(
         _run(plan_formgrader_useradd(name, group, formgrader_home(layout)), f"account {name!r}")
         account = find_sandbox_account(name)
     gid = group_id(group)
+    if account is not None and account.uid != 0 and account.gid != gid:
+        # the site gave the course a team group since: the formgrader follows it
+        _run(["usermod", "--gid", group, name], f"the group of account {name!r}")
+        account = find_sandbox_account(name)
     if account is None or account.uid == 0 or account.gid != gid:
         raise CoursehubError(
             f"formgrader account {name!r} must exist, not be root and have the primary group "
