@@ -12,43 +12,27 @@ import csv
 from datetime import UTC, datetime
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from coursehub.grading.assignments import collect, generate_assignment, release_assignment
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
 from coursehub.grading.create import NewAssignment, create_assignment, parse_duedate
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
-from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.export import GRADED, read_grade_table, render_grades_csv
 from coursehub.grading.latepolicy import LatePolicy
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from coursehub.runner import LocalBackend, SlotPool
+from test_grading_e2e import CORRECT, answer_assignment
 
 pytestmark = pytest.mark.slow
 
-CORRECT = (
-    "    a, b, c = (M1 + M2) * L1**2, M2 * L2**2, M2 * L1 * L2\n"
-    "    kinetic = a * omega1**2 / 2 + b * omega2**2 / 2"
-    " + c * omega1 * omega2 * np.cos(theta1 - theta2)\n"
-    "    return kinetic - (M1 + M2) * G * L1 * np.cos(theta1) - M2 * G * L2 * np.cos(theta2)"
-)
 #: 18:00 in Paris on 1 March 2025 (UTC+1) is 17:00 UTC.
 DUE = parse_duedate("2025-03-01T18:00", "Europe/Paris")
 
 
 def submit_at(layout: CourseLayout, tmp_path: Path, ps: str, student: str, when: datetime) -> None:
     """Fetch, answer correctly, submit as ``student``; record the submission as made at ``when``."""
-    home = tmp_path / "home" / student
-    folder = fetch_assignment(layout.exchange_root, layout.course_id, ps, student, home)
-    path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
-    cell.source = cell.source.replace(
-        "    # YOUR CODE HERE\n    raise NotImplementedError()", CORRECT
-    )
-    nbformat.write(notebook, path)
-    submit_assignment(layout.exchange_root, layout.course_id, ps, student, home)
+    answer_assignment(layout, tmp_path, ps, student, CORRECT)
     inbound = layout.exchange_root / layout.course_id / "inbound"
     [submission] = inbound.glob(f"{student}+{ps}+*")
     stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f %Z")  # nbgrader's get_timestamp

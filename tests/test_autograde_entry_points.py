@@ -36,7 +36,6 @@ from coursehub.grading.assignments import (
     release_assignment,
 )
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
-from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, layout_from_env
 from coursehub.web.testing import (
     IDENTITIES,
@@ -46,7 +45,7 @@ from coursehub.web.testing import (
     seed_web_catalog,
 )
 from test_autograde_sandbox import HOSTILE, SECRET_ENV
-from test_grading_e2e import CORRECT
+from test_grading_e2e import CORRECT, answer_assignment
 from test_grading_web import csrf_token
 
 COURSE, PS = "mlmeca-2025", "ps1"
@@ -101,14 +100,7 @@ def course(tmp_path, monkeypatch, database_url, sandbox_user) -> tuple[CourseLay
 
 
 def submit(layout: CourseLayout, root: Path, student: str, body: str) -> None:
-    home = root / "home" / student
-    folder = fetch_assignment(layout.exchange_root, COURSE, PS, student, home)
-    path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
-    cell.source = cell.source.replace("    # YOUR CODE HERE\n    raise NotImplementedError()", body)
-    nbformat.write(notebook, path)
-    submit_assignment(layout.exchange_root, COURSE, PS, student, home)
+    answer_assignment(layout, root, PS, student, body)
 
 
 def hostile_submission(layout: CourseLayout, root: Path, targets: list[str], port: int) -> None:

@@ -114,9 +114,8 @@ def graded_assignment(layout: CourseLayout, workdir: Path) -> None:
     )
     from coursehub.grading.autograde import ensure_students
     from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
-    from coursehub.grading.exchange import fetch_assignment, submit_assignment
     from test_autograde_sandbox import HOSTILE
-    from test_grading_e2e import CORRECT
+    from test_grading_e2e import CORRECT, answer_assignment
 
     add_assignment(layout, GRADED, [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb"])
     generate_assignment(layout, GRADED)
@@ -126,16 +125,7 @@ def graded_assignment(layout: CourseLayout, workdir: Path) -> None:
     targets = [str(layout.gradebook_path), str(other_gradebook), str(hub_db), "/etc/shadow"]
     hostile = textwrap.indent(HOSTILE.format(targets=targets, port=9), "    ")
     for student, body in ((HONEST, CORRECT), (HOSTILE_STUDENT, hostile + CORRECT)):
-        home = workdir / "home" / student
-        folder = fetch_assignment(layout.exchange_root, layout.course_id, GRADED, student, home)
-        path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
-        notebook = nbformat.read(path, as_version=4)
-        cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
-        cell.source = cell.source.replace(
-            "    # YOUR CODE HERE\n    raise NotImplementedError()", body
-        )
-        nbformat.write(notebook, path)
-        submit_assignment(layout.exchange_root, layout.course_id, GRADED, student, home)
+        answer_assignment(layout, workdir, GRADED, student, body)
     collect(layout, GRADED)
     ensure_students(layout, [HONEST, HOSTILE_STUDENT])
 

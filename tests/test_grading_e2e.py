@@ -63,21 +63,35 @@ def new_course(tmp_path: Path, course_id: str, **options: object) -> CourseLayou
 
 def answer(layout: CourseLayout, tmp_path: Path, student: str, body: str | None) -> None:
     """Fetch as ``student`` from their own folder, write ``body`` (None: garbage), submit."""
-    home = tmp_path / "home" / student
-    folder = fetch_assignment(layout.exchange_root, layout.course_id, PS, student, home)
+    answer_assignment(
+        layout, tmp_path, PS, student, body, before=LOOP if student == "carol" else ""
+    )
+
+
+def answer_assignment(
+    layout: CourseLayout,
+    root: Path,
+    assignment: str,
+    student: str,
+    body: str | None,
+    before: str = "",
+) -> None:
+    """Fetch ``assignment`` (the demo notebook) as ``student`` into ``root/home/<student>``,
+    write ``body`` in its answer cell (``before`` ahead of the cell's code; None: a
+    notebook that is not JSON), submit."""
+    home = root / "home" / student
+    folder = fetch_assignment(layout.exchange_root, layout.course_id, assignment, student, home)
     path = folder / f"{DEMO_ASSIGNMENT}.ipynb"
     if body is None:
         path.write_text('{"cells": [ this is not json')
     else:
         notebook = nbformat.read(path, as_version=4)
         cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
-        cell.source = cell.source.replace(
+        cell.source = before + cell.source.replace(
             "    # YOUR CODE HERE\n    raise NotImplementedError()", body
         )
-        if student == "carol":
-            cell.source = LOOP + cell.source
         nbformat.write(notebook, path)
-    submit_assignment(layout.exchange_root, layout.course_id, PS, student, home)
+    submit_assignment(layout.exchange_root, layout.course_id, assignment, student, home)
 
 
 def backend(tmp_path: Path) -> LocalBackend:

@@ -449,18 +449,26 @@ def garbage_of(layout: MaterialLayout) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in out.splitlines())
 
 
-@pytest.mark.root
-def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_update_works(
-    private_repo, small_disk, sessions
-):
-    layout = small_disk
+def update_past_the_disk(private_repo, layout: MaterialLayout, sessions):
+    """Publish the material, push a file bigger than the disk, update again.
+
+    Returns the published head of the first update and the second update's outcome.
+    """
     set_repo(sessions, layout, private_repo.url, private_repo.token)
     assert run_update(sessions, COURSE, layout).ok
     served = published_head(layout, COURSE)
     big = secrets.token_hex(DISK_MIB * 1024 * 1024)  # hex of random bytes: hardly compressible
     commit_files(private_repo.work, {"notebooks/big.txt": big}, "too big")
     git("push", "--quiet", "origin", "main", cwd=private_repo.work)
-    outcome = run_update(sessions, COURSE, layout)
+    return served, run_update(sessions, COURSE, layout)
+
+
+@pytest.mark.root
+def test_a_full_disk_during_an_update_leaves_no_partial_objects_and_the_next_update_works(
+    private_repo, small_disk, sessions
+):
+    layout = small_disk
+    served, outcome = update_past_the_disk(private_repo, layout, sessions)
     assert not outcome.ok and "last good material is still served" in outcome.message
     assert f"{layout.root} ran out of space" in outcome.message, outcome.message
     assert published_head(layout, COURSE) == served
@@ -481,12 +489,7 @@ def test_a_big_file_removed_again_but_kept_in_the_history_no_longer_blocks_the_u
 ):
     """The teacher deletes the file in a new commit: their history still holds it."""
     layout = small_disk
-    set_repo(sessions, layout, private_repo.url, private_repo.token)
-    assert run_update(sessions, COURSE, layout).ok
-    big = secrets.token_hex(DISK_MIB * 1024 * 1024)
-    commit_files(private_repo.work, {"notebooks/big.txt": big}, "too big")
-    git("push", "--quiet", "origin", "main", cwd=private_repo.work)
-    assert not run_update(sessions, COURSE, layout).ok
+    assert not update_past_the_disk(private_repo, layout, sessions)[1].ok
     git("rm", "--quiet", "notebooks/big.txt", cwd=private_repo.work)
     commit_files(private_repo.work, {"notebooks/tp2.py": "print('tp2')\n"}, "big file out")
     git("push", "--quiet", "origin", "main", cwd=private_repo.work)
