@@ -379,6 +379,16 @@ def test_a_replayed_launch_is_refused_even_with_the_captured_cookies(linked):
     assert "this launch was already used" in replay.text
 
 
+def test_a_launch_whose_cookies_the_browser_kept_back_says_why(linked):
+    """A cross-site POST without the state cookies (SameSite=Lax over plain HTTP)."""
+    outcome = launch(linked, LaunchSpec("ltinocookie", [LEARNER]))
+    assert outcome.response.status_code == 302  # the control: with the cookies
+    second = launch(linked, LaunchSpec("ltinocookie2", [LEARNER]))
+    refused = requests.post(second.action, data=second.form, allow_redirects=False, timeout=30)
+    assert refused.status_code == 400
+    assert "serve the hub over HTTPS" in refused.text
+
+
 def test_an_unlinked_lms_course_says_whom_to_ask_and_enrols_nobody(linked):
     before = n_people(linked)
     spec = LaunchSpec("ltinewcomer", [LEARNER], context_id="moodle-99", context_title="Topology")

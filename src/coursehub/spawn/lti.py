@@ -140,8 +140,51 @@ def admin_refusal(name: str) -> HTTPError:
     )
 
 
+def plan_state_cookie(https: bool) -> dict[str, Any]:
+    """Return the options of the launch's state and nonce cookies (pure).
+
+    The platform sends the launch back with a cross-site form POST, and
+    browsers send a cookie on such a request only with ``SameSite=None``,
+    which they accept only with ``Secure`` (RFC 6265bis "SameSite" and
+    Chrome's "SameSite=None requires Secure"; jupyterhub/ltiauthenticator#157).
+    Over HTTPS the cookies get both; over plain HTTP ``Secure`` is impossible,
+    so the browser's default (``Lax``) stays and the launch can only fail,
+    with :func:`missing_state_message`.
+    """
+    options: dict[str, Any] = {"expires_days": 1, "httponly": True, "encrypted": True}
+    if https:
+        options.update(samesite="None", secure=True)
+    return options
+
+
+def missing_state_message(https: bool) -> str:
+    """Return what a launch whose state cookie did not come back tells the student (pure)."""
+    if https:
+        return (
+            "the LMS launch came back without this hub's sign-in cookie: your browser blocks "
+            "cookies of other sites; allow them for this hub, or open the activity in a new window"
+        )
+    return (
+        "the LMS launch came back without this hub's sign-in cookie: browsers send it back to "
+        "a hub reached over plain HTTP only from the hub's own pages; the hub admin must serve "
+        "the hub over HTTPS for LMS launches"
+    )
+
+
+def is_https(handler: Any) -> bool:
+    """Return whether the hub's public address (else the request) is HTTPS (as JupyterHub)."""
+    public_url = handler.settings.get("public_url")
+    if public_url:
+        return bool(public_url.scheme == "https")
+    return bool(handler.request.protocol == "https")
+
+
 class CoursehubLoginInitHandler(LTI13LoginInitHandler):
     """OIDC login initiation: redirect to the authorization URL of the platform in ``iss``."""
+
+    def _set_oauth_cookie(self, key: str, value: Any) -> None:
+        """Set the state or nonce cookie so that the platform's cross-site POST brings it back."""
+        self._set_cookie(key, value, **plan_state_cookie(is_https(self)))
 
     def authorize_redirect(
         self,
@@ -179,6 +222,18 @@ class CoursehubCallbackHandler(LTI13CallbackHandler):
 
     platform: Platform | None = None
     coursehub_next_url: str | None = None
+
+    def check_state(self) -> None:
+        """Upstream's state check; a missing state cookie says why (:func:`missing_state_message`).
+
+        Raises
+        ------
+        tornado.web.HTTPError
+            400, without the state cookie or with another state than the URL's.
+        """
+        if not self._get_state_cookie():
+            raise HTTPError(400, missing_state_message(is_https(self)))
+        super().check_state()
 
     def decode_and_validate_launch_request(self) -> dict[str, Any]:
         """Upstream's checks (state, signature by the platform's key set, issuer, audience,
