@@ -395,3 +395,25 @@ def test_find_a_person_link_only_for_those_who_may_search(client, who, shown):
     assert ("Find a person" in page) is shown
     status = client.get("/people/", headers=identity_headers(IDENTITIES[who])).status_code
     assert (status == 200) is shown
+
+
+def test_an_unknown_lead_is_the_lead_fields_error_not_the_course_codes(client):
+    admin = identity_headers(IDENTITIES["admin"])
+    token = csrf_token(client.get("/courses/new", headers=admin).get_data(as_text=True))
+    data = {
+        "code": "NUM2",
+        "year": "2025-2026",
+        "portal": "INFO",
+        "title": "Numerics 2",
+        "lead": "jdoe-nobody",
+        "csrf_token": token,
+    }
+    response = client.post("/courses/new", data=data, headers=admin)
+    assert response.status_code == 400
+    body = html.unescape(response.get_data(as_text=True))
+    lead_field = re.search(r'<input[^>]*name="lead"[^>]*>', body)
+    code_field = re.search(r'<input[^>]*name="code"[^>]*>', body)
+    assert lead_field and code_field
+    assert 'aria-invalid="true"' in lead_field.group(0), lead_field.group(0)
+    assert 'aria-invalid="true"' not in code_field.group(0), code_field.group(0)
+    assert "lead 'jdoe-nobody' is not a known person" in body

@@ -7,11 +7,18 @@ from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 from wtforms import SelectChoice
 
-from coursehub.catalog.admin import managed_portals, next_year_label, open_course, plan_read_only
+from coursehub.catalog.admin import (
+    get_known_person,
+    managed_portals,
+    next_year_label,
+    open_course,
+    plan_read_only,
+)
 from coursehub.catalog.courses import get_portal, list_portals, list_years
 from coursehub.catalog.models import Course, Portal, Role
 from coursehub.catalog.people import add_member
 from coursehub.catalog.profiles import list_profiles
+from coursehub.errors import CoursehubError
 from coursehub.web.access import (
     Access,
     may_copy,
@@ -112,6 +119,12 @@ def form_material(form: CourseForm) -> Material:
 def apply_create(session: Session, form: CourseForm) -> Course | None:
     """Create the course from a valid form and commit; None (errors on the form) if refused."""
     lead = (form.lead.data or "").strip() if "lead" in form else ""
+    if lead:  # an unknown lead is the lead field's error, not the course code's
+        try:
+            get_known_person(session, lead, "lead")
+        except CoursehubError as exc:
+            form.lead.errors = [*form.lead.errors, str(exc)]
+            return None
     with commit_or_show(session, form, "code") as saved:
         course = open_course(
             session,
