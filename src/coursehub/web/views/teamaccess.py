@@ -42,14 +42,15 @@ def hub_client() -> HubClient | None:
     return HubClient(settings.api_url, settings.token, retry=settings.retry())
 
 
-def course_students(course_pk: int) -> list[str]:
-    """Return the hub usernames of the course's students."""
-    rows = get_session().scalars(
-        select(Person.username)
+def course_students(course_pk: int) -> dict[str, str]:
+    """Return the hub usernames of the course's students, each with the person's name."""
+    people = get_session().scalars(
+        select(Person)
         .join(Membership.person)
         .where(Membership.course_pk == course_pk, Membership.role == Role.STUDENT)
     )
-    return sorted(normalize_username(name) for name in rows)
+    names = {normalize_username(p.username): p.display_name for p in people}
+    return dict(sorted(names.items()))
 
 
 @bp.get("/courses/<course_id>/servers")
@@ -58,6 +59,7 @@ def servers(course_id: str) -> str:
     course, access = load_course(course_id, Access.READ_ROSTER)
     client = hub_client()
     rows: list[Any] = []
+    students = course_students(course.id)
     problem = "" if client else f"no hub: {hub_sync_settings().off_reason}"
     share_errors: list[tuple[str, str]] = []
     if client is not None:
@@ -65,7 +67,7 @@ def servers(course_id: str) -> str:
             try:
                 report = sync_team_shares(client, course.course_id, grants_only=True)
                 share_errors = report.errors
-                rows = read_server_rows(client, course_students(course.id))
+                rows = read_server_rows(client, students)
             except CoursehubError as exc:
                 problem = f"the hub could not be read: {exc}"
     return render_template(
@@ -73,6 +75,7 @@ def servers(course_id: str) -> str:
         course=course,
         access=access,
         rows=rows,
+        names=students,
         problem=problem,
         share_errors=share_errors,
         team_group=team_group(course.course_id),

@@ -1,0 +1,92 @@
+"""The team's "Students' servers" page: who each student is, and what each server was started for.
+
+The hub is replaced by a stand-in that answers the user list as the hub's
+REST API does (``GET /users``: ``servers[""]`` with ``ready``,
+``user_options``...); the real hub's answers and shares are in
+``tests/test_teamaccess_hub.py``.
+"""
+
+from __future__ import annotations
+
+import html
+from types import SimpleNamespace
+
+import pytest
+
+from coursehub.catalog.seed import DEMO_MEMBERS
+from coursehub.web.testing import (
+    IDENTITIES,
+    dispose_app,
+    identity_headers,
+    make_test_app,
+    seed_web_catalog,
+)
+
+TEACHER = identity_headers(IDENTITIES["teacher"])
+
+
+class StandInHub:
+    """What the page asks of :class:`coursehub.hub.hubclient.HubClient`: the users, by pages."""
+
+    def __init__(self, users):
+        self.users = users
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def paginate(self, path):
+        assert path == "/users"
+        return iter(self.users)
+
+
+USERS = [
+    {
+        "name": "p2500001",
+        "last_activity": "2026-12-02T08:00:00Z",
+        "servers": {
+            "": {"ready": True, "url": "/user/p2500001/", "user_options": {"course": "mlmeca-2025"}}
+        },
+    },
+    {
+        "name": "p2500002",
+        "last_activity": "2026-12-02T08:01:00Z",
+        "servers": {"": {"ready": True, "url": "/user/p2500002/", "user_options": {}}},
+    },
+    {"name": "p2500003", "servers": {}},
+]
+
+
+@pytest.fixture
+def page(database_url, monkeypatch):
+    from coursehub.web.views import teamaccess
+
+    seed_web_catalog(database_url)
+    monkeypatch.setattr(teamaccess, "hub_client", lambda: StandInHub(USERS))
+    monkeypatch.setattr(teamaccess, "sync_team_shares", lambda *a, **k: SimpleNamespace(errors=[]))
+    app = make_test_app(database_url)
+    try:
+        answer = app.test_client().get("/courses/mlmeca-2025/servers", headers=TEACHER)
+        assert answer.status_code == 200
+        yield html.unescape(answer.get_data(as_text=True))
+    finally:
+        dispose_app(app)
+
+
+def row_of(body: str, username: str) -> str:
+    start = body.index(f'<td class="code">{username}</td>')
+    return body[start : body.index("</tr>", start)]
+
+
+def test_each_student_is_shown_with_their_name(page):
+    seeded = {username: f"{first} {last}" for username, first, last, *_ in DEMO_MEMBERS}
+    for username in ("p2500001", "p2500002", "p2500003"):
+        assert f"<td>{seeded[username]}</td>" in row_of(page, username)
+
+
+def test_started_for_names_the_course_or_says_none_was_chosen(page):
+    assert "mlmeca-2025" in row_of(page, "p2500001")
+    assert "no course chosen" in row_of(page, "p2500002")
+    assert "no course chosen" not in row_of(page, "p2500003")  # stopped: nothing to say
