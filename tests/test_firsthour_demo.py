@@ -67,6 +67,24 @@ def test_accounts_render_in_sections_without_an_empty_one():
     assert lines[-1] == "    p1         S 1 (c-2025)"
 
 
+def test_a_person_with_several_roles_is_listed_once_and_every_manager_is_listed():
+    lines = render_accounts(
+        [
+            DemoAccount("admin", "Camille Roux", "admin", ""),
+            DemoAccount("lgarnier", "Lucie Garnier", "manager", "MECA"),
+            DemoAccount("jmanager", "Jo Manager", "manager", "INFO"),
+            DemoAccount("jmanager", "Jo Manager", "manager", "PHYS"),
+            *(DemoAccount("tdupont", "Thérèse Dupont", "teacher", c) for c in ("a-1", "b-1")),
+            DemoAccount("tdupont", "Thérèse Dupont", "lead", "c-1"),
+        ]
+    )
+    text = "\n".join(lines)
+    assert text.count("tdupont") == 1
+    assert "tdupont    Thérèse Dupont (teacher, a-1; teacher, b-1; lead, c-1)" in text
+    assert "lgarnier   Lucie Garnier (manager of portal MECA)" in text
+    assert "jmanager   Jo Manager (manager of portals INFO, PHYS)" in text
+
+
 def load_demo_config(tmp_path, monkeypatch, names):
     from coursehub.atomicfile import write_atomically
     from coursehub.demo.hub import grading_layouts, render_demo_config

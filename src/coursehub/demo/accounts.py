@@ -31,7 +31,7 @@ def list_accounts(database_url: str) -> list[DemoAccount]:
     from sqlalchemy import select
 
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.models import Course, Membership, Person
+    from coursehub.catalog.models import Course, Membership, Person, Portal, PortalManager
     from coursehub.catalog.readmodel import render_display_name
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
 
@@ -56,13 +56,22 @@ def list_accounts(database_url: str) -> list[DemoAccount]:
                     select(Person).where(Person.username.in_([DEMO_ADMIN[0], DEMO_MANAGER[0]]))
                 )
             }
+            managers = session.execute(
+                select(Person.username, Person.first_name, Person.last_name, Portal.code)
+                .join(PortalManager, PortalManager.person_pk == Person.id)
+                .join(Portal, Portal.id == PortalManager.portal_pk)
+                .order_by(Person.username, Portal.code)
+            ).all()
     finally:
         engine.dispose()
-    accounts = [
-        DemoAccount(DEMO_ADMIN[0], staff.get(DEMO_ADMIN[0], DEMO_ADMIN[0]), "admin", ""),
+    accounts = [DemoAccount(DEMO_ADMIN[0], staff.get(DEMO_ADMIN[0], DEMO_ADMIN[0]), "admin", "")]
+    accounts += [
+        DemoAccount(u, render_display_name(first, last, u), "manager", portal)
+        for u, first, last, portal in managers
+    ] or [  # a catalog seeded before the manager was
         DemoAccount(
             DEMO_MANAGER[0], staff.get(DEMO_MANAGER[0], DEMO_MANAGER[0]), "manager", DEMO_MANAGER[3]
-        ),
+        )
     ]
     accounts += [
         DemoAccount(u, render_display_name(first, last, u), str(role), course)
@@ -74,13 +83,23 @@ def list_accounts(database_url: str) -> list[DemoAccount]:
 def render_accounts(
     accounts: Sequence[DemoAccount], shown_students: int = SHOWN_STUDENTS
 ) -> list[str]:
-    """Return the banner's account lines: a section per role, the first students by name (pure)."""
+    """Return the banner's account lines: a section per role, the first students by name (pure).
+
+    Each person comes once in a section, with all their roles there ("lead,
+    mlmeca-2025; teacher, numflu-2025"; "manager of portals INFO, MECA").
+    """
     lines: list[str] = []
     for section, heading in SECTIONS:
-        chosen = [a for a in accounts if _section(a.role) == section]
+        chosen: dict[str, list[DemoAccount]] = {}
+        for account in accounts:
+            if _section(account.role) == section:
+                chosen.setdefault(account.username, []).append(account)
         if chosen:
             lines.append(f"  {heading}:")
-            lines += [f"    {a.username:<10} {a.name} ({_describe(a)})" for a in chosen]
+            lines += [
+                f"    {username:<10} {roles[0].name} ({_describe_all(roles)})"
+                for username, roles in chosen.items()
+            ]
     students = [a for a in accounts if a.role == "student"]
     lines.append(f"  Students ({len(students)}):")
     lines += [f"    {a.username:<10} {a.name} ({a.where})" for a in students[:shown_students]]
@@ -93,6 +112,13 @@ def render_accounts(
 
 def _section(role: str) -> str:
     return role if role in ("admin", "manager", "student") else "team"
+
+
+def _describe_all(accounts: Sequence[DemoAccount]) -> str:
+    managed = [a.where for a in accounts if a.role == "manager"]
+    if len(managed) > 1:
+        return f"manager of portals {', '.join(managed)}"
+    return "; ".join(_describe(a) for a in accounts)
 
 
 def _describe(account: DemoAccount) -> str:
