@@ -20,12 +20,14 @@ two hubs on one host with the same course never share it):
   (:func:`formgrader_home`: Jupyter's runtime files go there);
 - it runs with no capabilities, ``no_new_privs`` and the account's task
   limit; where the installation lies under a folder the account cannot
-  enter (a virtualenv under ``/root``), it runs in a mount namespace of its
-  own with the installation exposed read-only
-  (:func:`coursehub.sandbox.command.plan_exposures`) and the catalog's data
-  folder, the runner's slots and the other courses hidden
-  (:func:`plan_formgrader_hidden`); it keeps the host's network (it talks to
-  the hub) and the host's PID namespace (the hub stops it with signals).
+  enter (a virtualenv under ``/root``, the demo's data folder), it runs in
+  a mount namespace of its own with the installation exposed read-only and
+  its course directory and the exchange writable, the rest of such a folder
+  covered (:func:`coursehub.sandbox.command.plan_exposures`); the folders of
+  :func:`plan_formgrader_hidden` that do not hold its course are hidden, the
+  others' files are kept out by their modes; it keeps the host's network (it
+  talks to the hub) and the host's PID namespace (the hub stops it with
+  signals).
 
 The "autograde" button of such a formgrader starts each student's kernel in
 a user namespace inside it (:mod:`coursehub.grading.sandbox_kernel`); where
@@ -52,7 +54,7 @@ from coursehub.sandbox.command import SandboxPlan
 
 #: Prefix of a formgrader's Unix account name (then the hub id, ``-`` and the course id).
 FORMGRADER_USER_PREFIX = FORMGRADER_GROUP_PREFIX
-#: Longest Unix user name useradd(8) accepts on Debian (``LOGIN_NAME_MAX`` - 1... 32).
+#: Longest user name Debian's useradd(8) accepts (shadow-utils, ``USER_NAME_MAX_LENGTH``).
 MAX_USER_NAME = 32
 #: Where the namespace of a formgrader stages its exposed folders (root's, emptied at boot).
 STAGE_ROOT = Path("/run/coursehub/formgrader-stage")
