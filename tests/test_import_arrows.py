@@ -18,10 +18,11 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Modules at the bottom that any package may import.
-BASE = {"errors", "contract", "filemodes", "csvsafe", "atomicfile"}
+BASE = {"errors", "contract", "filemodes", "csvsafe", "atomicfile", "settings"}
 #: package (or top-level module) -> the coursehub packages it may import.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "settings": {"errors"},
     "resources": {"errors"},
     "contract": {"errors", "resources"},
     "filemodes": {"errors"},
