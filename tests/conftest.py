@@ -160,6 +160,21 @@ class PostgresServer:
         self.execute(sql)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep each test file on one pytest-xdist worker, and every Slurm test on one.
+
+    With ``--dist loadgroup`` a file's tests then share its module- and
+    session-scoped set-ups (a hub, a built notebook) as they do in a serial run;
+    the Slurm tests share one single-node cluster, since its daemons and munge
+    are host-wide. Without xdist the marker is inert.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        name = "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(name))
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server for the test session, with a migrated template database."""
@@ -278,6 +293,14 @@ def cgroup_parent() -> Iterator[str]:
 
 
 @pytest.fixture
+def pages(client: object) -> object:
+    """:class:`helpers.PageActions` on the course app's test client (``client``)."""
+    from helpers import PageActions
+
+    return PageActions(client)
+
+
+@pytest.fixture
 def app(database_url: str) -> Iterator[object]:
     """The course web app in test mode on a fresh database seeded with the web fixtures'
     catalog (``coursehub.web.testing.seed_web_catalog``), disposed of afterwards."""
@@ -325,12 +348,15 @@ def formgrader_accounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     A demo or a hub rendered as root gives each course's formgrader its own
     account and group, ``fg-<hub_id>-<course_id>``
     (:mod:`coursehub.grading.formgrader_account`), kept on the host on purpose.
-    Those whose home lies in this session's temporary folders are the tests'.
+    Those whose home lies in this session's temporary folders are the tests'
+    (this worker's folders only, when the suite runs in parallel).
     """
     yield
     if os.geteuid() != 0:
         return
-    base = str(tmp_path_factory.getbasetemp().parent)
+    # this process's own folder: under pytest-xdist each worker has its own, and the
+    # others' hubs may still be running
+    base = str(tmp_path_factory.getbasetemp())
     for entry in pwd.getpwall():
         if entry.pw_name.startswith("fg-") and entry.pw_dir.startswith(base):
             subprocess.run(["userdel", entry.pw_name], check=False, capture_output=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -143,3 +144,53 @@ def counted_statements(app: Any) -> Iterator[list[str]]:
         yield statements
     finally:
         event.remove(engine, "before_cursor_execute", record)
+
+
+# --- pages of the course app -----------------------------------------------------------
+
+#: Flask-WTF's hidden field in a rendered form.
+_CSRF_FIELD = re.compile(r'name="csrf_token"[^>]*value="([^"]+)"')
+
+
+def csrf_token(html: str) -> str:
+    """The CSRF token of the first form of a rendered page (AssertionError if it has none)."""
+    match = _CSRF_FIELD.search(html)
+    assert match, f"no CSRF token in the page: {html[:300]}"
+    return match.group(1)
+
+
+class PageActions:
+    """Sign in as someone, read a page, post its form: the course app's test client in a word.
+
+    ``who`` is a key of :data:`coursehub.web.testing.IDENTITIES` (``"teacher"``,
+    ``"student"``, ``"admin"``...); its identity travels in the test header the app
+    trusts in test mode (:func:`coursehub.web.testing.identity_headers`).
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def headers(self, who: str) -> dict[str, str]:
+        """The headers that sign ``who`` in."""
+        from coursehub.web.testing import IDENTITIES, identity_headers
+
+        return identity_headers(IDENTITIES[who])
+
+    def get(self, path: str, who: str) -> Any:
+        """``GET path`` as ``who``; the response."""
+        return self.client.get(path, headers=self.headers(who))
+
+    def text(self, path: str, who: str) -> str:
+        """The text of ``GET path`` as ``who``."""
+        return str(self.get(path, who).get_data(as_text=True))
+
+    def csrf(self, path: str, who: str) -> str:
+        """The CSRF token of the form on ``path`` as ``who`` sees it."""
+        return csrf_token(self.text(path, who))
+
+    def post_form(
+        self, path: str, who: str, data: dict[str, Any], *, form_page: str | None = None
+    ) -> Any:
+        """Post ``data`` to ``path`` as ``who``, with the token of ``form_page`` (or ``path``)."""
+        token = self.csrf(form_page or path, who)
+        return self.client.post(path, data={"csrf_token": token, **data}, headers=self.headers(who))

@@ -261,8 +261,8 @@ def test_the_material_comes_before_a_host_folder_and_each_build_says_which_sourc
 
 def test_material_update_on_the_command_line_is_carried_out_with_the_books():
     args = build_parser().parse_args(["material", "update", COURSE])
-    assert args.func.__module__ == "coursehub.material.cli"  # the lifted runner
-    assert args.func.__qualname__.startswith("_lifted")
+    assert args.func.__module__ == "coursehub.usecases.material_update"
+    assert args.func.__qualname__ == "run"
 
 
 def write_book(folder: Path, files: dict[str, str]) -> Path:

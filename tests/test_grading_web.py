@@ -17,6 +17,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
+from helpers import csrf_token
 
 PAGE = "/courses/mlmeca-2025/grading"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -39,11 +40,6 @@ def client(database_url, layout):
     yield app.test_client()
     dispose_app(app)
 
-
-def csrf_token(page: str) -> str:
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
 
 
 @pytest.mark.parametrize(

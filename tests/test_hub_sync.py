@@ -234,11 +234,11 @@ def test_cli_unreachable_hub_names_url_and_records_it_on_every_course(catalog, m
 
 
 def run(argv):
-    """Parse ``coursehub hub <argv>`` with the hub parser alone and run it."""
-    parser = argparse.ArgumentParser(prog="coursehub")
-    hub_cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["hub", *argv])
-    return args.func(args)
+    """Parse ``coursehub hub sync <argv>`` with the hub's sync arguments alone; run the sync."""
+    parser = argparse.ArgumentParser(prog="coursehub hub sync")
+    hub_cli.add_sync_arguments(parser)
+    assert argv[0] == "sync"
+    return hub_cli.run_sync(parser.parse_args(argv[1:]))
 
 
 def test_cli_missing_token_is_a_usage_error(monkeypatch):

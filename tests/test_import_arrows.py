@@ -1,22 +1,27 @@
 """Each package imports only the packages below it (docs/architecture.md), lazy imports included.
 
-Every module under ``src/coursehub`` is parsed with :mod:`ast`; every
-``import``/``from ... import`` (at module level, inside functions, or under
-``TYPE_CHECKING``) is mapped to the package it names and compared with
-:data:`ALLOWED`.
+Every module under ``src/coursehub`` is parsed with :mod:`ast`
+(:mod:`importgraph`); every ``import``/``from ... import`` (at module level,
+inside functions, or under ``TYPE_CHECKING``) is mapped to the module it names,
+a package's own face included, and compared with :data:`ALLOWED`. No module
+cycle is allowed anywhere, and no command is routed by a string: the command
+table (:data:`coursehub.cli.COMMANDS`) holds the register functions themselves.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+import importgraph
 
+SRC = importgraph.SRC
+
+#: The top face (``coursehub/__init__.py``: the version and a docstring): any module may import it.
+TOP = {"__init__"}
 #: Modules at the bottom that any package may import.
 BASE = {"errors", "contract", "filemodes", "csvsafe", "atomicfile", "settings"}
 #: package (or top-level module) -> the coursehub packages it may import.
@@ -29,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "csvsafe": {"errors"},
     "atomicfile": {"errors"},
     "sandbox": {"errors", "resources"},
-    "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter"},
+    "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter", "settings"},
     "meter": {"errors", "resources", "filemodes", "atomicfile"},
     "catalog": BASE | {"resources", "meter"},
     "hub": BASE | {"resources", "catalog"},
@@ -41,20 +46,25 @@ ALLOWED: dict[str, set[str]] = {
     "web": BASE
     | {"resources", "catalog", "hub", "grading", "admin", "material", "lti"}
     | {"courselayout", "coursedata", "courseenv", "teamaccess", "books"}
-    | {"usage", "meter"},
+    | {"usage", "meter", "usecases"},
     "demo": BASE
     | {"resources", "catalog", "hub", "grading", "admin", "material", "web", "books"}
     | {"courselayout"},
     "pendulum": BASE | {"resources", "runner"},
     "bench": BASE | {"resources", "runner", "pendulum"},
-    "pipelines": BASE | {"resources", "runner", "pendulum"},
-    "courselayout": {"errors"},
+    "usecases": BASE
+    | {"resources", "runner", "pendulum", "catalog", "hub", "material", "books"}
+    | {"courselayout", "coursedata", "teamaccess"},
+    "courselayout": {"errors", "settings"},
     "coursedata": BASE | {"resources", "catalog", "courselayout"},
     "courseenv": BASE | {"resources", "catalog", "courselayout", "material", "sandbox"},
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
     "usage": BASE | {"resources", "catalog", "meter"},
-    "cli": {"errors"},  # the sub-commands are imported by name (importlib), not here
+    # the command table: every part's cli module and the use cases, nothing else of theirs
+    "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
+    | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
+    | {"usage", "lti", "usecases"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -69,7 +79,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "material": {"torch", "flask", "jupyterhub"},
     "web": {"torch"},  # jupyterhub.services.auth: the course app is a hub service
     "pendulum": {"flask", "jupyterhub"},
-    "pipelines": {"flask", "jupyterhub"},
+    "usecases": {"torch", "flask", "jupyterhub"},
     "coursedata": {"torch", "flask", "jupyterhub"},
     "courseenv": {"torch", "flask", "jupyterhub"},
     "teamaccess": {"torch", "flask", "jupyterhub"},
@@ -81,58 +91,23 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(SRC).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def package_of(module: str) -> str:
     """``coursehub.hub.sync`` -> ``hub``; ``coursehub`` -> ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+MODULES = importgraph.find_modules()
+
+
 def imported_names(path: Path) -> list[str]:
     """Every absolute module name ``path`` imports (relative imports resolved)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    here = module_name(path).split(".")
-    is_package = path.name == "__init__.py"
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = here if is_package else here[:-1]
-                anchor = anchor[: len(anchor) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            names.append(base)
-            names += [f"{base}.{alias.name}" for alias in node.names]
-    return names
-
-
-MODULES = {module_name(p): p for p in sorted((SRC / "coursehub").rglob("*.py"))}
-
-
-def resolve(name: str) -> str | None:
-    """The coursehub module a dotted name points into, or None for a third-party name."""
-    while name:
-        if name in MODULES:
-            return name
-        name = name.rpartition(".")[0]
-    return None
+    return [base for base, _ in importgraph.imported_names(path, importgraph.module_name(path))]
 
 
 @functools.cache
 def module_graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = defaultdict(set)
-    for module, path in MODULES.items():
-        for name in imported_names(path):
-            target = resolve(name) if name.startswith("coursehub") else None
-            if target and target != module and not module.startswith(target + "."):
-                graph[module].add(target)
-    return graph
+    return importgraph.build_graph(MODULES)
 
 
 def test_every_package_is_in_the_table():
@@ -146,7 +121,7 @@ def test_a_package_imports_only_the_packages_below_it(package):
         for module, targets in module_graph().items()
         for target in targets
         if package_of(module) == package
-        and package_of(target) != package
+        and package_of(target) not in {package, *TOP}
         and package_of(target) not in ALLOWED[package]
     )
     assert wrong == []
@@ -179,54 +154,123 @@ def test_the_allowed_table_itself_has_no_cycle():
         visit(package, ())
 
 
-def cycles_in(package: str) -> list[list[str]]:
-    """Strongly connected module groups (size > 1) inside ``package`` (Tarjan)."""
-    graph = module_graph()
-    nodes = [m for m in MODULES if package_of(m) == package]
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
+def test_no_module_cycle_at_all_package_faces_included():
+    assert importgraph.cycles(module_graph()) == []
 
-    def connect(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in graph[node]:
-            if package_of(target) != package:
+
+def write_modules(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    """Write ``{"coursehub/web/views/__init__.py": text, ...}`` below ``root``; their modules."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return importgraph.find_modules(root)
+
+
+def test_a_face_importing_its_blueprints_that_import_it_back_is_a_cycle(tmp_path):
+    """The shape ``web/views/__init__.py`` had: its blueprints imported the face for helpers."""
+    modules = write_modules(
+        tmp_path,
+        {
+            "coursehub/__init__.py": "",
+            "coursehub/web/__init__.py": "",
+            "coursehub/web/views/__init__.py": (
+                "def init_app(app):\n    from coursehub.web.views import admin, courses\n"
+                "def load_course():\n    pass\n"
+            ),
+            "coursehub/web/views/admin.py": "from coursehub.web.views import load_course\n",
+            "coursehub/web/views/courses.py": "from . import load_course\n",
+        },
+    )
+    assert importgraph.cycles(importgraph.build_graph(modules)) == [
+        ["coursehub.web.views", "coursehub.web.views.admin", "coursehub.web.views.courses"]
+    ]
+
+
+def test_helpers_in_their_own_module_are_no_cycle(tmp_path):
+    modules = write_modules(
+        tmp_path,
+        {
+            "coursehub/__init__.py": "",
+            "coursehub/web/__init__.py": "",
+            "coursehub/web/views/__init__.py": '"""Pages."""\n',
+            "coursehub/web/views/base.py": "def load_course():\n    pass\n",
+            "coursehub/web/views/admin.py": "from coursehub.web.views.base import load_course\n",
+            "coursehub/web/app.py": "from coursehub.web.views import admin, base\n",
+        },
+    )
+    graph = importgraph.build_graph(modules)
+    assert graph["coursehub.web.app"] == {"coursehub.web.views.admin", "coursehub.web.views.base"}
+    assert importgraph.cycles(graph) == []
+
+
+def _quiet_in_a_face(node: ast.stmt) -> bool:
+    """A docstring, ``from __future__``, or IPython's ``load_ipython_extension`` hook.
+
+    ``%load_ext coursehub.runner`` looks the hook up in the package itself
+    (IPython docs, "Defining custom magics"); it imports its module when called.
+    """
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return True
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return True
+    return isinstance(node, ast.FunctionDef) and node.name == "load_ipython_extension"
+
+
+def test_package_faces_are_docstrings_only():
+    """No face runs code or re-exports names: importers name the module that defines a thing."""
+    loud = []
+    for module, path in MODULES.items():
+        if path.name != "__init__.py" or module == "coursehub":
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if not all(_quiet_in_a_face(node) for node in body):
+            loud.append(module)
+    assert loud == []
+
+
+# --- the command table -----------------------------------------------------------------
+
+
+def test_every_command_row_registers_and_sub_commands_follow_their_command():
+    from coursehub.cli import COMMANDS, build_parser
+
+    names = [name for name, _ in COMMANDS]
+    assert len(names) == len(set(names))
+    for position, name in enumerate(names):
+        part, _, verb = name.partition(" ")
+        if verb:
+            assert part in names[:position], f"{name!r} comes before {part!r}"
+    build_parser()  # every row registers
+
+
+def test_every_use_case_is_a_row_of_the_command_table():
+    from coursehub.cli import COMMANDS
+
+    registered = {register.__module__ for _, register in COMMANDS}
+    use_cases = {m for m in MODULES if m.startswith("coursehub.usecases.")}
+    assert use_cases <= registered
+
+
+def test_a_table_row_without_its_command_is_refused():
+    from coursehub.cli import build_parser
+
+    with pytest.raises(ValueError, match="'hub sync': no row for 'hub'"):
+        build_parser((("hub sync", lambda commands: None),))
+
+
+def test_no_coursehub_module_is_imported_by_a_string():
+    """``importlib.import_module``/``__import__`` of our own names hides an arrow from this test."""
+    wrong = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
                 continue
-            if target not in index:
-                connect(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in nodes:
-        if node not in index:
-            connect(node)
-    return found
-
-
-#: Packages whose module cycles (held apart by imports inside functions) are not broken yet.
-KNOWN_CYCLES: dict[str, str] = {}
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p]))
-        if p in KNOWN_CYCLES
-        else p
-        for p in sorted(ALLOWED)
-    ],
-)
-def test_no_module_cycle_inside_a_package_even_through_lazy_imports(package):
-    assert cycles_in(package) == []
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called not in {"import_module", "__import__"}:
+                continue
+            first = node.args[0] if node.args else None
+            named = first.value if isinstance(first, ast.Constant) else None
+            if not (isinstance(named, str) and not named.startswith("coursehub")):
+                wrong.append(f"{module}:{node.lineno}")
+    assert wrong == []

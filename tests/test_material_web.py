@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 import shutil
 import tempfile
@@ -19,6 +18,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
+from helpers import PageActions
 from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 C = "/api/v1/courses/mlmeca-2025/material"
@@ -100,10 +100,7 @@ def test_the_api_refuses_what_a_caller_may_not_do_or_a_bad_body(
 
 
 def csrf_of(client, path: str, who: str) -> str:
-    page = client.get(path, headers=identity_headers(IDENTITIES[who])).get_data(as_text=True)
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
-    assert match, page[:300]
-    return match.group(1)
+    return PageActions(client).csrf(path, who)
 
 
 @pytest.fixture

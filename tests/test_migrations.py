@@ -96,7 +96,8 @@ def test_seed_refuses_an_empty_database(blank_database_url, capsys):
 
 
 def test_default_database_is_sqlite_in_the_data_dir(tmp_path, monkeypatch):
-    from coursehub.catalog.db import data_dir, database_url
+    from coursehub.catalog.db import database_url
+    from coursehub.settings import data_dir
 
     env = {"COURSEHUB_DATA_DIR": str(tmp_path / "d")}
     assert database_url(env) == f"sqlite:///{tmp_path / 'd' / 'catalog.sqlite'}"

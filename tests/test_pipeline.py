@@ -7,7 +7,7 @@ import pytest
 
 from coursehub.cli import build_parser
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.pipelines import pendulum as pipeline
+from coursehub.usecases import pendulum_pipeline as pipeline
 
 
 @pytest.fixture

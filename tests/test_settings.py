@@ -172,20 +172,28 @@ def test_runs_dir_rule() -> None:
     assert runs_dir({"XDG_CACHE_HOME": "/c"}) == home / ".cache" / "coursehub" / "runs"
 
 
-@pytest.mark.parametrize("value", [None, "", "/var/runs", "~/r"])
-def test_runs_dir_agrees_with_runner_and_busy_activity(
-    monkeypatch: pytest.MonkeyPatch, value: str | None
-) -> None:
-    from coursehub.runner.core import default_runs_dir as runner_runs_dir
-    from coursehub.spawn.busyactivity import default_runs_dir as busy_runs_dir
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"COURSEHUB_DATA_DIR": "/srv/demo"}, Path("/srv/demo")),
+        ({"XDG_DATA_HOME": "/x"}, Path("/x/coursehub/demo")),
+        ({}, Path.home() / ".local" / "share" / "coursehub" / "demo"),
+    ],
+)
+def test_demo_data_dir_rule(env: dict[str, str], expected: Path) -> None:
+    assert settings.demo_data_dir(env) == expected
 
-    if value is None:
-        monkeypatch.delenv("COURSEHUB_RUNS_DIR", raising=False)
-    else:
-        monkeypatch.setenv("COURSEHUB_RUNS_DIR", value)
-    assert runs_dir() == runner_runs_dir() == busy_runs_dir()
-    env = {} if value is None else {"COURSEHUB_RUNS_DIR": value}
-    assert runs_dir(env) == busy_runs_dir(env)
+
+def test_no_other_module_resolves_the_base_folders() -> None:
+    """The data and runs directories are settings' alone: no copy of their rule elsewhere."""
+    copies = {
+        path.relative_to(SRC).as_posix()
+        for path, text in _source_texts().items()
+        if path.suffix == ".py"
+        and ('"XDG_DATA_HOME"' in text.replace("'", '"') or '.cache" / "coursehub"' in text)
+        and path.name != "env.py"  # the sandbox's list of variables it never passes on
+    }
+    assert copies == set()
 
 
 # --- course ids ----------------------------------------------------------------------
@@ -272,3 +280,42 @@ def test_accepted_course_ids_stay_one_path_component(tmp_path: Path) -> None:
         path = (tmp_path / "courses" / check_course_id(course_id)).resolve()
         assert path.parent == (tmp_path / "courses").resolve()
         assert path.name == course_id
+
+
+# --- the table's file ------------------------------------------------------------------
+
+
+def test_load_settings_reads_rows_in_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text(
+        '[[setting]]\nname = "COURSEHUB_B"\ndefault = "unset"\nmeaning = "b"\n'
+        '[[setting]]\nname = "COURSEHUB_A"\ndefault = "`1`"\nmeaning = """\\\nlong \\\n  text"""\n',
+        encoding="utf-8",
+    )
+    assert settings.load_settings(path) == (
+        Setting("COURSEHUB_B", "unset", "b"),
+        Setting("COURSEHUB_A", "`1`", "long text"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('name = "COURSEHUB_X"\ndefault = "d"\n', r"setting 1 \(COURSEHUB_X\) must have exactly"),
+        ('name = "COURSEHUB_X"\ndefault = "d"\nmeaning = 3\n', "setting 1 .* must have exactly"),
+        ('name = "COURSEHUB_X"\ndefault = "d"\nmeaning = "m"\nextra = "e"\n', "extra"),
+    ],
+)
+def test_load_settings_names_the_bad_row(tmp_path: Path, row: str, message: str) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text("[[setting]]\n" + row, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        settings.load_settings(path)
+
+
+def test_load_settings_refuses_a_name_twice(tmp_path: Path) -> None:
+    row = '[[setting]]\nname = "COURSEHUB_X"\ndefault = "d"\nmeaning = "m"\n'
+    path = tmp_path / "t.toml"
+    path.write_text(row + row, encoding="utf-8")
+    with pytest.raises(ValueError, match="setting 2 names COURSEHUB_X twice"):
+        settings.load_settings(path)

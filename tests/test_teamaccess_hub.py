@@ -217,7 +217,7 @@ def test_a_student_leaving_the_course_loses_the_teams_shares(app_hub, courses):
 def test_the_cli_sync_shares_the_students_servers_with_the_team(
     app_hub, database_url, monkeypatch, capsys
 ):
-    """``coursehub hub sync`` runs the course app's after-sync step (lifted to web.aftersync)."""
+    """``coursehub hub sync`` runs the after-sync step (coursehub.usecases.hub_sync)."""
     from coursehub.catalog.db import make_engine, session_factory
     from coursehub.cli import main
     from coursehub.coursedata.ensure import load_rosters

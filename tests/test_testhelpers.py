@@ -77,3 +77,27 @@ def test_regenerating_rewrites_the_file_byte_for_byte(golden_dir, monkeypatch):
     assert (golden_dir / "x.golden").read_bytes() == "néw\r\n".encode()
     monkeypatch.delenv(helpers.REGENERATE_ENV)
     assert_matches_golden("néw\r\n", "x.golden")
+
+
+# --- the course app's page actions ------------------------------------------------------
+
+
+def _roster_form() -> dict[str, object]:
+    import io
+
+    text = "N° étudiant;Nom;Prénom;Courriel;Groupe\r\np2600001;Martin;Léa;lea@example.org;G1\r\n"
+    return {
+        "mode": "add",
+        "username_rule": "student_id",
+        "roster": (io.BytesIO(text.encode("utf-8")), "roster.csv"),
+    }
+
+
+def test_page_actions_post_a_form_with_the_token_of_its_page(pages):
+    roster = "/courses/mlmeca-2025/roster"
+    assert pages.get(roster, "student").status_code == 403
+    refused = pages.client.post(roster, data=_roster_form(), headers=pages.headers("teacher"))
+    assert refused.status_code == 400  # no CSRF token
+    preview = pages.post_form(roster, "teacher", _roster_form())
+    assert preview.status_code == 200
+    assert "p2600001" in preview.get_data(as_text=True)

@@ -19,6 +19,7 @@ from coursehub.web.testing import (
     identity_headers,
     make_test_app,
 )
+from helpers import csrf_token
 
 C = "/courses/mlmeca-2025"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -30,11 +31,6 @@ ROSTER = (
     "p2500099;Zola;Émile;emile.zola@etu.example.org;G3\n"
 )
 
-
-def csrf_token(html: str) -> str:
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', html)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
 
 
 # configuration -------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ person.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,6 +27,7 @@ from coursehub.web.testing import (
     identity_headers,
     make_test_app,
 )
+from helpers import csrf_token
 
 C = "/courses/mlmeca-2025"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -40,11 +40,6 @@ def other_app(database_url: str, app: Any) -> Iterator[Any]:
     yield second
     dispose_app(second)
 
-
-def csrf_token(html: str) -> str:
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', html)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
 
 
 def lose_the_race(

@@ -8,6 +8,7 @@ import re
 
 from coursehub.web.rosterflow import RosterRequest, sign_preview
 from coursehub.web.testing import IDENTITIES, identity_headers
+from helpers import csrf_token
 
 C = "/courses/mlmeca-2025"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -17,11 +18,6 @@ HEADER = "N° étudiant;Nom;Prénom;Courriel;Groupe\r\n"
 CROSS = HEADER + "p2509001;Garnier-Roux;Inès;ines@evil.example;G1\r\n"
 NUL = HEADER + "p2600001;Mar\x00tin;Léa;lea@example.org;G1\r\n"
 
-
-def csrf_token(page: str) -> str:
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
 
 
 def upload(client, text: str, headers=TEACHER):

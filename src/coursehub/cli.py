@@ -1,9 +1,13 @@
-"""The ``coursehub`` command: one entry point with a sub-command per part.
+"""The ``coursehub`` command: one entry point, one table of its commands.
 
-Each part owns a ``cli`` module with a ``register(subparsers)`` function that
-adds its sub-command and sets ``func`` on the parsed namespace. Those modules
-import nothing heavy at module level, so ``coursehub --help`` never loads
-torch, scipy or matplotlib.
+:data:`COMMANDS` names every command and the function that registers it, in
+the order ``coursehub --help`` shows them, as nbgrader's ``nbgraderapp.py``
+names every verb and its class. A part's ``cli`` module registers its own
+commands; a command that joins several parts (``hub sync``, ``material
+update``, ``pendulum pipeline``) lives in :mod:`coursehub.usecases`, above
+them, and adds itself to its part's sub-commands. No register function
+imports anything heavy, so ``coursehub --help`` never loads torch, scipy or
+matplotlib.
 
 Errors a user can meet (:class:`coursehub.errors.CoursehubError`) are printed
 as one line, ``coursehub: error: ...``, with exit status 2. A write refused
@@ -17,70 +21,95 @@ that command calls the library (e.g. ``coursehub db upgrade`` and Alembic).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from coursehub import __version__
+from coursehub.admin import cli as admin_cli
+from coursehub.bench import cli as bench_cli
+from coursehub.books import cli as books_cli
+from coursehub.catalog import cli as catalog_cli
+from coursehub.coursedata import cli as coursedata_cli
+from coursehub.courseenv import cli as courseenv_cli
+from coursehub.demo import cli as demo_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
+from coursehub.grading import cli as grading_cli
+from coursehub.hub import cli as hub_cli
+from coursehub.lti import cli as lti_cli
+from coursehub.material import cli as material_cli
+from coursehub.pendulum import cli as pendulum_cli
+from coursehub.runner import cli as runner_cli
+from coursehub.usage import cli as usage_cli
+from coursehub.usecases import hub_sync, material_update, pendulum_pipeline
+from coursehub.web import cli as web_cli
 
-# sub-command -> module that registers it, in the order shown by --help.
-COMMAND_MODULES: tuple[str, ...] = (
-    "coursehub.pendulum.cli",
-    "coursehub.runner.cli",
-    "coursehub.bench.cli",
-    "coursehub.catalog.cli",
-    "coursehub.admin.cli",
-    "coursehub.material.cli",
-    "coursehub.web.cli",
-    "coursehub.hub.cli",
-    "coursehub.grading.cli",
-    "coursehub.demo.cli",
-    "coursehub.coursedata.cli",
-    "coursehub.courseenv.cli",
-    "coursehub.books.cli",
-    "coursehub.usage.cli",
-    "coursehub.lti.cli",
+#: A function that adds a command to an ``argparse`` sub-parsers action; a command
+#: with sub-commands may return its own sub-parsers action for the rows below it.
+Register = Callable[[Any], Any]
+
+#: Every command, in ``--help`` order: (name, register). A name of two words
+#: (``"hub sync"``) adds a sub-command to the command named by its first word,
+#: whose row comes before it and whose register returned its sub-parsers action.
+COMMANDS: tuple[tuple[str, Register], ...] = (
+    ("pendulum", pendulum_cli.register),
+    ("pendulum pipeline", pendulum_pipeline.register),
+    ("run", runner_cli.register),
+    ("bench", bench_cli.register),
+    ("db", catalog_cli.register_db),
+    ("roster", catalog_cli.register_roster),
+    ("year", admin_cli.register_year),
+    ("portal", admin_cli.register_portal),
+    ("course", admin_cli.register_course),
+    ("material", material_cli.register),
+    ("material update", material_update.register),
+    ("web", web_cli.register),
+    ("hub", hub_cli.register),
+    ("hub sync", hub_sync.register),
+    ("grading", grading_cli.register),
+    ("demo", demo_cli.register),
+    ("data", coursedata_cli.register),
+    ("env", courseenv_cli.register),
+    ("book", books_cli.register),
+    ("usage", usage_cli.register),
+    ("lti", lti_cli.register),
 )
-# sub-commands of a part carried out by a module above it (it drives the part
-# through another one): part's cli module -> {name: (module, one-line help)}.
-LIFTED_SUBCOMMANDS: dict[str, dict[str, tuple[str, str]]] = {
-    "coursehub.pendulum.cli": {
-        "pipeline": (
-            "coursehub.pipelines.pendulum",
-            "generate, train through the runner and evaluate at a small size",
-        ),
-    },
-    "coursehub.material.cli": {
-        "update": (
-            "coursehub.books.materialhook",
-            "fetch the repository and publish it to students now (then rebuild the book "
-            "where the course asks for it)",
-        ),
-    },
-    "coursehub.hub.cli": {
-        "sync": (
-            "coursehub.web.aftersync",
-            "sync the catalog into the hub, then the team's shares and data folders",
-        ),
-    },
-}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every part's sub-command registered."""
+def build_parser(commands: Sequence[tuple[str, Register]] = COMMANDS) -> argparse.ArgumentParser:
+    """Return the top-level parser with every row of ``commands`` registered.
+
+    Parameters
+    ----------
+    commands : sequence of (str, callable), optional
+        The table to register (default :data:`COMMANDS`).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``coursehub`` parser; each leaf command sets ``func`` on the namespace.
+
+    Raises
+    ------
+    ValueError
+        A two-word row whose first word has no row before it that returned a
+        sub-parsers action (a mistake in the table, not a user's).
+    """
     parser = argparse.ArgumentParser(
         prog="coursehub",
         description="Teach computational AI on shared JupyterHub servers.",
     )
     parser.add_argument("--version", action="version", version=f"coursehub {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        if name in LIFTED_SUBCOMMANDS:
-            module.register(subparsers, LIFTED_SUBCOMMANDS[name])
+    parts: dict[str, Any] = {}
+    for name, register in commands:
+        part, _, verb = name.partition(" ")
+        if not verb:
+            parts[part] = register(subparsers)
+        elif parts.get(part) is None:
+            raise ValueError(f"command {name!r}: no row for {part!r} before it")
         else:
-            module.register(subparsers)
+            register(parts[part])
     return parser
 
 

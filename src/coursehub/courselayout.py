@@ -20,13 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from coursehub.errors import UsageError
+from coursehub.settings import check_course_id
 
 #: Default shared root: the FHS place for "data for services provided by this system".
 DEFAULT_SHARED_ROOT = "/srv/coursehub"
 #: Environment variable naming the shared root.
 SHARED_ROOT_ENV = "COURSEHUB_SHARED_ROOT"
-#: A course id as :func:`coursehub.catalog.courses.make_course_id` makes it.
-COURSE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
 def shared_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -53,15 +52,6 @@ def check_shared_root(root: str | os.PathLike[str]) -> Path:
             f"the shared root must be an absolute path without spaces, got {str(root)!r}"
         )
     return path
-
-
-def check_course_id(course_id: str) -> str:
-    """Return ``course_id`` if it is safe as one path component, else raise UsageError."""
-    if not COURSE_ID_RE.match(course_id or ""):
-        raise UsageError(
-            f"course id {course_id!r} is not a course id (lower-case letters, digits, '-')"
-        )
-    return course_id
 
 
 def course_dir(root: str | os.PathLike[str], course_id: str) -> Path:

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from coursehub.catalog.cli import add_database_url
-
-
-def register(subparsers: Any) -> None:
-    """Add ``coursehub year``, ``coursehub portal`` and ``coursehub course``."""
-    _register_year(subparsers)
-    _register_portal(subparsers)
-    _register_course(subparsers)
 
 
 def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
@@ -30,7 +25,8 @@ def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.Ar
     return sub
 
 
-def _register_year(subparsers: Any) -> None:
+def register_year(subparsers: Any) -> None:
+    """Add ``coursehub year`` (create, list, rollover, archive) to ``subparsers``."""
     parser = subparsers.add_parser("year", help="academic years: create, list, roll over, archive")
     commands = parser.add_subparsers(dest="year_command", metavar="COMMAND", required=True)
     sub = _command(commands, "create", "add an academic year such as 2026-2027", run_year_create)
@@ -59,7 +55,8 @@ def _register_year(subparsers: Any) -> None:
     sub.add_argument("--restore", action="store_true", help="restore an archived year")
 
 
-def _register_portal(subparsers: Any) -> None:
+def register_portal(subparsers: Any) -> None:
+    """Add ``coursehub portal`` (create, list, rename, manager) to ``subparsers``."""
     parser = subparsers.add_parser("portal", help="discipline portals and their managers")
     commands = parser.add_subparsers(dest="portal_command", metavar="COMMAND", required=True)
     sub = _command(commands, "create", "add a portal (e.g. MECA)", run_portal_create)
@@ -81,7 +78,8 @@ def _register_portal(subparsers: Any) -> None:
         sub.add_argument("username", metavar="USER")
 
 
-def _register_course(subparsers: Any) -> None:
+def register_course(subparsers: Any) -> None:
+    """Add ``coursehub course`` (create, list, show, archive, copy) to ``subparsers``."""
     parser = subparsers.add_parser("course", help="courses: create, list, show, archive, copy")
     commands = parser.add_subparsers(dest="course_command", metavar="COMMAND", required=True)
     sub = _command(commands, "create", "add a course; prints its course_id", run_course_create)
@@ -111,34 +109,28 @@ def _register_course(subparsers: Any) -> None:
     sub.add_argument("--with-team", action="store_true", help="copy teachers and graders too")
 
 
-def _session(args: argparse.Namespace) -> Any:
-    """A session on the checked catalog; the caller commits (engine disposed with it)."""
-    from coursehub.catalog.db import make_engine, session_factory
-    from coursehub.catalog.schema import check_schema
+@contextmanager
+def _session(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield a session on the checked catalog (:func:`coursehub.catalog.connect.open_catalog`).
 
-    engine = make_engine(args.database_url)
-    check_schema(engine)
-    session = session_factory(engine)()
-    session.info["engine"] = engine
-    return session
+    The caller commits; the session is closed and the engine disposed of when the block ends.
+    """
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_factory
 
-
-def _close(session: Any) -> None:
-    session.close()
-    session.info["engine"].dispose()
+    with open_catalog(args.database_url) as engine, session_factory(engine)() as session:
+        yield session
 
 
 def _transaction(args: argparse.Namespace, work: Any) -> int:
     """Run ``work(session)`` (which prints) in one transaction; roll back on any error."""
-    session = _session(args)
-    try:
-        status = work(session)
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        _close(session)
+    with _session(args) as session:
+        try:
+            status = work(session)
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
     return int(status or 0)
 
 
@@ -203,8 +195,7 @@ def run_year_rollover(args: argparse.Namespace) -> int:
     from coursehub.admin.carry import carry_year
     from coursehub.catalog.rollover import render_steps
 
-    session = _session(args)
-    try:
+    with _session(args) as session:
         steps = carry_year(
             session,
             args.from_year,
@@ -213,8 +204,6 @@ def run_year_rollover(args: argparse.Namespace) -> int:
             with_team=args.with_team,
             dry_run=args.dry_run,
         )
-    finally:
-        _close(session)
     print(render_steps([s for s, _ in steps], dry_run=args.dry_run), end="")
     print("dry run: nothing written" if args.dry_run else "run `coursehub hub sync` for the hub")
     return 0
@@ -366,10 +355,7 @@ def run_course_copy(args: argparse.Namespace) -> int:
     """Copy a course to another year with its sources; print the new course_id."""
     from coursehub.admin.carry import carry_course
 
-    session = _session(args)
-    try:
+    with _session(args) as session:
         course = carry_course(session, args.course_id, args.to_year, with_team=args.with_team)
         print(course.course_id)
-    finally:
-        _close(session)
     return 0

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -29,8 +28,8 @@ from typing import Any
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.resources import parse_mem
+from coursehub.settings import check_course_id, data_dir
 
-_COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Default wall-clock limit of one build (seconds).
 DEFAULT_TIMEOUT_S = 600.0
 #: Default memory limit of one build.
@@ -46,16 +45,7 @@ def books_root(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("COURSEHUB_BOOKS_DIR"):
         return Path(env["COURSEHUB_BOOKS_DIR"]).expanduser()
-    from coursehub.catalog.db import data_dir
-
     return data_dir(env) / "books"
-
-
-def check_course_id(course_id: str) -> str:
-    """Return ``course_id`` if it is safe as a folder name; raise :class:`UsageError` if not."""
-    if not _COURSE_ID.match(course_id):
-        raise UsageError(f"course id {course_id!r} cannot name a book folder")
-    return course_id
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from coursehub.errors import CoursehubError, UsageError
-
-
-def register(subparsers: Any) -> None:
-    """Add ``coursehub db`` and ``coursehub roster`` to ``subparsers``."""
-    _register_db(subparsers)
-    _register_roster(subparsers)
+from coursehub.errors import UsageError
 
 
 def add_database_url(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +23,8 @@ def add_database_url(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _register_db(subparsers: Any) -> None:
+def register_db(subparsers: Any) -> None:
+    """Add ``coursehub db`` (upgrade, current, seed) to ``subparsers``."""
     parser = subparsers.add_parser("db", help="create, migrate and inspect the catalog database")
     commands = parser.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
     upgrade = commands.add_parser("upgrade", help="migrate the catalog to the newest schema")
@@ -42,7 +35,8 @@ def _register_db(subparsers: Any) -> None:
         sub.set_defaults(func=func)
 
 
-def _register_roster(subparsers: Any) -> None:
+def register_roster(subparsers: Any) -> None:
+    """Add ``coursehub roster import`` to ``subparsers``."""
     parser = subparsers.add_parser("roster", help="import a course's student list (CSV)")
     commands = parser.add_subparsers(dest="roster_command", metavar="COMMAND", required=True)
     sub = commands.add_parser(
@@ -79,50 +73,12 @@ def _register_roster(subparsers: Any) -> None:
     sub.set_defaults(func=run_roster_import)
 
 
-@contextmanager
-def _engine(args: argparse.Namespace) -> Iterator[Any]:
-    """Yield an engine on the catalog once a first connection worked; dispose of it afterwards.
-
-    Raises
-    ------
-    CatalogUnreachableError
-        The database refuses the connection (server down, wrong host or
-        password, unreadable SQLite file): one line, the URL without its
-        password and the driver's first line.
-    """
-    from sqlalchemy.exc import DBAPIError
-
-    from coursehub.catalog.db import make_engine
-
-    engine = make_engine(args.database_url)
-    try:
-        try:
-            with engine.connect():
-                pass
-        except DBAPIError as exc:
-            where = engine.url.render_as_string(hide_password=True)
-            raise CatalogUnreachableError(describe_unreachable(where, exc)) from None
-        yield engine
-    finally:
-        engine.dispose()
-
-
-class CatalogUnreachableError(CoursehubError):
-    """The catalog database refused the first connection."""
-
-
-def describe_unreachable(where: str, exc: BaseException) -> str:
-    """Return the one line of a catalog database that refused the connection (pure)."""
-    orig = getattr(exc, "orig", None) or exc
-    detail = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
-    return f"cannot open the catalog database {where}: {detail}"
-
-
 def run_upgrade(args: argparse.Namespace) -> int:
     """Migrate the catalog database to the newest revision and print it."""
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.schema import current_revision, upgrade_database
 
-    with _engine(args) as engine:
+    with open_catalog(args.database_url, check_schema=False) as engine:
         upgrade_database(engine)
         print(f"catalog database at revision {current_revision(engine)}")
     return 0
@@ -130,9 +86,10 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
 def run_current(args: argparse.Namespace) -> int:
     """Print the database's revision and whether it is the newest; 1 if it needs an upgrade."""
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.schema import current_revision, head_revision
 
-    with _engine(args) as engine:
+    with open_catalog(args.database_url, check_schema=False) as engine:
         current, head = current_revision(engine), head_revision()
     state = "up to date" if current == head else f"needs `coursehub db upgrade` to {head}"
     print(f"catalog database at revision {current or '(empty)'}: {state}")
@@ -141,16 +98,14 @@ def run_current(args: argparse.Namespace) -> int:
 
 def run_seed(args: argparse.Namespace) -> int:
     """Fill an empty, migrated catalog with the demo data."""
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_scope
     from coursehub.catalog.readmodel import count_members
-    from coursehub.catalog.schema import check_schema
     from coursehub.catalog.seed import seed_demo
 
-    with _engine(args) as engine:
-        check_schema(engine)
-        with session_scope(engine) as session:
-            course = seed_demo(session)
-            print(f"seeded course {course.course_id} with {count_members(session, course)} members")
+    with open_catalog(args.database_url) as engine, session_scope(engine) as session:
+        course = seed_demo(session)
+        print(f"seeded course {course.course_id} with {count_members(session, course)} members")
     return 0
 
 
@@ -160,18 +115,17 @@ def run_roster_import(args: argparse.Namespace) -> int:
     The command line has a hub admin's rights: it may change anyone's
     identity, once confirmed with ``--yes``.
     """
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_factory
     from coursehub.catalog.enrolment import apply_roster, check_confirmed, import_roster
     from coursehub.catalog.errors import IdentityError, RosterError
     from coursehub.catalog.preview import render_plan
-    from coursehub.catalog.schema import check_schema
 
     try:
         data = args.file.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read roster {args.file}: {exc.strerror}") from None
-    with _engine(args) as engine, session_factory(engine)() as session:
-        check_schema(engine)
+    with open_catalog(args.database_url) as engine, session_factory(engine)() as session:
         try:
             plan = import_roster(
                 session,

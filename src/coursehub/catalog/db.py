@@ -2,9 +2,8 @@
 
 ``COURSEHUB_DATABASE_URL`` names the database (any SQLAlchemy URL;
 production: ``postgresql+psycopg://user@host/coursehub``). Without it, the
-catalog is the SQLite file ``catalog.sqlite`` in the data directory:
-``COURSEHUB_DATA_DIR``, else ``$XDG_DATA_HOME/coursehub``, else
-``~/.local/share/coursehub``.
+catalog is the SQLite file ``catalog.sqlite`` in the data directory
+(:func:`coursehub.settings.data_dir`).
 """
 
 from __future__ import annotations
@@ -20,27 +19,18 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from coursehub.filemodes import ensure_private_sqlite
+from coursehub.settings import data_dir
 
 SQLITE_FILENAME = "catalog.sqlite"
 #: Mode of the SQLite catalog and its ``-wal``/``-shm`` files: owner only.
 CATALOG_FILE_MODE = 0o600
 
 
-def data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Return coursehub's data directory (not created).
-
-    ``COURSEHUB_DATA_DIR`` if set, else ``$XDG_DATA_HOME/coursehub``, else
-    ``~/.local/share/coursehub`` (the XDG base-directory default).
-    """
-    env = os.environ if environ is None else environ
-    if env.get("COURSEHUB_DATA_DIR"):
-        return Path(env["COURSEHUB_DATA_DIR"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg).expanduser() / "coursehub"
-
-
 def database_url(environ: Mapping[str, str] | None = None) -> str:
-    """Return ``COURSEHUB_DATABASE_URL``, or the SQLite file in :func:`data_dir`."""
+    """Return ``COURSEHUB_DATABASE_URL``, or the SQLite file in the data directory.
+
+    The data directory is :func:`coursehub.settings.data_dir` of the same environment.
+    """
     env = os.environ if environ is None else environ
     url = env.get("COURSEHUB_DATABASE_URL", "").strip()
     if url:

@@ -37,17 +37,15 @@ def register(subparsers: Any) -> None:
 
 def run_ensure(args: argparse.Namespace) -> int:
     """Run ``coursehub data ensure``; exit status 1 if a course failed."""
-    from coursehub.catalog.db import make_engine, session_factory
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_factory
     from coursehub.coursedata.ensure import ensure_data, render_outcomes
-    from coursehub.courselayout import check_course_id, check_shared_root, shared_root
+    from coursehub.courselayout import check_shared_root, shared_root
+    from coursehub.settings import check_course_id
 
     root = check_shared_root(args.root) if args.root else shared_root()
     course_ids = [check_course_id(args.course_id)] if args.course_id else None
-    engine = make_engine(args.database_url)
-    try:
-        with session_factory(engine)() as session:
-            outcomes = ensure_data(session, root, course_ids, recursive=args.recursive)
-    finally:
-        engine.dispose()
+    with open_catalog(args.database_url) as engine, session_factory(engine)() as session:
+        outcomes = ensure_data(session, root, course_ids, recursive=args.recursive)
     print(render_outcomes(outcomes))
     return 1 if any(o.error for o in outcomes) else 0

@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursehub.courselayout import check_course_id, course_dir, data_dir
+from coursehub.courselayout import course_dir, data_dir
 from coursehub.errors import CoursehubError
+from coursehub.settings import check_course_id
 
 #: Longest group name Debian's groupadd accepts (shadow-utils, ``GROUP_NAME_MAX_LENGTH``).
 MAX_GROUP_NAME = 32

@@ -41,19 +41,17 @@ def register(subparsers: Any) -> None:
 
 
 def _paths(args: argparse.Namespace) -> Any:
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.courses import get_course
-    from coursehub.catalog.db import make_engine, session_factory
+    from coursehub.catalog.db import session_factory
     from coursehub.courseenv.build import env_paths
-    from coursehub.courselayout import check_course_id, check_shared_root, shared_root
+    from coursehub.courselayout import check_shared_root, shared_root
+    from coursehub.settings import check_course_id
 
     root = check_shared_root(args.root) if args.root else shared_root()
     course_id = check_course_id(args.course_id)
-    engine = make_engine(args.database_url)
-    try:
-        with session_factory(engine)() as session:
-            get_course(session, course_id)  # UsageError for a course not in the catalog
-    finally:
-        engine.dispose()
+    with open_catalog(args.database_url) as engine, session_factory(engine)() as session:
+        get_course(session, course_id)  # UsageError for a course not in the catalog
     return root, env_paths(root, course_id)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import UsageError
+from coursehub.settings import demo_data_dir
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +32,8 @@ def register(subparsers: Any) -> None:
         type=Path,
         default=None,
         help="where the catalog, hub database and homes live "
-        "(default: $COURSEHUB_DATA_DIR, else ~/.local/share/coursehub/demo)",
+        "(default: $COURSEHUB_DATA_DIR, else demo/ in the data directory, "
+        "~/.local/share/coursehub/demo unless XDG_DATA_HOME is set)",
     )
     parser.add_argument(
         "--spawner",
@@ -46,14 +48,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo until Ctrl-C."""
-    import os
-
     from coursehub.demo.hub import run_demo
 
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
-    data_dir = args.data_dir
-    if data_dir is None:
-        env_dir = os.environ.get("COURSEHUB_DATA_DIR")
-        data_dir = Path(env_dir) if env_dir else Path.home() / ".local/share/coursehub/demo"
+    data_dir = args.data_dir if args.data_dir is not None else demo_data_dir()
     return run_demo(Path(data_dir), args.port, args.ip, getattr(args, "spawner", "local"))

@@ -173,14 +173,14 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
 
 
 def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.grading.autograde import render_outcomes
     from coursehub.grading.autograde_core import HOST_ERROR
     from coursehub.grading.course import autograde_course_assignment, setup_course
 
-    engine = make_engine()
     try:
-        with session_scope(engine) as session:
+        with open_catalog() as engine, session_scope(engine) as session:
             if args.grading_command == "setup":
                 plan = setup_course(session, args.course_id, layout)
                 print(
@@ -206,8 +206,6 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
             file=sys.stderr,
         )
         return 130
-    finally:
-        engine.dispose()
     print(render_outcomes(args.assignment, outcomes))
     host = [o.student_id for o in outcomes if o.status == HOST_ERROR]
     if host:

@@ -15,8 +15,7 @@ the token from the variable named by ``--token-env``,
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from coursehub.errors import UsageError
@@ -44,17 +43,23 @@ STEP_TITLES = {
 }
 
 
-def register(subparsers: Any, extra: Mapping[str, tuple[str, str]] | None = None) -> None:
-    """Add ``coursehub hub`` and its sub-commands to ``subparsers``.
+def register(subparsers: Any) -> Any:
+    """Add ``coursehub hub`` with ``config`` to ``subparsers``.
 
-    ``extra``: ``{"sync": (module, help)}`` has ``module.run(args)`` (a module
-    above this package, :data:`coursehub.cli.LIFTED_SUBCOMMANDS`) carry out
-    ``hub sync`` with these arguments (it calls :func:`run_sync` with ``after``).
+    ``hub sync`` is a row of its own in :data:`coursehub.cli.COMMANDS`
+    (:mod:`coursehub.usecases.hub_sync`: the sync, then the team's shares and the
+    data folders), declared with :func:`add_sync_arguments` and carried out by
+    :func:`run_sync`.
+
+    Returns
+    -------
+    argparse._SubParsersAction
+        The sub-commands of ``coursehub hub``, for the rows that add to them.
     """
     parser = subparsers.add_parser("hub", help="JupyterHub: sync the catalog into the hub")
     commands = parser.add_subparsers(dest="hub_command", metavar="COMMAND", required=True)
-    register_sync(commands, (extra or {}).get("sync"))
     register_config(commands)
+    return commands
 
 
 def register_config(commands: Any) -> None:
@@ -72,15 +77,8 @@ def register_config(commands: Any) -> None:
     parser.set_defaults(func=config.run)
 
 
-def register_sync(commands: Any, lifted: tuple[str, str] | None = None) -> None:
-    """Add ``coursehub hub sync`` (carried out by ``lifted[0].run`` when given)."""
-    parser = commands.add_parser(
-        "sync",
-        help=lifted[1]
-        if lifted
-        else "create the catalog's users, course groups and group properties on the hub",
-        description="Reconcile the catalog into JupyterHub (users, nbgrader-/formgrade- groups).",
-    )
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``coursehub hub sync`` on ``parser``; the caller sets ``func``."""
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     parser.add_argument(
         "--prune",
@@ -99,14 +97,6 @@ def register_sync(commands: Any, lifted: tuple[str, str] | None = None) -> None:
         help="tries per request on connection errors and 5xx, with exponential backoff (5)",
     )
     parser.add_argument("--verbose", action="store_true", help="list every change in the plan")
-    parser.set_defaults(func=_lifted(lifted[0]) if lifted else run_sync)
-
-
-def _lifted(module_name: str) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        return int(importlib.import_module(module_name).run(args))
-
-    return run
 
 
 def run_sync(args: argparse.Namespace, after: AfterSync | None = None) -> int:
@@ -125,16 +115,14 @@ def run_sync(args: argparse.Namespace, after: AfterSync | None = None) -> int:
 
     from tqdm import tqdm
 
-    from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.schema import check_schema
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.hub.hubclient import RetryPolicy, client_from_env
     from coursehub.hub.sync import sync_catalog
 
     if args.attempts < 1:
         raise UsageError(f"--attempts must be >= 1, got {args.attempts}")
     client = client_from_env(args.hub_url, args.token_env, retry=RetryPolicy(args.attempts))
-    engine = make_engine()
-    check_schema(engine)
     stop = threading.Event()
     bars: list[tqdm[Any]] = []
 
@@ -151,7 +139,7 @@ def run_sync(args: argparse.Namespace, after: AfterSync | None = None) -> int:
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        with client, session_scope(engine) as session:
+        with client, open_catalog() as engine, session_scope(engine) as session:
             outcome = sync_catalog(
                 session,
                 client,
@@ -167,7 +155,6 @@ def run_sync(args: argparse.Namespace, after: AfterSync | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
         for bar in bars:
             bar.close()
-        engine.dispose()
     if outcome.plan is None or not (outcome.dry_run or outcome.plan.is_empty):
         print(render_report(outcome.report))
     return 0 if outcome.ok else 1

@@ -72,51 +72,41 @@ def run_jwks(args: argparse.Namespace) -> int:
 
 def run_passback(args: argparse.Namespace) -> int:
     """Send the scores; exit 1 when a student's score failed."""
+    from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.courses import get_course
-    from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.schema import check_schema
+    from coursehub.catalog.db import session_scope
     from coursehub.grading.layout import layout_from_env
     from coursehub.lti.passback import FAILED, apply_passback, render_report
 
-    engine = make_engine(args.database_url)
-    try:
-        check_schema(engine)
-        with session_scope(engine) as session:
-            course = get_course(session, args.course)
-            report = apply_passback(
-                session,
-                course,
-                layout_from_env(course.course_id),
-                args.assignment,
-                link_code=args.link,
-                zero_missing=args.zero_missing,
-                key_path=args.key,
-            )
-    finally:
-        engine.dispose()
+    with open_catalog(args.database_url) as engine, session_scope(engine) as session:
+        course = get_course(session, args.course)
+        report = apply_passback(
+            session,
+            course,
+            layout_from_env(course.course_id),
+            args.assignment,
+            link_code=args.link,
+            zero_missing=args.zero_missing,
+            key_path=args.key,
+        )
     print(render_report(report))
     return 1 if report.count(FAILED) else 0
 
 
 def run_requests(args: argparse.Namespace) -> int:
     """Print the account requests, one a line: number, account, LMS name and e-mail, course."""
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.catalog.lti import account_requests
-    from coursehub.catalog.schema import check_schema
 
-    engine = make_engine(args.database_url)
-    try:
-        check_schema(engine)
-        with session_scope(engine) as session:
-            for rq in account_requests(session):
-                course = rq.link.course if rq.link is not None else None
-                where = course.course_id if course is not None else "-"
-                print(
-                    f"{rq.id}\t{rq.username}\t{rq.name or '-'}\t{rq.email or '-'}\t{where}"
-                    f"\t{rq.issuer}\t{rq.requested_at:%Y-%m-%d %H:%M} UTC"
-                )
-    finally:
-        engine.dispose()
+    with open_catalog(args.database_url) as engine, session_scope(engine) as session:
+        for rq in account_requests(session):
+            course = rq.link.course if rq.link is not None else None
+            where = course.course_id if course is not None else "-"
+            print(
+                f"{rq.id}\t{rq.username}\t{rq.name or '-'}\t{rq.email or '-'}\t{where}"
+                f"\t{rq.issuer}\t{rq.requested_at:%Y-%m-%d %H:%M} UTC"
+            )
     return 0
 
 
@@ -124,21 +114,16 @@ def run_bind(args: argparse.Namespace) -> int:
     """Bind a request's LMS account to the account it named (a hub admin's confirmation)."""
     import getpass
 
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.catalog.lti import get_account_request
     from coursehub.catalog.ltilaunch import confirm_account_request
-    from coursehub.catalog.schema import check_schema
 
-    engine = make_engine(args.database_url)
-    try:
-        check_schema(engine)
-        with session_scope(engine) as session:
-            request = get_account_request(session, args.request)
-            lms_user = f"LMS account {request.subject} of {request.issuer}"
-            person = confirm_account_request(
-                session, request, f"{getpass.getuser()} (cli)", admin=True, course=None
-            )
-            print(f"{lms_user} bound to {person.username}")
-    finally:
-        engine.dispose()
+    with open_catalog(args.database_url) as engine, session_scope(engine) as session:
+        request = get_account_request(session, args.request)
+        lms_user = f"LMS account {request.subject} of {request.issuer}"
+        person = confirm_account_request(
+            session, request, f"{getpass.getuser()} (cli)", admin=True, course=None
+        )
+        print(f"{lms_user} bound to {person.username}")
     return 0

@@ -31,6 +31,7 @@ from typing import Any
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.filemodes import ensure_private_dir
+from coursehub.settings import data_dir
 
 #: RSA modulus size: 2048 bits is the minimum of the IMS Security Framework 1.0, section 6.1.
 KEY_BITS = 2048
@@ -52,8 +53,6 @@ def tool_key_path(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("COURSEHUB_LTI_TOOL_KEY"):
         return Path(env["COURSEHUB_LTI_TOOL_KEY"]).expanduser()
-    from coursehub.catalog.db import data_dir
-
     return data_dir(env) / "lti" / "tool-key.pem"
 
 

@@ -10,9 +10,8 @@ twice.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,15 +22,18 @@ if TYPE_CHECKING:
     from coursehub.material.service import UpdateOutcome
 
 
-def register(subparsers: Any, extra: Mapping[str, tuple[str, str]] | None = None) -> None:
-    """Add ``coursehub material`` to ``subparsers``.
+def register(subparsers: Any) -> Any:
+    """Add ``coursehub material`` with ``set`` and ``show`` to ``subparsers``.
 
-    ``extra``: ``{"update": (module, help)}`` has ``module.run(args)`` carry
-    out ``material update`` (a module above this package that acts on each
-    good update, e.g. rebuilding the course's book; see
-    :data:`coursehub.cli.LIFTED_SUBCOMMANDS`).
+    ``material update`` is a row of its own in :data:`coursehub.cli.COMMANDS`
+    (:mod:`coursehub.usecases.material_update`: the update, then the course's book),
+    declared with :func:`add_update_arguments`.
+
+    Returns
+    -------
+    argparse._SubParsersAction
+        The sub-commands of ``coursehub material``, for the rows that add to them.
     """
-    lifted = (extra or {}).get("update")
     parser = subparsers.add_parser("material", help="a course's material from git (mirror, update)")
     commands = parser.add_subparsers(dest="material_command", metavar="COMMAND", required=True)
     put = commands.add_parser(
@@ -49,46 +51,50 @@ def register(subparsers: Any, extra: Mapping[str, tuple[str, str]] | None = None
     secret.add_argument("--credential", type=Path, metavar="FILE", help="token or deploy key file")
     secret.add_argument("--no-credential", action="store_true", help="forget the credential")
     put.set_defaults(func=run_set)
-    update = commands.add_parser(
-        "update",
-        help=lifted[1] if lifted else "fetch the repository and publish it to students now",
-        description="Update a course's mirror (or every course's with --all, for a timer). "
-        "A failure keeps the last good material; the exit status is then 2 (1 with --all).",
-    )
-    update.add_argument("course", metavar="COURSE_ID", nargs="?")
-    update.add_argument("--all", action="store_true", help="every course with a repository")
-    update.add_argument(
-        "--accept-rewrite",
-        action="store_true",
-        help="publish a force-pushed branch (students keep their edits)",
-    )
-    update.set_defaults(func=_lifted(lifted[0]) if lifted else run_update_command)
     show = commands.add_parser("show", help="a course's material and its mirror's state")
     show.add_argument("course", metavar="COURSE_ID")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=run_show)
-    for sub in (put, update, show):
-        sub.add_argument(
-            "--database-url", help="catalog URL (default $COURSEHUB_DATABASE_URL or the data dir's)"
-        )
-        sub.add_argument(
-            "--material-dir",
-            type=Path,
-            help="mirrors' folder (default $COURSEHUB_MATERIAL_DIR, else DATA_DIR/material)",
-        )
+    for sub in (put, show):
+        add_location_arguments(sub)
+    return commands
+
+
+def add_update_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of ``coursehub material update`` on ``parser``.
+
+    ``COURSE_ID`` (or ``--all``), ``--accept-rewrite``, and the catalog and mirror
+    locations (:func:`add_location_arguments`); the caller sets ``func``.
+    """
+    parser.add_argument("course", metavar="COURSE_ID", nargs="?")
+    parser.add_argument("--all", action="store_true", help="every course with a repository")
+    parser.add_argument(
+        "--accept-rewrite",
+        action="store_true",
+        help="publish a force-pushed branch (students keep their edits)",
+    )
+    add_location_arguments(parser)
+
+
+def add_location_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--database-url`` and ``--material-dir`` (the catalog and the mirrors' folder)."""
+    parser.add_argument(
+        "--database-url", help="catalog URL (default $COURSEHUB_DATABASE_URL or the data dir's)"
+    )
+    parser.add_argument(
+        "--material-dir",
+        type=Path,
+        help="mirrors' folder (default $COURSEHUB_MATERIAL_DIR, else DATA_DIR/material)",
+    )
 
 
 @contextmanager
 def _sessions(args: argparse.Namespace) -> Iterator[Any]:
-    from coursehub.catalog.db import make_engine, session_factory
-    from coursehub.catalog.schema import check_schema
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_factory
 
-    engine = make_engine(args.database_url)
-    try:
-        check_schema(engine)
+    with open_catalog(args.database_url) as engine:
         yield session_factory(engine)
-    finally:
-        engine.dispose()
 
 
 def _layout(args: argparse.Namespace) -> Any:
@@ -122,13 +128,6 @@ def run_set(args: argparse.Namespace) -> int:
         print(f"{args.course}: {material.git_url} {material.branch} /{material.subpath} ({kind})")
         print(f"publish it now with: coursehub material update {args.course}")
     return 0
-
-
-def _lifted(module_name: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        return int(importlib.import_module(module_name).run(args))
-
-    return run
 
 
 def run_update_command(

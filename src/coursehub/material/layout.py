@@ -27,7 +27,6 @@ course's folder, as commits made by coursehub: nothing of the teacher's other fo
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,10 +34,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from coursehub.atomicfile import write_atomically
-from coursehub.errors import UsageError
 from coursehub.filemodes import ensure_private_dir
+from coursehub.settings import check_course_id, data_dir
 
-_COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Mode of the published folders: everyone may read and traverse, only coursehub writes.
 PUBLISHED_MODE = 0o755
 
@@ -83,16 +81,7 @@ def material_root(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("COURSEHUB_MATERIAL_DIR"):
         return Path(env["COURSEHUB_MATERIAL_DIR"]).expanduser()
-    from coursehub.catalog.db import data_dir
-
     return data_dir(env) / "material"
-
-
-def check_course_id(course_id: str) -> str:
-    """Return ``course_id`` if it is safe as a file name; raise :class:`UsageError` if not."""
-    if not _COURSE_ID.match(course_id):
-        raise UsageError(f"course id {course_id!r} cannot name a material folder")
-    return course_id
 
 
 @dataclass(frozen=True)

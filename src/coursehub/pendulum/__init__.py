@@ -9,5 +9,5 @@ metrics, baselines, plots). The entry modules (``dataset``, ``train``,
 ``evaluate``) import torch, scipy and matplotlib only inside functions, so
 that thread variables can be set before those libraries load. The package
 never imports the runner: the pipeline that trains through it is
-:mod:`coursehub.pipelines.pendulum`.
+:mod:`coursehub.usecases.pendulum_pipeline`.
 """

@@ -10,7 +10,6 @@ that can be polled, waited for, cancelled and read. The local backend
 
 from __future__ import annotations
 
-import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -321,6 +320,7 @@ def _exit_text(result: RunResult) -> str:
 
 
 def default_runs_dir() -> Path:
-    """Return where logs go: ``$COURSEHUB_RUNS_DIR``, else ``~/.cache/coursehub/runs``."""
-    configured = os.environ.get("COURSEHUB_RUNS_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "coursehub" / "runs"
+    """Return where logs go: :func:`coursehub.settings.runs_dir` of this process."""
+    from coursehub.settings import runs_dir
+
+    return runs_dir()

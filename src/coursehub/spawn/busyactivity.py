@@ -22,7 +22,7 @@ A running runner job of the server's user counts the same way (a kernel
 running ``%coursehub_run`` is busy anyway): a ``coursehub run`` started from a
 terminal (a process ``python -m coursehub.runner.bootstrap`` below this
 server) or with ``--no-wait`` (its runner's ``<job id>.pid`` in the runs
-directory, ``$COURSEHUB_RUNS_DIR`` or ``~/.cache/coursehub/runs``, as
+directory, :func:`coursehub.settings.runs_dir`, as
 :mod:`coursehub.runner.control` reads it).
 
 A server holding a GPU is stopped sooner: where the hub set
@@ -57,6 +57,7 @@ from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
 from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, SERVER_ARG
+from coursehub.settings import runs_dir
 
 __all__ = [
     "ACTIVITY_KEY",
@@ -154,17 +155,6 @@ def plan_gpu_culling(
     }
 
 
-def default_runs_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Return the runs directory: ``$COURSEHUB_RUNS_DIR``, else ``~/.cache/coursehub/runs``.
-
-    The same rule as ``coursehub.runner.core.default_runs_dir`` (``spawn``
-    does not import the runner).
-    """
-    env = os.environ if env is None else env
-    configured = env.get("COURSEHUB_RUNS_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "coursehub" / "runs"
-
-
 def plan_pid_file_pids(texts: Iterable[str]) -> set[int]:
     """Return the pids written in ``<job id>.pid`` files (one number each; others ignored)."""
     pids = set()
@@ -221,7 +211,7 @@ class BusyKernelActivity(LoggingConfigurable):
         self.kernel_manager = kernel_manager
         self.settings = settings
         self.server_pid = os.getpid()
-        self.runs_dir = default_runs_dir()
+        self.runs_dir = runs_dir()
         self.busy_since: dict[str, datetime] = {}
         self._callback: PeriodicCallback | None = None
 

@@ -34,13 +34,13 @@ from typing import Any
 
 from coursehub.contract import SPAWNER_KINDS, parse_course_group
 from coursehub.courselayout import (
-    COURSE_ID_RE,
     DEFAULT_SHARED_ROOT,
     data_dir,
     data_link_name,
     jupyter_data_dir,
 )
 from coursehub.errors import UsageError
+from coursehub.settings import COURSE_ID_RE
 
 #: Role of a user in a course, as far as the shared spaces go.
 TEAM, STUDENTS = "team", "students"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +52,14 @@ def _folder(args: argparse.Namespace) -> Path:
     return Path(folder)
 
 
-def _session(args: argparse.Namespace) -> Any:
-    from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.schema import check_schema
+@contextmanager
+def _session(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield a session on the checked catalog, committed when the block ends."""
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
 
-    engine = make_engine(args.database_url)
-    check_schema(engine)
-    return engine, session_scope(engine)
+    with open_catalog(args.database_url) as engine, session_scope(engine) as session:
+        yield session
 
 
 def _limits(args: argparse.Namespace) -> Any:
@@ -89,18 +92,15 @@ def run_ingest(args: argparse.Namespace) -> int:
     folder = _folder(args)
     limits = _limits(args)
     jobs = job_folder(folder)  # the runner jobs of the hub's servers, when there are any
-    engine, scope = _session(args)
-    try:
-        with scope as session:
+    with _session(args) as session:
+        try:
             outcome = ingest_folder(session, folder, limits=limits)
             if jobs.is_dir():
                 more = ingest_folder(session, jobs, hub_folder=False, limits=limits)
                 outcome.records += more.records
                 outcome.refused += more.refused
-    except OSError as exc:
-        raise UsageError(f"reading the usage folder {folder}: {exc}") from exc
-    finally:
-        engine.dispose()
+        except OSError as exc:
+            raise UsageError(f"reading the usage folder {folder}: {exc}") from exc
     for problem in outcome.refused:
         print(f"refused: {problem}", file=sys.stderr)
     print(f"{outcome.records} usage records read from {folder}")
@@ -118,12 +118,8 @@ def run_report(args: argparse.Namespace) -> int:
     )
 
     since = parse_since(args.since)
-    engine, scope = _session(args)
-    try:
-        with scope as session:
-            rows = usage_report(session, args.course, since, args.by)
-    finally:
-        engine.dispose()
+    with _session(args) as session:
+        rows = usage_report(session, args.course, since, args.by)
     render = render_json if args.json else render_csv if args.csv else render_table
     sys.stdout.write(render(rows, args.by))
     return 0
@@ -136,11 +132,7 @@ def run_prune(args: argparse.Namespace) -> int:
     folder = args.folder or None
     if folder is not None and not folder.is_dir():
         raise UsageError(f"usage folder {folder} does not exist")
-    engine, scope = _session(args)
-    try:
-        with scope as session:
-            removed = prune_usage(session, folder)
-    finally:
-        engine.dispose()
+    with _session(args) as session:
+        removed = prune_usage(session, folder)
     print(f"{removed} usage rows and files removed")
     return 0

@@ -53,7 +53,7 @@ from coursehub.hub.background import BackgroundSync, SyncJob, SyncTracker
 from coursehub.hub.hubclient import HubClient, RetryPolicy, normalize_api_url
 from coursehub.hub.reconcile import SyncReport, render_course_errors
 from coursehub.hub.sync import SyncOutcome, sync_catalog
-from coursehub.web.aftersync import after_sync
+from coursehub.usecases.hub_sync import after_sync
 from coursehub.web.database import SESSIONS_KEY
 
 log = logging.getLogger(__name__)

@@ -11,21 +11,31 @@ freed only with its process; ``torch.cuda.empty_cache`` releases cached
 blocks, not the context: PyTorch docs, "CUDA semantics", memory management).
 Its output, then the runner's one-line summary, stream to standard output.
 
-It lives in :mod:`coursehub.pipelines`, above both ``pendulum`` and
-``runner``, so that the pendulum package never imports the runner; the
-``coursehub`` command wires it in as ``coursehub pendulum pipeline``.
+It lives in :mod:`coursehub.usecases`, above both ``pendulum`` and
+``runner``, so that the pendulum package never imports the runner; its row
+in :data:`coursehub.cli.COMMANDS` adds it to ``coursehub pendulum``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.resources import effective_cpus
 
 #: The training module, run by the runner as ``python -m``.
 TRAIN_MODULE = "coursehub.pendulum.train"
+#: One line for ``coursehub pendulum --help``.
+HELP = "generate, train through the runner and evaluate at a small size"
+
+
+def register(commands: Any) -> None:
+    """Add ``pipeline`` to the sub-commands of ``coursehub pendulum`` (``commands``)."""
+    parser = commands.add_parser("pipeline", help=HELP, description=HELP)
+    add_arguments(parser)
+    parser.set_defaults(func=run)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from coursehub.catalog.readmodel import MemberRow, plan_name_order, plan_team_or
 from coursehub.web.access import plan_move_refusal
 from coursehub.web.identity import Identity
 from coursehub.web.testing import api_headers, identity_headers
+from helpers import csrf_token
 
 C = "/courses/mlmeca-2025"
 A = "/api/v1/courses/mlmeca-2025"
@@ -44,11 +45,6 @@ def portal_of(url: str, course_id: str) -> str:
     in_catalog(url, lambda s: found.append(get_course(s, course_id).portal.code))
     return found[0]
 
-
-def csrf_token(text: str) -> str:
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', text)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
 
 
 # moving a course to another portal -----------------------------------------------------------

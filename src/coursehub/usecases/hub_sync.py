@@ -13,9 +13,9 @@ after :func:`coursehub.hub.sync.sync_catalog`, for the courses it synced:
 
 Failures are logged, never raised: the sync's own outcome is what the course page shows.
 
-``coursehub hub sync`` runs the same step: the command is lifted here
-(:data:`coursehub.cli.LIFTED_SUBCOMMANDS`, :func:`run`), since ``hub`` may
-not import ``teamaccess`` or ``coursedata`` (docs/architecture.md).
+``coursehub hub sync`` runs the same step: the command lives here (its row of
+:data:`coursehub.cli.COMMANDS`, :func:`register`), since ``hub`` may not
+import ``teamaccess`` or ``coursedata`` (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -24,21 +24,42 @@ import argparse
 import logging
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session
-
-from coursehub.coursedata.ensure import ensure_data
 from coursehub.courselayout import SHARED_ROOT_ENV, shared_root
 from coursehub.errors import CoursehubError
-from coursehub.hub.hubclient import HubClient
-from coursehub.hub.pacing import Pacer
-from coursehub.teamaccess.shares import sync_team_shares
+from coursehub.hub.cli import add_sync_arguments
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from coursehub.hub.hubclient import HubClient
 
 log = logging.getLogger(__name__)
+#: One line for ``coursehub hub --help``.
+HELP = "sync the catalog into the hub, then the team's shares and data folders"
+
+
+def register(commands: Any) -> None:
+    """Add ``sync`` to the sub-commands of ``coursehub hub`` (``commands``)."""
+    parser = commands.add_parser(
+        "sync",
+        help=HELP,
+        description="Reconcile the catalog into JupyterHub (users, nbgrader-/formgrade- groups).",
+    )
+    add_sync_arguments(parser)
+    parser.set_defaults(func=run)
 
 
 def after_sync(session: Session, client: HubClient, course_ids: Iterable[str]) -> None:
-    """Refresh the team shares and, as root with a shared root, the data folders."""
+    """Refresh the team shares and, as root with a shared root, the data folders.
+
+    Failures are logged as warnings, never raised.
+    """
+    from coursehub.coursedata.ensure import ensure_data
+    from coursehub.hub.pacing import Pacer
+    from coursehub.teamaccess.shares import sync_team_shares
+
     course_ids = sorted(course_ids)
     pacer = Pacer()
     for course_id in course_ids:
