@@ -46,7 +46,6 @@ def portal_of(url: str, course_id: str) -> str:
     return found[0]
 
 
-
 # moving a course to another portal -----------------------------------------------------------
 
 

@@ -41,7 +41,6 @@ def client(database_url, layout):
     dispose_app(app)
 
 
-
 @pytest.mark.parametrize(
     "who, status", [("teacher", 200), ("grader", 200), ("student", 403), ("other_teacher", 403)]
 )

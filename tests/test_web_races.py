@@ -41,7 +41,6 @@ def other_app(database_url: str, app: Any) -> Iterator[Any]:
     dispose_app(second)
 
 
-
 def lose_the_race(
     monkeypatch: pytest.MonkeyPatch, username: str, winner: Callable[[], Any], every_time: bool
 ) -> list[int]:

@@ -19,7 +19,6 @@ CROSS = HEADER + "p2509001;Garnier-Roux;Inès;ines@evil.example;G1\r\n"
 NUL = HEADER + "p2600001;Mar\x00tin;Léa;lea@example.org;G1\r\n"
 
 
-
 def upload(client, text: str, headers=TEACHER):
     page = client.get(f"{C}/roster", headers=headers).get_data(as_text=True)
     data = {
