@@ -16,8 +16,12 @@ import pytest
 from coursehub.cli import main
 from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec
-from coursehub.runner import LocalBackend, SlotPool, make_spec, run, submit
-from coursehub.runner.core import JobSpec, RunResult, plan_command, plan_env, render_summary
+from coursehub.runner.api import make_spec, run, submit
+from coursehub.runner.job import JobSpec
+from coursehub.runner.jobenv import plan_command, plan_env
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.result import RunResult, render_summary
+from coursehub.runner.slots import SlotPool
 from helpers import wait_until
 
 MiB = 1024**2

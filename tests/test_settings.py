@@ -176,7 +176,7 @@ def test_runs_dir_rule() -> None:
 def test_runs_dir_agrees_with_runner_and_busy_activity(
     monkeypatch: pytest.MonkeyPatch, value: str | None
 ) -> None:
-    from coursehub.runner.core import default_runs_dir as runner_runs_dir
+    from coursehub.runner.resultfile import default_runs_dir as runner_runs_dir
     from coursehub.spawn.busyactivity import default_runs_dir as busy_runs_dir
 
     if value is None:

@@ -453,7 +453,8 @@ def _run_job(
         If the sandbox cannot run here (:func:`coursehub.sandbox.preflight.check_plan`), the
         build failed or left no ``index.html``.
     """
-    from coursehub.runner import LocalBackend, run
+    from coursehub.runner.api import run
+    from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.command import chown_tree, plan_sandbox_command
     from coursehub.sandbox.env import plan_sandbox_env
     from coursehub.sandbox.plan import interpreter_paths, make_plan

@@ -73,7 +73,7 @@ __all__ = [
 ACTIVITY_KEY = "coursehub_busy_kernels"
 #: Environment variable: seconds of inactivity after which a server holding a GPU stops.
 GPU_IDLE_VAR = "COURSEHUB_GPU_IDLE_S"
-#: Module every runner job's first process runs (``coursehub.runner.core.BOOTSTRAP_MODULE``).
+#: Module every runner job's first process runs (``coursehub.runner.jobenv.BOOTSTRAP_MODULE``).
 RUNNER_BOOTSTRAP = "coursehub.runner.bootstrap"
 #: Prefix of the pseudo kernel ids given to running jobs in :func:`plan_busy_since`.
 JOB_PREFIX = "job:"
@@ -157,7 +157,7 @@ def plan_gpu_culling(
 def default_runs_dir(env: Mapping[str, str] | None = None) -> Path:
     """Return the runs directory: ``$COURSEHUB_RUNS_DIR``, else ``~/.cache/coursehub/runs``.
 
-    The same rule as ``coursehub.runner.core.default_runs_dir`` (``spawn``
+    The same rule as ``coursehub.runner.resultfile.default_runs_dir`` (``spawn``
     does not import the runner).
     """
     env = os.environ if env is None else env

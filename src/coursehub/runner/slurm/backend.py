@@ -2,13 +2,13 @@
 
 For one job:
 
-1. :func:`coursehub.runner.slurmplan.render_batch_script` writes the batch
+1. :func:`coursehub.runner.slurm.plan.render_batch_script` writes the batch
    script (pure, golden-tested):
    ``#SBATCH`` lines from :func:`render_sbatch_args` (``--cpus-per-task`` =
    threads, ``--mem``, ``--gres=gpu:N``, ``--time``, partition, account, QOS,
    ``--output``), the same environment as the local backend
-   (:func:`coursehub.runner.core.plan_env`: ``thread_env``, ...), then
-   ``exec python -m coursehub.runner.slurmjob ... -- python -m
+   (:func:`coursehub.runner.jobenv.plan_env`: ``thread_env``, ...), then
+   ``exec python -m coursehub.runner.slurm.allocation ... -- python -m
    coursehub.runner.bootstrap TARGET ARGS`` (same command as the local one);
 2. ``sbatch --parsable`` takes it on stdin and returns the job id; a refusal
    (unknown partition, a request larger than any node, ...) is one line and
@@ -17,7 +17,7 @@ For one job:
    grows and asks ``scontrol show job`` for its state (a pending reason is
    printed once), samples ``sstat`` while it runs;
 4. at the end the summary comes from ``sacct`` where Slurm keeps accounting,
-   else from the usage the job wrote itself (:mod:`coursehub.runner.slurmjob`),
+   else from the usage the job wrote itself (:mod:`coursehub.runner.slurm.allocation`),
    else from ``sstat`` and ``scontrol``; a job Slurm killed (memory, time, node
    failure, ...) gets a reason naming the job and Slurm's state;
 5. cancelling (Ctrl-C, :meth:`SlurmJob.cancel`) and any failure while
@@ -35,25 +35,16 @@ import dataclasses
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from coursehub.meter.sampler import record_job_end
-from coursehub.runner import slurmcli
-from coursehub.runner.core import (
-    Backend,
-    Job,
-    JobSpec,
-    OutputSink,
-    RunResult,
-    default_runs_dir,
-    render_summary,
-)
-from coursehub.runner.local import write_result
-from coursehub.runner.slurmplan import (
+from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
+from coursehub.runner.result import RunResult
+from coursehub.runner.resultfile import default_runs_dir
+from coursehub.runner.slurm import commands
+from coursehub.runner.slurm.plan import (
     USAGE_SUFFIX,
     SlurmPlacement,
     describe_request,
@@ -104,7 +95,7 @@ class SlurmBackend(Backend):
         ------
         UsageError
             Bad target (nothing submitted).
-        coursehub.runner.slurmcli.SlurmError
+        coursehub.runner.slurm.commands.SlurmError
             Slurm refused the job or is unreachable (nothing queued).
         """
         self.validate(spec)
@@ -113,7 +104,7 @@ class SlurmBackend(Backend):
         output = str(spec.log_path) if spec.log_path else str(self.runs_dir / "slurm-%j.log")
         usage = output.removesuffix(".log") + USAGE_SUFFIX
         script = render_batch_script(spec, self.placement, output, usage, self.python, self.grace_s)
-        job_id = slurmcli.sbatch(script, describe_request(spec), self.placement.partition)
+        job_id = commands.sbatch(script, describe_request(spec), self.placement.partition)
         log_path = Path(output.replace("%j", job_id))
         job = SlurmJob(self, spec, job_id, log_path, on_output)
         job.start()
@@ -123,6 +114,8 @@ class SlurmBackend(Backend):
 class SlurmJob(Job):
     """A Slurm batch job, followed from this process until it ends."""
 
+    label = "Slurm job"
+
     def __init__(
         self,
         backend: SlurmBackend,
@@ -131,112 +124,92 @@ class SlurmJob(Job):
         log_path: Path,
         on_output: OutputSink | None = None,
     ) -> None:
-        self.backend, self.spec, self.job_id, self.log_path = backend, spec, job_id, log_path
-        self.on_output = on_output
+        super().__init__(spec, job_id, log_path, on_output, thread_name=f"slurm-{job_id}")
+        self.backend = backend
         self.usage_path = Path(str(log_path).removesuffix(".log") + USAGE_SUFFIX)
-        self._state = "queued"
         self._submitted = time.monotonic()
-        self.queued_s = 0.0
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-        self._cancelled = threading.Event()
-        self._thread = threading.Thread(target=self._follow, name=f"slurm-{job_id}", daemon=True)
-
-    def start(self) -> None:
-        """Start following the job."""
-        self._thread.start()
-
-    @property
-    def state(self) -> str:
-        return self._state
-
-    def poll(self) -> RunResult | None:
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    def wait(self, timeout_s: float | None = None) -> RunResult:
-        if not self._done.wait(timeout_s):
-            raise TimeoutError(f"Slurm job {self.job_id} still {self._state} after {timeout_s} s")
-        result = self.poll()
-        assert result is not None
-        return result
 
     def cancel(self) -> None:
         """``scancel`` the job (withdrawn if pending, SIGTERM then SIGKILL if running)."""
-        self._cancelled.set()
-        with contextlib.suppress(slurmcli.SlurmError):
-            slurmcli.scancel(self.job_id)
+        with contextlib.suppress(commands.SlurmError):
+            commands.scancel(self.job_id)
 
     def note(self, text: str) -> None:
-        """Give a runner line (``[coursehub] ...``) to the output sink."""
-        if self.on_output is not None:
-            self.on_output(f"[coursehub] {text}\n")
+        """Give a runner line (``[coursehub] ...``) to the output sink (Slurm writes the log)."""
+        self._give(f"[coursehub] {text}\n")
 
-    def _follow(self) -> None:
+    def _record(self, text: str) -> None:
+        with contextlib.suppress(OSError), self.log_path.open("a") as log:
+            log.write(text)
+        self._give(text)
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        with contextlib.suppress(commands.SlurmError):  # nothing left queued
+            commands.scancel(self.job_id)
+        if isinstance(exc, commands.SlurmError):
+            return exc
+        return commands.SlurmError(f"following Slurm job {self.job_id} failed: {exc}")
+
+    def _execute(self) -> RunResult:
+        """Follow the job until Slurm says it has ended (or forgets it); return its result."""
         reader = _LogReader(self.log_path)
         info: dict[str, str] = {}
         sstat_peak: int | None = None
         last_pending, last_sstat, failures = "", 0.0, 0
-        try:
-            while True:
-                self._emit(reader.read())
-                try:
-                    latest = slurmcli.job_info(self.job_id)
-                    failures = 0
-                except slurmcli.SlurmUnreachableError:
-                    failures += 1
-                    if failures * self.backend.poll_s > 30:
-                        raise
-                    time.sleep(self.backend.poll_s)
-                    continue
-                if latest is None:  # forgotten by slurmctld (MinJobAge): it has ended
-                    break
-                info = latest
-                state = info.get("JobState", "")
-                if state == "PENDING":
-                    pending = info.get("Reason", "")
-                    never = plan_never_starts(self.job_id, pending, self.spec, info)
-                    if never:
-                        raise slurmcli.SlurmError(never)
-                    if pending != last_pending and pending not in ("None", ""):
-                        self.note(f"Slurm job {self.job_id} pending ({pending})")
-                        last_pending = pending
-                elif state in slurmcli.FINAL_STATES:
-                    break
-                else:
-                    if self._state == "queued":  # seen running: the wait was this long
-                        self.queued_s = time.monotonic() - self._submitted
-                    self._state = "running"
-                    if time.monotonic() - last_sstat > 2:
-                        peak = slurmcli.sstat_peak_rss(self.job_id)
-                        sstat_peak = max(filter(None, (sstat_peak, peak)), default=None)
-                        last_sstat = time.monotonic()
+        while True:
+            self._give(reader.read())
+            try:
+                latest = commands.job_info(self.job_id)
+                failures = 0
+            except commands.SlurmUnreachableError:
+                failures += 1
+                if failures * self.backend.poll_s > 30:
+                    raise
                 time.sleep(self.backend.poll_s)
-            self._emit(reader.read(final=True))
-            self._result = self._finish(info, sstat_peak)
-        except BaseException as exc:
-            with contextlib.suppress(slurmcli.SlurmError):  # nothing left queued
-                slurmcli.scancel(self.job_id)
-            self._error = (
-                exc
-                if isinstance(exc, slurmcli.SlurmError)
-                else slurmcli.SlurmError(f"following Slurm job {self.job_id} failed: {exc}")
-            )
-        finally:
-            self._state = "done"
-            self._done.set()
+                continue
+            if latest is None:  # forgotten by slurmctld (MinJobAge): it has ended
+                break
+            info = latest
+            state = info.get("JobState", "")
+            if state == "PENDING":
+                last_pending = self._note_pending(info, last_pending)
+            elif state in commands.FINAL_STATES:
+                break
+            else:
+                if self._state == JobState.QUEUED:  # seen running: the wait was this long
+                    self.queued_s = time.monotonic() - self._submitted
+                self._state = JobState.RUNNING
+                if time.monotonic() - last_sstat > 2:
+                    peak = commands.sstat_peak_rss(self.job_id)
+                    sstat_peak = max(filter(None, (sstat_peak, peak)), default=None)
+                    last_sstat = time.monotonic()
+            time.sleep(self.backend.poll_s)
+        self._give(reader.read(final=True))
+        return self._end_run(info, sstat_peak)
 
-    def _emit(self, text: str) -> None:
-        if text and self.on_output is not None:
-            self.on_output(text)
+    def _note_pending(self, info: Mapping[str, str], last_pending: str) -> str:
+        """Say once why the job is pending; return the reason said.
 
-    def _finish(self, info: Mapping[str, str], sstat_peak: int | None) -> RunResult:
+        Raises
+        ------
+        coursehub.runner.slurm.commands.SlurmError
+            The reason is one no wait removes (the job is then cancelled).
+        """
+        pending = info.get("Reason", "")
+        never = plan_never_starts(self.job_id, pending, self.spec, info)
+        if never:
+            raise commands.SlurmError(never)
+        if pending != last_pending and pending not in ("None", ""):
+            self.note(f"Slurm job {self.job_id} pending ({pending})")
+            return pending
+        return last_pending
+
+    def _end_run(self, info: Mapping[str, str], sstat_peak: int | None) -> RunResult:
+        """Read the job's end from Slurm and its usage file, then finish the job with it."""
         usage: dict[str, Any] | None = None
         with contextlib.suppress(OSError, ValueError):
             usage = json.loads(self.usage_path.read_text())
-        accounting = slurmcli.sacct_usage(self.job_id)
+        accounting = commands.sacct_usage(self.job_id)
         result = plan_result(
             self.job_id,
             self.spec,
@@ -247,24 +220,9 @@ class SlurmJob(Job):
             sstat_peak,
             self.queued_s,
         )
-        summary = render_summary(result)
-        with contextlib.suppress(OSError), self.log_path.open("a") as log:
-            log.write(summary + "\n")
-        self._emit(summary + "\n")
-        write_result(result, self.log_path.with_suffix(".json"))
         # the course's usage, as a local job's: recorded by the submitting side,
         # whose environment names the usage folder and the course
-        record_job_end(
-            f"slurm-{self.job_id}",
-            time.time() - result.elapsed_s,
-            result.elapsed_s,
-            result.cpu_s,
-            result.peak_rss_bytes,
-            result.gpu_peak_bytes,
-            self.spec.resources.gpus,
-            result.killed_reason or f"exit {result.returncode}",
-        )
-        return result
+        return self._finish(result, f"slurm-{self.job_id}", self.spec.resources.gpus)
 
 
 class _LogReader:
