@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from coursehub.runner.job import JobSpec
-from coursehub.runner.local import plan_backstop_reason
+from coursehub.runner.limits import plan_backstop_reason
 from coursehub.runner.watchdog import BACKSTOP_S, plan_backstop_at, plan_stop_at
 from helpers import WaitTimeoutError, wait_until
 

@@ -20,7 +20,13 @@ from coursehub.resources import ResourceSpec
 from coursehub.runner.job import JobSpec
 from coursehub.runner.result import RunResult, render_summary
 from coursehub.runner.resultfile import default_runs_dir, read_result, result_path
-from coursehub.runner.slurm import commands
+from coursehub.runner.slurm.commands import (
+    FINAL_STATES,
+    job_info,
+    parse_slurm_mem,
+    sacct_usage,
+    scancel,
+)
 from coursehub.runner.slurm.plan import USAGE_SUFFIX, plan_result
 
 
@@ -52,7 +58,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
     """
     runs = runs_dir or default_runs_dir()
     if is_slurm_job_id(job_id):
-        info = commands.job_info(job_id)
+        info = job_info(job_id)
         result = read_result(runs / f"slurm-{job_id}.json")
         if info is None:
             if result is None:
@@ -65,7 +71,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
             f", on {info['NodeList']}" if info.get("NodeList") not in (None, "", "(null)") else ""
         )
         line += f", output in {info['StdOut']}" if info.get("StdOut") else ""
-        if result is None and info.get("JobState") in commands.FINAL_STATES:
+        if result is None and info.get("JobState") in FINAL_STATES:
             result = summarize_ended_slurm_job(job_id, info, runs)
         return line + (f"\n{render_summary(result)}" if result else "")
     log = runs / f"{job_id}.log"
@@ -86,12 +92,12 @@ def summarize_ended_slurm_job(job_id: str, info: dict[str, str], runs: Path) -> 
     with contextlib.suppress(OSError, ValueError):
         usage = json.loads(Path(str(log).removesuffix(".log") + USAGE_SUFFIX).read_text())
     threads = int(info.get("CPUs/Task") or 1)
-    mem = commands.parse_slurm_mem(info.get("MinMemoryNode", ""))
+    mem = parse_slurm_mem(info.get("MinMemoryNode", ""))
     spec = JobSpec(
         info.get("JobName") or "job",
         resources=ResourceSpec(mem_limit=mem or None, n_threads=threads),
     )
-    return plan_result(job_id, spec, log, info, usage, commands.sacct_usage(job_id), None)
+    return plan_result(job_id, spec, log, info, usage, sacct_usage(job_id), None)
 
 
 def cancel_job(job_id: str, runs_dir: Path | None = None) -> str:
@@ -108,12 +114,12 @@ def cancel_job(job_id: str, runs_dir: Path | None = None) -> str:
     """
     runs = runs_dir or default_runs_dir()
     if is_slurm_job_id(job_id):
-        info = commands.job_info(job_id)
+        info = job_info(job_id)
         if info is None:
             raise UsageError(f"no Slurm job {job_id} to cancel (unknown to Slurm)")
-        if info.get("JobState") in commands.FINAL_STATES:
+        if info.get("JobState") in FINAL_STATES:
             raise UsageError(f"Slurm job {job_id} has already ended ({info['JobState']})")
-        commands.scancel(job_id)
+        scancel(job_id)
         return f"Slurm job {job_id}: cancelled"
     log = runs / f"{job_id}.log"
     if result_path(log).is_file():

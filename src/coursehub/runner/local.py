@@ -4,10 +4,11 @@ For one job, in order (all in a supervisor thread, so :meth:`LocalBackend.submit
 returns at once):
 
 1. wait for CPU and GPU slots in arrival order (:mod:`coursehub.runner.slots`);
-2. make its limits: ``systemd-run --scope`` where systemd is PID 1 and we
-   are root, else a job cgroup (:class:`coursehub.resources.JobCgroup`, v1 or
-   v2) where the cgroup filesystem is writable, else the memory watchdog
-   of :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
+2. make its limits (:mod:`coursehub.runner.limits`): ``systemd-run --scope``
+   where systemd is PID 1 and we are root, else a job cgroup
+   (:class:`coursehub.resources.JobCgroup`, v1 or v2) where the cgroup
+   filesystem is writable, else the memory watchdog of
+   :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
 3. start ``[python, -m, coursehub.runner.bootstrap, ...]`` in its own session
    (process group) with the explicit environment of :func:`plan_env`,
    holding the slot locks too (``pass_fds``) and the read end of a lifeline
@@ -43,17 +44,15 @@ from coursehub.errors import CoursehubError, UsageError
 from coursehub.meter.sampler import JobMeter
 from coursehub.resources import (
     CgroupStats,
-    CgroupUnavailableError,
     JobCgroup,
     describe_duration,
     describe_mem,
     gpu_inventory,
-    systemd_available,
-    systemd_run_command,
 )
-from coursehub.resources.cgroups import JOBS_PARENT, systemd_scope_result
+from coursehub.resources.cgroups import JOBS_PARENT
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
-from coursehub.runner.jobenv import CGROUP_PROCS_VAR, plan_command, plan_env, plan_watchdog_env
+from coursehub.runner.jobenv import plan_command, plan_env, plan_watchdog_env
+from coursehub.runner.limits import confine, kernel_kill_reason, plan_backstop_reason
 from coursehub.runner.monitor import TreeMonitor
 from coursehub.runner.processgroup import kill_group
 from coursehub.runner.result import RunResult
@@ -228,7 +227,11 @@ class LocalJob(Job):
         spec, backend = self.spec, self.backend
         fraction = 1.0 / backend.slots.gpu_jobs if backend.slots.gpu_jobs > 1 else None
         env = plan_env(spec, os.environ, lease.gpu_indices, fraction)
-        argv, self.enforcement, unit = self._confine(plan_command(spec), env)
+        argv, self.enforcement, unit = plan_command(spec), "watchdog", None
+        if backend.use_cgroups:
+            argv, self.enforcement, unit, self.cgroup = confine(
+                self.job_id, argv, env, spec.resources, backend.cgroup_parent, self.note
+            )
         lifeline, keep_alive = os.pipe()  # both close-on-exec; only the read end is passed
         env.update(plan_watchdog_env(spec, backend.grace_s, lifeline, lease.fds))
         self._state = JobState.RUNNING
@@ -284,7 +287,7 @@ class LocalJob(Job):
         proc.returncode = returncode
         reason = (
             reason
-            or self._kernel_reason(returncode, stats, unit)
+            or kernel_kill_reason(returncode, self.spec.resources.mem_limit, stats, unit)
             or plan_backstop_reason(returncode, elapsed, self.spec.timeout_s)
         )
         peak = max(rusage.ru_maxrss * 1024, monitor.peak_rss_bytes)
@@ -300,24 +303,6 @@ class LocalJob(Job):
             lease.gpu_indices,
             stats,
         )
-
-    def _confine(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], str, str | None]:
-        """Return (command, enforcement, systemd unit) and make the job cgroup if one is used."""
-        res, backend = self.spec.resources, self.backend
-        if backend.use_cgroups and os.geteuid() == 0 and systemd_available():
-            unit = f"coursehub-{self.job_id}.scope"
-            return systemd_run_command(argv, unit, res.cpus, res.mem_limit), "systemd", unit
-        if backend.use_cgroups:
-            try:
-                self.cgroup = JobCgroup.create(
-                    self.job_id, res.cpus, res.mem_limit, parent=backend.cgroup_parent
-                )
-            except CgroupUnavailableError as exc:
-                self.note(f"limits not enforced by cgroups ({exc}); memory watched by sampling")
-            else:
-                env[CGROUP_PROCS_VAR] = os.pathsep.join(str(p) for p in self.cgroup.procs_files)
-                return argv, f"cgroup v{self.cgroup.plan.version}", None
-        return argv, "watchdog", None
 
     def _watch(
         self, proc: subprocess.Popen[bytes], started: float
@@ -350,21 +335,6 @@ class LocalJob(Job):
             if term_at is not None and now - term_at > backend.grace_s:
                 kill_group(proc.pid)
             _sleep_unless_exit(proc.pid, backend.sample_s)
-
-    def _kernel_reason(
-        self, returncode: int, stats: CgroupStats | None, unit: str | None
-    ) -> str | None:
-        """Return the memory-kill reason when the kernel's OOM killer ended the job."""
-        mem_limit = self.spec.resources.mem_limit
-        if returncode == 0 or mem_limit is None:
-            return None
-        oom = False
-        if unit is not None:
-            oom = systemd_scope_result(unit) == "oom-kill"
-        elif stats is not None:
-            oom_kills, hits = stats.oom_kills, stats.mem_limit_hits
-            oom = bool(oom_kills) or (oom_kills is None and hits > 0 and returncode == -9)
-        return f"exceeded its memory limit of {describe_mem(mem_limit)}" if oom else None
 
     def _end_run(
         self,
@@ -402,21 +372,6 @@ class LocalJob(Job):
         while chunk := os.read(fd, 65536):
             self._emit(chunk, decoder.decode(chunk))
         proc.stdout.close()
-
-
-def plan_backstop_reason(returncode: int, elapsed_s: float, timeout_s: float | None) -> str | None:
-    """Return why a job the runner did not stop itself was stopped, or None (pure).
-
-    A job ended by SIGTERM or SIGKILL after its time limit (``elapsed_s`` and
-    ``timeout_s`` in seconds) while the runner was stopped, frozen or blocked
-    was stopped by its watchdog, which keeps the limit (see
-    :mod:`coursehub.runner.watchdog`).
-    """
-    if not timeout_s or elapsed_s < timeout_s:
-        return None
-    if returncode not in (-signal.SIGTERM, -signal.SIGKILL):
-        return None
-    return f"exceeded its time limit of {describe_duration(timeout_s)} (stopped by its watchdog)"
 
 
 def _sleep_unless_exit(pid: int, timeout_s: float) -> None:

@@ -43,7 +43,16 @@ from typing import Any
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
 from coursehub.runner.result import RunResult
 from coursehub.runner.resultfile import default_runs_dir
-from coursehub.runner.slurm import commands
+from coursehub.runner.slurm.commands import (
+    FINAL_STATES,
+    SlurmError,
+    SlurmUnreachableError,
+    job_info,
+    sacct_usage,
+    sbatch,
+    scancel,
+    sstat_peak_rss,
+)
 from coursehub.runner.slurm.plan import (
     USAGE_SUFFIX,
     SlurmPlacement,
@@ -104,7 +113,7 @@ class SlurmBackend(Backend):
         output = str(spec.log_path) if spec.log_path else str(self.runs_dir / "slurm-%j.log")
         usage = output.removesuffix(".log") + USAGE_SUFFIX
         script = render_batch_script(spec, self.placement, output, usage, self.python, self.grace_s)
-        job_id = commands.sbatch(script, describe_request(spec), self.placement.partition)
+        job_id = sbatch(script, describe_request(spec), self.placement.partition)
         log_path = Path(output.replace("%j", job_id))
         job = SlurmJob(self, spec, job_id, log_path, on_output)
         job.start()
@@ -131,8 +140,8 @@ class SlurmJob(Job):
 
     def cancel(self) -> None:
         """``scancel`` the job (withdrawn if pending, SIGTERM then SIGKILL if running)."""
-        with contextlib.suppress(commands.SlurmError):
-            commands.scancel(self.job_id)
+        with contextlib.suppress(SlurmError):
+            scancel(self.job_id)
 
     def note(self, text: str) -> None:
         """Give a runner line (``[coursehub] ...``) to the output sink (Slurm writes the log)."""
@@ -144,11 +153,11 @@ class SlurmJob(Job):
         self._give(text)
 
     def _failure(self, exc: BaseException) -> BaseException:
-        with contextlib.suppress(commands.SlurmError):  # nothing left queued
-            commands.scancel(self.job_id)
-        if isinstance(exc, commands.SlurmError):
+        with contextlib.suppress(SlurmError):  # nothing left queued
+            scancel(self.job_id)
+        if isinstance(exc, SlurmError):
             return exc
-        return commands.SlurmError(f"following Slurm job {self.job_id} failed: {exc}")
+        return SlurmError(f"following Slurm job {self.job_id} failed: {exc}")
 
     def _execute(self) -> RunResult:
         """Follow the job until Slurm says it has ended (or forgets it); return its result."""
@@ -159,9 +168,9 @@ class SlurmJob(Job):
         while True:
             self._give(reader.read())
             try:
-                latest = commands.job_info(self.job_id)
+                latest = job_info(self.job_id)
                 failures = 0
-            except commands.SlurmUnreachableError:
+            except SlurmUnreachableError:
                 failures += 1
                 if failures * self.backend.poll_s > 30:
                     raise
@@ -173,14 +182,14 @@ class SlurmJob(Job):
             state = info.get("JobState", "")
             if state == "PENDING":
                 last_pending = self._note_pending(info, last_pending)
-            elif state in commands.FINAL_STATES:
+            elif state in FINAL_STATES:
                 break
             else:
                 if self._state == JobState.QUEUED:  # seen running: the wait was this long
                     self.queued_s = time.monotonic() - self._submitted
                 self._state = JobState.RUNNING
                 if time.monotonic() - last_sstat > 2:
-                    peak = commands.sstat_peak_rss(self.job_id)
+                    peak = sstat_peak_rss(self.job_id)
                     sstat_peak = max(filter(None, (sstat_peak, peak)), default=None)
                     last_sstat = time.monotonic()
             time.sleep(self.backend.poll_s)
@@ -198,7 +207,7 @@ class SlurmJob(Job):
         pending = info.get("Reason", "")
         never = plan_never_starts(self.job_id, pending, self.spec, info)
         if never:
-            raise commands.SlurmError(never)
+            raise SlurmError(never)
         if pending != last_pending and pending not in ("None", ""):
             self.note(f"Slurm job {self.job_id} pending ({pending})")
             return pending
@@ -209,7 +218,7 @@ class SlurmJob(Job):
         usage: dict[str, Any] | None = None
         with contextlib.suppress(OSError, ValueError):
             usage = json.loads(self.usage_path.read_text())
-        accounting = commands.sacct_usage(self.job_id)
+        accounting = sacct_usage(self.job_id)
         result = plan_result(
             self.job_id,
             self.spec,

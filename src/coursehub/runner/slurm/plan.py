@@ -23,7 +23,7 @@ from coursehub.resources import describe_duration, describe_mem
 from coursehub.runner.job import JobSpec
 from coursehub.runner.jobenv import plan_command, plan_env
 from coursehub.runner.result import RunResult
-from coursehub.runner.slurm import commands
+from coursehub.runner.slurm.commands import parse_exit_code, parse_slurm_duration
 
 #: Variables giving the Slurm backend's defaults (a course's profile sets them in its servers).
 PARTITION_VAR, ACCOUNT_VAR, QOS_VAR = (
@@ -237,7 +237,7 @@ def plan_result(
     usage = usage or {}
     accounting = accounting or {}
     state = info.get("JobState", "").split()[0] if info.get("JobState") else ""
-    code, sig = commands.parse_exit_code(info.get("ExitCode", ""))
+    code, sig = parse_exit_code(info.get("ExitCode", ""))
     returncode = int(usage["returncode"]) if "returncode" in usage else (-sig if sig else code)
     reason = usage.get("killed_reason")
     slurm_reason = plan_killed_reason(job_id, state, spec)
@@ -247,7 +247,7 @@ def plan_result(
         reason = f"Slurm job {job_id} {reason}"
     if reason and returncode == 0:
         returncode = 1
-    run_time = commands.parse_slurm_duration(info.get("RunTime", "")) or 0.0
+    run_time = parse_slurm_duration(info.get("RunTime", "")) or 0.0
     elapsed = accounting.get("elapsed_s") or usage.get("elapsed_s") or run_time
     cpu = accounting.get("cpu_s") or usage.get("cpu_s") or 0.0
     peaks = [accounting.get("peak_rss_bytes"), usage.get("peak_rss_bytes"), sstat_peak]
