@@ -7,7 +7,7 @@ into a new build folder, checks the Jupyter Book configuration and table of
 contents, writes the configuration as built (:func:`coursehub.books.plan.plan_config`:
 the book's allow-listed keys, the course's execution), runs ``jupyter-book
 build`` inside the sandbox of :mod:`coursehub.sandbox` as a runner job on
-this host (:class:`coursehub.runner.LocalBackend`: thread and memory limits,
+this host (:class:`coursehub.runner.local.LocalBackend`: thread and memory limits,
 a timeout; :func:`_run_job`), and only then points ``current`` at the new
 HTML (a symbolic link replaced by ``rename(2)``). A failure leaves
 ``current`` as it was: the last good book stays served. Every step is

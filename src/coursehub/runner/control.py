@@ -10,7 +10,6 @@ the job on SIGTERM).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 from pathlib import Path
@@ -20,6 +19,7 @@ from coursehub.resources import ResourceSpec
 from coursehub.runner.job import JobSpec
 from coursehub.runner.result import RunResult, render_summary
 from coursehub.runner.resultfile import default_runs_dir, read_result, result_path
+from coursehub.runner.slurm.allocation import read_usage
 from coursehub.runner.slurm.commands import (
     FINAL_STATES,
     job_info,
@@ -27,7 +27,7 @@ from coursehub.runner.slurm.commands import (
     sacct_usage,
     scancel,
 )
-from coursehub.runner.slurm.plan import USAGE_SUFFIX, plan_result
+from coursehub.runner.slurm.plan import plan_result, usage_path
 
 
 def is_slurm_job_id(job_id: str) -> bool:
@@ -88,9 +88,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
 def summarize_ended_slurm_job(job_id: str, info: dict[str, str], runs: Path) -> RunResult:
     """Return the result of an ended ``--no-wait`` Slurm job from Slurm and its usage file."""
     log = Path(info.get("StdOut") or runs / f"slurm-{job_id}.log")
-    usage = None
-    with contextlib.suppress(OSError, ValueError):
-        usage = json.loads(Path(str(log).removesuffix(".log") + USAGE_SUFFIX).read_text())
+    usage = read_usage(Path(usage_path(str(log))))
     threads = int(info.get("CPUs/Task") or 1)
     mem = parse_slurm_mem(info.get("MinMemoryNode", ""))
     spec = JobSpec(

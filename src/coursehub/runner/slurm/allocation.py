@@ -88,6 +88,20 @@ def supervise(
     }
 
 
+def write_usage(path: Path, usage: dict[str, Any]) -> None:
+    """Write the job's usage (:func:`supervise`'s figures) as JSON, atomically, owner-only."""
+    write_atomically(path, json.dumps(usage) + "\n", mode=0o600)
+
+
+def read_usage(path: Path) -> dict[str, Any] | None:
+    """Return the usage a job wrote at its end, or None (no file yet, or not JSON)."""
+    try:
+        usage: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return usage
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the options, supervise the command, write the usage; return the exit status."""
     parser = argparse.ArgumentParser(prog="python -m coursehub.runner.slurm.allocation")
@@ -101,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("no command given after --")
     usage = supervise(command, args.timeout, args.grace, args.gpus)
-    write_atomically(args.usage, json.dumps(usage) + "\n", mode=0o600)
+    write_usage(args.usage, usage)
     code = int(usage["returncode"])
     return code if code >= 0 else 128 - code
 

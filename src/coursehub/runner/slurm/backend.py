@@ -32,17 +32,16 @@ from __future__ import annotations
 import codecs
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
 from coursehub.runner.result import RunResult
 from coursehub.runner.resultfile import default_runs_dir
+from coursehub.runner.slurm.allocation import read_usage
 from coursehub.runner.slurm.commands import (
     FINAL_STATES,
     SlurmError,
@@ -54,12 +53,12 @@ from coursehub.runner.slurm.commands import (
     sstat_peak_rss,
 )
 from coursehub.runner.slurm.plan import (
-    USAGE_SUFFIX,
     SlurmPlacement,
     describe_request,
     plan_never_starts,
     plan_result,
     render_batch_script,
+    usage_path,
 )
 from coursehub.runner.validate import check_target
 
@@ -111,7 +110,7 @@ class SlurmBackend(Backend):
         spec = dataclasses.replace(spec, cwd=spec.cwd or os.getcwd())
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         output = str(spec.log_path) if spec.log_path else str(self.runs_dir / "slurm-%j.log")
-        usage = output.removesuffix(".log") + USAGE_SUFFIX
+        usage = usage_path(output)
         script = render_batch_script(spec, self.placement, output, usage, self.python, self.grace_s)
         job_id = sbatch(script, describe_request(spec), self.placement.partition)
         log_path = Path(output.replace("%j", job_id))
@@ -135,7 +134,7 @@ class SlurmJob(Job):
     ) -> None:
         super().__init__(spec, job_id, log_path, on_output, thread_name=f"slurm-{job_id}")
         self.backend = backend
-        self.usage_path = Path(str(log_path).removesuffix(".log") + USAGE_SUFFIX)
+        self.usage_path = Path(usage_path(str(log_path)))
         self._submitted = time.monotonic()
 
     def cancel(self) -> None:
@@ -215,9 +214,7 @@ class SlurmJob(Job):
 
     def _end_run(self, info: Mapping[str, str], sstat_peak: int | None) -> RunResult:
         """Read the job's end from Slurm and its usage file, then finish the job with it."""
-        usage: dict[str, Any] | None = None
-        with contextlib.suppress(OSError, ValueError):
-            usage = json.loads(self.usage_path.read_text())
+        usage = read_usage(self.usage_path)
         accounting = sacct_usage(self.job_id)
         result = plan_result(
             self.job_id,

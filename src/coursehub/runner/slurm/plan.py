@@ -38,6 +38,14 @@ USAGE_SUFFIX = ".usage.json"
 ALLOCATION_MODULE = "coursehub.runner.slurm.allocation"
 
 
+def usage_path(output: str) -> str:
+    """Return the job's usage file for its output file (``x.log`` -> ``x.usage.json``).
+
+    Slurm's ``%j`` in ``output`` is kept (the batch script expands it).
+    """
+    return output.removesuffix(".log") + USAGE_SUFFIX
+
+
 @dataclasses.dataclass(frozen=True)
 class SlurmPlacement:
     """Where a job goes: partition, account and QOS (None: the cluster's default)."""
