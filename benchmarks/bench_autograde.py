@@ -55,7 +55,8 @@ from coursehub.grading.assignments import (
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 from coursehub.runner.slots import default_cpu_budget
 
 ASSIGNMENT = "train_pendulum"

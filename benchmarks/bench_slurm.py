@@ -31,8 +31,10 @@ import time
 from pathlib import Path
 
 from coursehub.bench.stats import bootstrap_median_interval
-from coursehub.runner import LocalBackend, SlotPool, run
-from coursehub.runner.slurm import SlurmBackend
+from coursehub.runner.api import run
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
+from coursehub.runner.slurm.backend import SlurmBackend
 
 
 def describe(name: str, values: list[float]) -> str:

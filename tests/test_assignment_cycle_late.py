@@ -21,7 +21,8 @@ from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.export import GRADED, read_grade_table, render_grades_csv
 from coursehub.grading.latepolicy import LatePolicy
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 from test_grading_e2e import CORRECT, answer_assignment
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,8 @@ from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir, setup_demo_
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.export import CSV_COLUMNS, export_grades_csv, read_grade_table
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 
 pytestmark = pytest.mark.slow
 

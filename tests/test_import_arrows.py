@@ -204,16 +204,10 @@ def test_helpers_in_their_own_module_are_no_cycle(tmp_path):
 
 
 def _quiet_in_a_face(node: ast.stmt) -> bool:
-    """A docstring, ``from __future__``, or IPython's ``load_ipython_extension`` hook.
-
-    ``%load_ext coursehub.runner`` looks the hook up in the package itself
-    (IPython docs, "Defining custom magics"); it imports its module when called.
-    """
+    """A docstring or ``from __future__``: all a package face holds."""
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return True
-    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-        return True
-    return isinstance(node, ast.FunctionDef) and node.name == "load_ipython_extension"
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
 
 
 def test_package_faces_are_docstrings_only():

@@ -35,7 +35,7 @@ def test_demo_copies_the_package_notebook(tmp_path):
 def test_notebook_trains_through_the_runner_magic():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
-    assert "%load_ext coursehub.runner" in code
+    assert "%load_ext coursehub.runner.magic" in code
     assert "%coursehub_run --threads {N_THREADS}" in code
     assert "-m coursehub.pendulum.train" in code
     assert not any(line.startswith("!") for line in code.splitlines())

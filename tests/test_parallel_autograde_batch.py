@@ -20,7 +20,8 @@ from coursehub.grading.autograde_lock import AutogradeRunningError
 from coursehub.grading.autograde_progress import read_autograde_progress
 from coursehub.grading.demo import DEMO_ASSIGNMENT
 from coursehub.grading.export import read_grade_table
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 from helpers import wait_until
 from test_grading_e2e import CORRECT, PS, answer, new_course
 
@@ -121,7 +122,8 @@ GRADE_IN_CHILD = """\
 import sys
 from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
 from coursehub.grading.layout import make_layout
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 root, exchange, tmp = sys.argv[1:4]
 layout = make_layout("phys-2025", root, exchange, single_user=True, execute_timeout_s=30)
 backend = LocalBackend(tmp + "/runs", SlotPool(tmp + "/slots", 2), use_cgroups=False)

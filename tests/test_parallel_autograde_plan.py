@@ -21,7 +21,8 @@ from coursehub.grading.autograde_progress import (
     write_progress,
 )
 from coursehub.grading.layout import make_layout
-from coursehub.runner import LocalBackend, SlotPool
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import SlotPool
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,13 @@ import pytest
 from coursehub.cli import main
 from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec
-from coursehub.runner import LocalBackend, SlotPool, make_spec, run, submit
-from coursehub.runner.core import JobSpec, RunResult, plan_command, plan_env, render_summary
+from coursehub.runner.api import make_spec, run, submit
+from coursehub.runner.job import JobSpec, JobState
+from coursehub.runner.jobenv import plan_command, plan_env
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.result import RunResult, render_summary
+from coursehub.runner.resultfile import read_result, write_result
+from coursehub.runner.slots import SlotPool
 from helpers import wait_until
 
 MiB = 1024**2
@@ -96,6 +101,20 @@ def test_render_summary():
         "[coursehub] killed: exceeded its memory limit of 2.0 GiB | elapsed 1.0 s | CPU 0.5 s"
         " | 1 thread | peak RSS 100.0 MiB | GPU peak 1.3 GiB"
     )
+
+
+def test_job_states_are_the_strings_shown_and_stored():
+    assert [str(state) for state in JobState] == ["queued", "running", "done"]
+    assert JobState.RUNNING == "running" and json.dumps(JobState.DONE) == '"done"'
+    assert f"{JobState.QUEUED}" == "queued"
+
+
+def test_a_result_file_reads_back_as_written(tmp_path):
+    result = RunResult("j", -9, 1.5, 0.5, 2, 1024, None, tmp_path / "j.log", "cancelled")
+    write_result(result, tmp_path / "j.json")
+    assert read_result(tmp_path / "j.json") == result
+    assert (tmp_path / "j.json").stat().st_mode & 0o777 == 0o600
+    assert read_result(tmp_path / "missing.json") is None
 
 
 def test_run_streams_output_and_passes_arguments(tmp_path, backend):

@@ -16,7 +16,7 @@ def shell(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSEHUB_CPU_BUDGET", "2")
     monkeypatch.chdir(tmp_path)
     ipython = InteractiveShell.instance()
-    ipython.run_line_magic("load_ext", "coursehub.runner")
+    ipython.run_line_magic("load_ext", "coursehub.runner.magic")
     yield ipython
     InteractiveShell.clear_instance()
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.runner.core import JobSpec
-from coursehub.runner.local import plan_backstop_reason
+from coursehub.runner.job import JobSpec
+from coursehub.runner.limits import plan_backstop_reason
 from coursehub.runner.watchdog import BACKSTOP_S, plan_backstop_at, plan_stop_at
 from helpers import WaitTimeoutError, wait_until
 
@@ -160,7 +160,7 @@ def test_an_orphan_is_stopped_at_once_unless_detached():
 
 
 def test_a_nested_job_does_not_inherit_the_watchdog_of_its_parent_job():
-    from coursehub.runner.core import plan_env
+    from coursehub.runner.jobenv import plan_env
 
     env = plan_env(JobSpec("x.py"), {"COURSEHUB_PARENT_FD": "7", "COURSEHUB_SLOT_FDS": "3,4"})
     assert "COURSEHUB_PARENT_FD" not in env and "COURSEHUB_SLOT_FDS" not in env
@@ -196,7 +196,8 @@ def slots_free(slots_dir: Path) -> bool:
 
 def test_a_daemon_forked_by_a_job_does_not_keep_the_slots_after_the_job_ends(tmp_path):
     from coursehub.resources import ResourceSpec
-    from coursehub.runner import LocalBackend, SlotPool
+    from coursehub.runner.local import LocalBackend
+    from coursehub.runner.slots import SlotPool
 
     (tmp_path / "daemon.py").write_text(DAEMON)
     pids = tmp_path / "pids"
@@ -256,7 +257,8 @@ def test_a_daemon_in_the_jobs_cgroup_dies_with_the_job_when_the_runner_is_killed
 
 
 def test_a_jobs_log_and_result_are_readable_by_its_owner_only(tmp_path):
-    from coursehub.runner import LocalBackend, SlotPool
+    from coursehub.runner.local import LocalBackend
+    from coursehub.runner.slots import SlotPool
 
     (tmp_path / "hello.py").write_text("print('my secret output')\n")
     backend = LocalBackend(tmp_path / "runs", SlotPool(tmp_path / "slots", 2), use_cgroups=False)

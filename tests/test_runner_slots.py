@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.runner import LocalBackend, SlotPool, submit
-from coursehub.runner.slots import AdmissionCancelledError, describe_queue
+from coursehub.runner.api import submit
+from coursehub.runner.local import LocalBackend
+from coursehub.runner.slots import AdmissionCancelledError, SlotPool, describe_queue
 from helpers import wait_until
 
 STAMP = """

@@ -11,7 +11,7 @@ from coursehub.contract import (
     profile_to_json,
     slurm_env,
 )
-from coursehub.runner.slurmplan import SlurmPlacement
+from coursehub.runner.slurm.plan import SlurmPlacement
 from coursehub.spawn.profiles import spawner_override
 
 

@@ -10,10 +10,10 @@ from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec
 from coursehub.runner.api import backend_name, make_backend
 from coursehub.runner.control import is_slurm_job_id, job_status
-from coursehub.runner.core import JobSpec
+from coursehub.runner.job import JobSpec
 from coursehub.runner.local import LocalBackend
-from coursehub.runner.slurm import SlurmBackend
-from coursehub.runner.slurmcli import (
+from coursehub.runner.slurm.backend import SlurmBackend
+from coursehub.runner.slurm.commands import (
     explain_sbatch_error,
     parse_exit_code,
     parse_sacct,
@@ -21,7 +21,7 @@ from coursehub.runner.slurmcli import (
     parse_slurm_duration,
     parse_slurm_mem,
 )
-from coursehub.runner.slurmplan import (
+from coursehub.runner.slurm.plan import (
     SlurmPlacement,
     plan_never_starts,
     plan_result,

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from coursehub.cli import main
-from coursehub.runner import run, submit
+from coursehub.runner.api import run, submit
 from coursehub.runner.magic import coursehub_run
-from coursehub.runner.slurm import SlurmBackend
-from coursehub.runner.slurmplan import SlurmPlacement
+from coursehub.runner.slurm.backend import SlurmBackend
+from coursehub.runner.slurm.plan import SlurmPlacement
 from helpers import wait_until
 
 pytestmark = pytest.mark.slurm

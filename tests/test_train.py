@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from coursehub.errors import UsageError
-from coursehub.pendulum import train
+from coursehub.pendulum import resume, train, trainsettings
 from coursehub.pendulum.checkpoint import load_checkpoint
 from coursehub.pendulum.config import ModelConfig, TrainConfig
 from coursehub.pendulum.dataset import generate_dataset, load_dataset, save_dataset
@@ -271,12 +271,12 @@ CHECKPOINT_SETTINGS = {
 )
 def test_a_resume_refuses_each_option_given_with_another_value(options, refused):
     request = train.plan_request(parse_train("m.pt", 9, 4, "--resume", *options))
-    assert train.plan_resume_conflicts(request.given, CHECKPOINT_SETTINGS) == refused
+    assert resume.plan_resume_conflicts(request.given, CHECKPOINT_SETTINGS) == refused
 
 
 def test_the_resume_help_names_what_may_change():
-    text = " ".join(train.RESUME_HELP.split())
-    for name in train.RESUME_CHANGEABLE:
+    text = " ".join(trainsettings.RESUME_HELP.split())
+    for name in trainsettings.RESUME_CHANGEABLE:
         assert name in text
 
 
@@ -337,9 +337,9 @@ def test_resuming_with_options_left_out_continues_with_the_checkpoints_settings(
 def test_every_option_left_out_is_filled_from_the_arch_preset(arch):
     parser = argparse.ArgumentParser()
     train.add_arguments(parser)
-    assert all(parser.get_default(option) is None for option in train.RESUME_FIXED)
+    assert all(parser.get_default(option) is None for option in trainsettings.RESUME_FIXED)
     request = train.plan_request(parse_train("m.pt", 3, 1, "--arch", arch))
-    model, cfg, trajectories = train.plan_configs(request.n_epochs, request.given)
+    model, cfg, trajectories = trainsettings.plan_configs(request.n_epochs, request.given)
     assert model == ModelConfig.preset(arch)
     assert cfg == replace(TrainConfig.preset(arch), n_epochs=3)
     assert trajectories is None
@@ -349,14 +349,14 @@ def test_an_option_given_changes_only_its_own_setting():
     request = train.plan_request(
         parse_train("m.pt", 2, 1, "--arch", "course", "--layers", "3", "--noise", "0.5")
     )
-    model, cfg, _ = train.plan_configs(request.n_epochs, request.given)
+    model, cfg, _ = trainsettings.plan_configs(request.n_epochs, request.given)
     assert model == replace(ModelConfig.preset("course"), n_layers=3)
     assert cfg == replace(TrainConfig.preset("course"), n_epochs=2, noise=0.5)
 
 
 def test_the_help_shows_each_presets_default():
-    assert train.render_preset_help("hidden_size") == "default: lstm 128, course 100"
-    assert train.render_preset_help("rollout_steps") == "default: 1"
+    assert trainsettings.render_preset_help("hidden_size") == "default: lstm 128, course 100"
+    assert trainsettings.render_preset_help("rollout_steps") == "default: 1"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +378,7 @@ def test_the_help_shows_each_presets_default():
 def test_a_setting_out_of_range_is_refused_by_name(option, named):
     request = train.plan_request(parse_train("m.pt", 1, 1, *option))
     with pytest.raises(UsageError, match=re.escape(named)):
-        train.plan_configs(request.n_epochs, request.given)
+        trainsettings.plan_configs(request.n_epochs, request.given)
 
 
 def test_a_bad_setting_exits_2_before_anything_is_written(tmp_path, data, capsys):

@@ -66,7 +66,7 @@ SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"
 #: The profile's Slurm placement fields, in sbatch(1) option order.
 SLURM_FIELDS: tuple[str, ...] = ("partition", "account", "qos")
 #: Variables that carry them into a server and its runner jobs
-#: (:class:`coursehub.runner.slurm.SlurmPlacement` reads them).
+#: (:class:`coursehub.runner.slurm.plan.SlurmPlacement` reads them).
 SLURM_ENV_VARS: Mapping[str, str] = {
     "partition": "COURSEHUB_SLURM_PARTITION",
     "account": "COURSEHUB_SLURM_ACCOUNT",

@@ -224,8 +224,7 @@ def runs_dir(environ: Mapping[str, str] | None = None) -> Path:
 
     ``COURSEHUB_RUNS_DIR`` if set and non-empty (taken as it is: ``~`` is *not*
     expanded), else ``~/.cache/coursehub/runs`` (``XDG_CACHE_HOME`` is not read).
-    The same rule as ``coursehub.runner.core.default_runs_dir`` and
-    ``coursehub.spawn.busyactivity.default_runs_dir``.
+    The runner and the busy-activity server extension both ask this function.
 
     Parameters
     ----------

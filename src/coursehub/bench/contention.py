@@ -53,7 +53,7 @@ from coursehub.resources import (
     thread_env,
 )
 from coursehub.resources.cgroups import job_cgroup_bases
-from coursehub.runner.core import Job
+from coursehub.runner.job import Job
 
 #: Trajectories of the shared dataset (about 40 for training; ~1 s to make).
 N_TRAJECTORIES = 64
@@ -205,10 +205,10 @@ def run_managed(
     thread that waits for that job, one call at a time).
     """
     from coursehub.runner.api import submit
-    from coursehub.runner.core import Backend
+    from coursehub.runner.job import Backend
     from coursehub.runner.local import LocalBackend
     from coursehub.runner.slots import SlotPool
-    from coursehub.runner.slurm import SlurmBackend
+    from coursehub.runner.slurm.backend import SlurmBackend
 
     n_threads = scenario.n_threads or 1
     demand = scenario.n_students * n_threads

@@ -7,7 +7,7 @@ into a new build folder, checks the Jupyter Book configuration and table of
 contents, writes the configuration as built (:func:`coursehub.books.plan.plan_config`:
 the book's allow-listed keys, the course's execution), runs ``jupyter-book
 build`` inside the sandbox of :mod:`coursehub.sandbox` as a runner job on
-this host (:class:`coursehub.runner.LocalBackend`: thread and memory limits,
+this host (:class:`coursehub.runner.local.LocalBackend`: thread and memory limits,
 a timeout; :func:`_run_job`), and only then points ``current`` at the new
 HTML (a symbolic link replaced by ``rename(2)``). A failure leaves
 ``current`` as it was: the last good book stays served. Every step is
@@ -453,7 +453,8 @@ def _run_job(
         If the sandbox cannot run here (:func:`coursehub.sandbox.preflight.check_plan`), the
         build failed or left no ``index.html``.
     """
-    from coursehub.runner import LocalBackend, run
+    from coursehub.runner.api import run
+    from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.command import chown_tree, plan_sandbox_command
     from coursehub.sandbox.env import plan_sandbox_env
     from coursehub.sandbox.plan import interpreter_paths, make_plan

@@ -131,7 +131,7 @@ def autograde_assignment(
     limits
         Threads, memory and wall clock of each job.
     backend
-        Runner backend (default: a new :class:`coursehub.runner.LocalBackend`).
+        Runner backend (default: a new :class:`coursehub.runner.local.LocalBackend`).
     parallel
         Jobs at once; None: as many as fit
         (:func:`coursehub.grading.autograde_batch.plan_parallel`).

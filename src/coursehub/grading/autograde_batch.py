@@ -84,7 +84,7 @@ class ArrayBackend(Protocol):
 def backend_capacity(backend: Any, n_threads: int) -> int | None:
     """Return how many jobs of ``n_threads`` the backend runs at once (None: no known limit).
 
-    A :class:`coursehub.runner.LocalBackend`: its CPU budget (admission
+    A :class:`coursehub.runner.local.LocalBackend`: its CPU budget (admission
     slots) divided by ``n_threads``; another backend may say it with a
     ``max_parallel_jobs`` attribute.
     """

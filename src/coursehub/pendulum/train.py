@@ -7,9 +7,10 @@ The course's interface, unchanged::
 
 This module is the command only: it parses the command line (only
 :func:`main` and :func:`run` see argparse), turns it into typed settings
-(:mod:`coursehub.pendulum.config`: every option left out takes the value of
-the ``--arch`` preset) and hands them to the loop,
-:func:`coursehub.pendulum.fitting.fit`.
+(:mod:`coursehub.pendulum.trainsettings`, from the presets of
+:mod:`coursehub.pendulum.config`: every option left out takes the value of
+the ``--arch`` preset; :mod:`coursehub.pendulum.resume` for ``--resume``) and
+hands them to the loop, :func:`coursehub.pendulum.fitting.fit`.
 
 The thread variables (:func:`coursehub.resources.thread_env`) are put into
 this process's environment before torch is imported, and
@@ -33,23 +34,22 @@ Resuming (``--resume``): the model and optimisation settings are the
 checkpoint's. An option left out takes the checkpoint's value silently; an
 option given with another value than the checkpoint's is refused (status 2,
 one ``checkpoint has lr=0.002, --lr 0.01 given`` per difference), as is
-another ``--arch``. The options of :data:`RESUME_FIXED` are fixed so;
+another ``--arch``. The options of
+:data:`coursehub.pendulum.trainsettings.RESUME_FIXED` are fixed so;
 changeable on resume are only N_EPOCHS (the run's total), N_THREADS,
 ``--data`` (a file of the same dataset: same seed), ``--device`` and
-``--no-progress`` (:data:`RESUME_CHANGEABLE`).
+``--no-progress`` (:data:`coursehub.pendulum.trainsettings.RESUME_CHANGEABLE`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,54 +61,17 @@ from coursehub.errors import (
     storage_full_kind,
     storage_hint,
 )
-from coursehub.pendulum.config import (
-    ARCHS,
-    DEFAULT_ARCH,
-    MODEL_PRESETS,
-    TRAIN_PRESETS,
-    ModelConfig,
-    TrainConfig,
-)
+from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH
 from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, load_dataset
-from coursehub.resources import effective_cpus, thread_env
-
-#: Each model or optimisation option -> (checkpoint section, config field) it sets.
-#: These are fixed by the checkpoint on ``--resume``: giving one with another
-#: value than the checkpoint's is refused.
-RESUME_FIXED: dict[str, tuple[str, str]] = {
-    "arch": ("model_config", "arch"),
-    "hidden_size": ("model_config", "hidden_size"),
-    "layers": ("model_config", "n_layers"),
-    "batch_size": ("train_config", "batch_size"),
-    "lr": ("train_config", "lr"),
-    "rollout_steps": ("train_config", "rollout_steps"),
-    "noise": ("train_config", "noise"),
-    "lr_decay": ("train_config", "lr_decay"),
-    "seed": ("train_config", "seed"),
-    "max_windows": ("train_config", "max_windows"),
-    "trajectories": ("data", "trajectories"),
-}
-#: What may change on ``--resume`` (the rest of the command line is :data:`RESUME_FIXED`).
-RESUME_CHANGEABLE = ("N_EPOCHS", "N_THREADS", "--data", "--device", "--no-progress")
-RESUME_HELP = (
-    "continue MODEL_FILE with its own settings: options left out take the checkpoint's "
-    "values; giving one with another value is refused, except N_EPOCHS, N_THREADS, "
-    "--data (same dataset), --device and --no-progress"
+from coursehub.pendulum.resume import prepare_resume
+from coursehub.pendulum.trainsettings import (
+    RESUME_FIXED,
+    RESUME_HELP,
+    TrainRequest,
+    plan_configs,
+    render_preset_help,
 )
-_PRESET_SECTIONS: dict[str, Mapping[str, Any]] = {
-    "model_config": MODEL_PRESETS,
-    "train_config": TRAIN_PRESETS,
-}
-
-
-def render_preset_help(option: str) -> str:
-    """``default: lstm 128, course 100``: the value of each preset for ``option``."""
-    section, key = RESUME_FIXED[option]
-    presets = _PRESET_SECTIONS[section]
-    values = {arch: getattr(presets[arch], key) for arch in ARCHS}
-    if len(set(values.values())) == 1:
-        return f"default: {values[DEFAULT_ARCH]}"
-    return "default: " + ", ".join(f"{arch} {value}" for arch, value in values.items())
+from coursehub.resources import effective_cpus, thread_env
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -176,34 +139,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-@dataclass(frozen=True)
-class TrainRequest:
-    """What a command line asks for, typed.
-
-    Attributes
-    ----------
-    model_file : Path
-    n_epochs, n_threads : int
-        N_EPOCHS (the run's total) and N_THREADS.
-    data : Path
-    device : {"auto", "cpu", "cuda"}
-    resume, force, progress : bool
-    given : dict
-        The options of :data:`RESUME_FIXED` given on the command line
-        (argparse dest -> value); those left out are absent.
-    """
-
-    model_file: Path
-    n_epochs: int
-    n_threads: int
-    data: Path = DEFAULT_DATA_PATH
-    device: str = "auto"
-    resume: bool = False
-    force: bool = False
-    progress: bool = True
-    given: Mapping[str, Any] | None = None
-
-
 def plan_request(args: argparse.Namespace) -> TrainRequest:
     """The typed request of parsed arguments (options left out are None there)."""
     given = {k: getattr(args, k) for k in RESUME_FIXED if getattr(args, k, None) is not None}
@@ -218,79 +153,6 @@ def plan_request(args: argparse.Namespace) -> TrainRequest:
         progress=not args.no_progress,
         given=given,
     )
-
-
-def plan_configs(
-    n_epochs: int, given: Mapping[str, Any]
-) -> tuple[ModelConfig, TrainConfig, int | None]:
-    """The settings of a fresh run: the ``--arch`` preset with the options given.
-
-    Parameters
-    ----------
-    n_epochs : int
-    given : mapping
-        Options given (argparse dest -> value, :data:`RESUME_FIXED` keys).
-
-    Returns
-    -------
-    ModelConfig, TrainConfig, int or None
-        The last is the ``--trajectories`` limit (None = all).
-
-    Raises
-    ------
-    UsageError
-        If a setting is out of range (the message names it).
-    """
-    sections: dict[str, dict[str, Any]] = {"model_config": {}, "train_config": {}, "data": {}}
-    for option, value in given.items():
-        section, key = RESUME_FIXED[option]
-        sections[section][key] = value
-    arch = given.get("arch") or DEFAULT_ARCH
-    model_config = replace(ModelConfig.preset(arch), **sections["model_config"])
-    train_config = replace(TrainConfig.preset(arch), n_epochs=n_epochs, **sections["train_config"])
-    trajectories = sections["data"].get("trajectories")
-    if trajectories is not None and trajectories < 1:
-        raise UsageError(f"--trajectories={trajectories} must be >= 1")
-    return model_config, train_config, trajectories
-
-
-def plan_resume_conflicts(given: Mapping[str, Any], ckpt: dict[str, Any]) -> list[str]:
-    """The options given explicitly with another value than the checkpoint's, one line each.
-
-    Parameters
-    ----------
-    given : mapping
-        Options given on the command line (:attr:`TrainRequest.given`).
-    ckpt : dict
-        A checkpoint (:func:`coursehub.pendulum.checkpoint.load_checkpoint`),
-        with its ``model_config``, ``train_config`` and ``data`` sections.
-
-    Returns
-    -------
-    list of str
-        ``checkpoint has lr=0.002, --lr 0.01 given`` for each option of
-        :data:`RESUME_FIXED` that differs, in that table's order; empty when
-        none does.
-    """
-    conflicts = []
-    for option, (section, key) in RESUME_FIXED.items():
-        if given.get(option) is None:
-            continue
-        held = (ckpt.get(section) or {}).get(key)
-        if not _same_setting(held, given[option]):
-            flag = "--" + option.replace("_", "-")
-            shown = "all" if held is None else held  # max_windows, trajectories
-            conflicts.append(f"checkpoint has {key}={shown}, {flag} {given[option]} given")
-    return conflicts
-
-
-def _same_setting(held: Any, given: Any) -> bool:
-    """Equal settings; floats to 1e-12 relative (``2e-3`` and ``0.002`` are one value)."""
-    if isinstance(held, float) or isinstance(given, float):
-        if held is None or isinstance(held, str) or isinstance(given, str):
-            return False
-        return math.isclose(float(held), float(given), rel_tol=1e-12, abs_tol=0.0)
-    return bool(held == given)
 
 
 def check_counts(n_epochs: int, n_threads: int) -> str | None:
@@ -361,39 +223,6 @@ class StopFlag:
     def install(self) -> dict[int, Any]:
         """Install the handler for SIGINT and SIGTERM; return the previous handlers."""
         return {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
-
-
-def prepare_resume(
-    request: TrainRequest, dataset_seed: int, device: Any
-) -> tuple[ModelConfig, TrainConfig, int | None, Any]:
-    """(ModelConfig, TrainConfig, trajectory limit, TrainState) restored from MODEL_FILE.
-
-    Raises
-    ------
-    UsageError
-        If the checkpoint is unreadable, an option given differs from it,
-        or ``--data`` is another dataset (another seed).
-    """
-    from coursehub.pendulum.checkpoint import load_checkpoint, parse_configs, restore_state
-
-    given = request.given or {}
-    ckpt = load_checkpoint(request.model_file, expect_arch=given.get("arch"))
-    conflicts = plan_resume_conflicts(given, ckpt)
-    if conflicts:
-        raise UsageError(
-            f"--resume {request.model_file}: " + "; ".join(conflicts) + "; leave those "
-            "options out to continue with the checkpoint's settings, or start a new "
-            "MODEL_FILE (--force replaces it)"
-        )
-    if ckpt["data"].get("seed") != dataset_seed:
-        raise UsageError(
-            f"checkpoint {request.model_file} was trained on another dataset "
-            f"(seed {ckpt['data'].get('seed')}, not {dataset_seed})"
-        )
-    model_config, train_config = parse_configs(ckpt)
-    train_config = replace(train_config, n_epochs=request.n_epochs)
-    state = restore_state(ckpt, device)
-    return model_config, train_config, ckpt["data"].get("trajectories"), state
 
 
 def describe_checkpoint_full(path: Path, epoch: int, held: int, exc: OSError) -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from coursehub.errors import UsageError
 from coursehub.resources import ResourceSpec, parse_duration, parse_mem
-from coursehub.runner.core import Backend, Job, JobSpec, OutputSink, RunResult
+from coursehub.runner.job import Backend, Job, JobSpec, OutputSink
 from coursehub.runner.local import LocalBackend
-from coursehub.runner.slurm import SlurmBackend
-from coursehub.runner.slurmplan import SlurmPlacement
+from coursehub.runner.result import RunResult
+from coursehub.runner.slurm.backend import SlurmBackend
+from coursehub.runner.slurm.plan import SlurmPlacement
 
 #: The variable naming the default backend (``local`` or ``slurm``).
 BACKEND_VAR = "COURSEHUB_RUNNER_BACKEND"

@@ -146,7 +146,7 @@ def control_command(args: argparse.Namespace) -> tuple[str, str] | None:
 def run_command(args: argparse.Namespace) -> int:
     """Carry out ``coursehub run``; return the job's exit status."""
     from coursehub.runner.api import make_backend, make_spec, run
-    from coursehub.runner.slurm import SlurmBackend
+    from coursehub.runner.slurm.backend import SlurmBackend
 
     control = control_command(args)
     if control is not None:

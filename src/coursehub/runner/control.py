@@ -10,31 +10,30 @@ the job on SIGTERM).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 from pathlib import Path
 
 from coursehub.errors import UsageError
-from coursehub.runner import slurmcli
-from coursehub.runner.core import RunResult, default_runs_dir, render_summary
+from coursehub.resources import ResourceSpec
+from coursehub.runner.job import JobSpec
+from coursehub.runner.result import RunResult, render_summary
+from coursehub.runner.resultfile import read_result, result_path
+from coursehub.runner.slurm.allocation import read_usage
+from coursehub.runner.slurm.commands import (
+    FINAL_STATES,
+    job_info,
+    parse_slurm_mem,
+    sacct_usage,
+    scancel,
+)
+from coursehub.runner.slurm.plan import plan_result, usage_path
+from coursehub.settings import runs_dir as default_runs_dir
 
 
 def is_slurm_job_id(job_id: str) -> bool:
     """True for ``123`` or ``123_4`` (Slurm's job and array ids)."""
     return bool(job_id) and job_id.replace("_", "").isdigit()
-
-
-def read_result(path: Path) -> RunResult | None:
-    """Return the result written at the end of a run, or None if there is none (yet)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    data["log_path"] = Path(data["log_path"])
-    data["gpu_indices"] = tuple(data.get("gpu_indices") or ())
-    data["cgroup"] = None
-    return RunResult(**data)
 
 
 def runner_pid(pid_path: Path) -> int | None:
@@ -55,12 +54,12 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
     UsageError
         No such job in the runs directory (local) or in Slurm (once Slurm
         has forgotten a job, its result file is read instead).
-    coursehub.runner.slurmcli.SlurmError
+    coursehub.runner.slurm.commands.SlurmError
         Slurm unreachable.
     """
     runs = runs_dir or default_runs_dir()
     if is_slurm_job_id(job_id):
-        info = slurmcli.job_info(job_id)
+        info = job_info(job_id)
         result = read_result(runs / f"slurm-{job_id}.json")
         if info is None:
             if result is None:
@@ -73,11 +72,11 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
             f", on {info['NodeList']}" if info.get("NodeList") not in (None, "", "(null)") else ""
         )
         line += f", output in {info['StdOut']}" if info.get("StdOut") else ""
-        if result is None and info.get("JobState") in slurmcli.FINAL_STATES:
+        if result is None and info.get("JobState") in FINAL_STATES:
             result = summarize_ended_slurm_job(job_id, info, runs)
         return line + (f"\n{render_summary(result)}" if result else "")
     log = runs / f"{job_id}.log"
-    result = read_result(log.with_suffix(".json"))
+    result = read_result(result_path(log))
     if result is not None:
         return f"job {job_id}: ended\n{render_summary(result)}"
     if not log.is_file():
@@ -89,21 +88,15 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
 
 def summarize_ended_slurm_job(job_id: str, info: dict[str, str], runs: Path) -> RunResult:
     """Return the result of an ended ``--no-wait`` Slurm job from Slurm and its usage file."""
-    from coursehub.resources import ResourceSpec
-    from coursehub.runner.core import JobSpec
-    from coursehub.runner.slurmplan import USAGE_SUFFIX, plan_result
-
     log = Path(info.get("StdOut") or runs / f"slurm-{job_id}.log")
-    usage = None
-    with contextlib.suppress(OSError, ValueError):
-        usage = json.loads(Path(str(log).removesuffix(".log") + USAGE_SUFFIX).read_text())
+    usage = read_usage(Path(usage_path(str(log))))
     threads = int(info.get("CPUs/Task") or 1)
-    mem = slurmcli.parse_slurm_mem(info.get("MinMemoryNode", ""))
+    mem = parse_slurm_mem(info.get("MinMemoryNode", ""))
     spec = JobSpec(
         info.get("JobName") or "job",
         resources=ResourceSpec(mem_limit=mem or None, n_threads=threads),
     )
-    return plan_result(job_id, spec, log, info, usage, slurmcli.sacct_usage(job_id), None)
+    return plan_result(job_id, spec, log, info, usage, sacct_usage(job_id), None)
 
 
 def cancel_job(job_id: str, runs_dir: Path | None = None) -> str:
@@ -120,15 +113,15 @@ def cancel_job(job_id: str, runs_dir: Path | None = None) -> str:
     """
     runs = runs_dir or default_runs_dir()
     if is_slurm_job_id(job_id):
-        info = slurmcli.job_info(job_id)
+        info = job_info(job_id)
         if info is None:
             raise UsageError(f"no Slurm job {job_id} to cancel (unknown to Slurm)")
-        if info.get("JobState") in slurmcli.FINAL_STATES:
+        if info.get("JobState") in FINAL_STATES:
             raise UsageError(f"Slurm job {job_id} has already ended ({info['JobState']})")
-        slurmcli.scancel(job_id)
+        scancel(job_id)
         return f"Slurm job {job_id}: cancelled"
     log = runs / f"{job_id}.log"
-    if log.with_suffix(".json").is_file():
+    if result_path(log).is_file():
         raise UsageError(f"job {job_id} has already ended")
     pid = runner_pid(log.with_suffix(".pid"))
     if pid is None:

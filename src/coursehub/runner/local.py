@@ -4,10 +4,11 @@ For one job, in order (all in a supervisor thread, so :meth:`LocalBackend.submit
 returns at once):
 
 1. wait for CPU and GPU slots in arrival order (:mod:`coursehub.runner.slots`);
-2. make its limits: ``systemd-run --scope`` where systemd is PID 1 and we
-   are root, else a job cgroup (:class:`coursehub.resources.JobCgroup`, v1 or
-   v2) where the cgroup filesystem is writable, else the memory watchdog
-   of :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
+2. make its limits (:mod:`coursehub.runner.limits`): ``systemd-run --scope``
+   where systemd is PID 1 and we are root, else a job cgroup
+   (:class:`coursehub.resources.JobCgroup`, v1 or v2) where the cgroup
+   filesystem is writable, else the memory watchdog of
+   :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
 3. start ``[python, -m, coursehub.runner.bootstrap, ...]`` in its own session
    (process group) with the explicit environment of :func:`plan_env`,
    holding the slot locks too (``pass_fds``) and the read end of a lifeline
@@ -29,8 +30,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import dataclasses
-import json
 import os
 import resource
 import secrets
@@ -41,34 +40,22 @@ import threading
 import time
 from pathlib import Path
 
-from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.meter.sampler import JobMeter, record_job_end
+from coursehub.meter.sampler import JobMeter
 from coursehub.resources import (
     CgroupStats,
-    CgroupUnavailableError,
     JobCgroup,
     describe_duration,
     describe_mem,
     gpu_inventory,
-    systemd_available,
-    systemd_run_command,
 )
-from coursehub.resources.cgroups import JOBS_PARENT, systemd_scope_result
-from coursehub.runner.core import (
-    CGROUP_PROCS_VAR,
-    Backend,
-    Job,
-    JobSpec,
-    OutputSink,
-    RunResult,
-    default_runs_dir,
-    plan_command,
-    plan_env,
-    plan_watchdog_env,
-    render_summary,
-)
+from coursehub.resources.cgroups import JOBS_PARENT
+from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
+from coursehub.runner.jobenv import plan_command, plan_env, plan_watchdog_env
+from coursehub.runner.limits import confine, kernel_kill_reason, plan_backstop_reason
 from coursehub.runner.monitor import TreeMonitor
+from coursehub.runner.processgroup import kill_group
+from coursehub.runner.result import RunResult
 from coursehub.runner.slots import (
     AdmissionCancelledError,
     SlotLease,
@@ -79,6 +66,7 @@ from coursehub.runner.slots import (
     describe_queue,
 )
 from coursehub.runner.validate import check_target
+from coursehub.settings import runs_dir as default_runs_dir
 
 
 def new_job_id(spec: JobSpec) -> str:
@@ -93,7 +81,7 @@ class LocalBackend(Backend):
     Parameters
     ----------
     runs_dir
-        Where logs and result files go (default :func:`default_runs_dir`).
+        Where logs and result files go (default :func:`coursehub.settings.runs_dir`).
     slots
         Admission pool; default: ``$COURSEHUB_SLOTS_DIR`` with
         :func:`default_cpu_budget` CPUs and :func:`default_gpu_jobs` jobs per GPU.
@@ -178,49 +166,27 @@ class LocalJob(Job):
         log_path: Path,
         on_output: OutputSink | None = None,
     ) -> None:
-        self.backend, self.spec, self.on_output = backend, spec, on_output
-        self.job_id, self.log_path = job_id, log_path
+        super().__init__(spec, job_id, log_path, on_output, thread_name=f"job-{job_id}")
+        self.backend = backend
         self.pid: int | None = None
         self.cgroup: JobCgroup | None = None
         self.enforcement = "none"
-        self.queued_s = 0.0
-        self._state = "queued"
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
         self._cancel = threading.Event()
         self._write_lock = threading.Lock()
         # private (0600): a job's output may hold anything its owner printed
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         self._log = os.fdopen(os.open(log_path, flags, 0o600), "ab")
-        self._thread = threading.Thread(target=self._supervise, name=f"job-{job_id}", daemon=True)
-
-    def start(self) -> None:
-        """Start the supervisor thread."""
-        self._thread.start()
-
-    @property
-    def state(self) -> str:
-        return self._state
-
-    def poll(self) -> RunResult | None:
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    def wait(self, timeout_s: float | None = None) -> RunResult:
-        if not self._done.wait(timeout_s):
-            raise TimeoutError(f"job {self.job_id} still {self._state} after {timeout_s} s")
-        result = self.poll()
-        assert result is not None
-        return result
 
     def cancel(self) -> None:
+        """Stop the job: withdrawn while queued; SIGTERM, then SIGKILL after ``grace_s``."""
         self._cancel.set()
 
     def note(self, text: str) -> None:
         """Write a runner line (``[coursehub] ...``) to the log and the output sink."""
-        self._emit(f"[coursehub] {text}\n".encode(), f"[coursehub] {text}\n")
+        self._record(f"[coursehub] {text}\n")
+
+    def _record(self, text: str) -> None:
+        self._emit(text.encode(), text)
 
     def _emit(self, data: bytes, text: str) -> None:
         with self._write_lock:
@@ -228,23 +194,22 @@ class LocalJob(Job):
                 return
             self._log.write(data)
             self._log.flush()
-            if self.on_output is not None and text:
-                self.on_output(text)
+            self._give(text)
 
-    def _supervise(self) -> None:
+    def _execute(self) -> RunResult:
+        lease = self._admit()
+        if lease is None:
+            return self._end_run(-signal.SIGTERM, 0.0, 0.0, 0, "cancelled while queued")
         try:
-            lease = self._admit()
-            if lease is not None:
-                try:
-                    self._result = self._run(lease)
-                finally:
-                    lease.release()
-        except BaseException as exc:  # the caller of wait() gets it
-            self._error = exc if isinstance(exc, Exception) else CoursehubError(str(exc))
+            return self._run(lease)
         finally:
-            self._state = "done"
-            self._log.close()
-            self._done.set()
+            lease.release()
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        return exc if isinstance(exc, Exception) else CoursehubError(str(exc))
+
+    def _ended(self) -> None:
+        self._log.close()
 
     def _admit(self) -> SlotLease | None:
         res = self.spec.resources
@@ -254,7 +219,6 @@ class LocalJob(Job):
                 res.threads, res.gpus, lambda ahead: self.note(describe_queue(ahead)), self._cancel
             )
         except AdmissionCancelledError:
-            self._result = self._finish(-signal.SIGTERM, 0.0, 0.0, 0, "cancelled while queued")
             return None
         self.queued_s = time.monotonic() - started
         return lease
@@ -263,10 +227,14 @@ class LocalJob(Job):
         spec, backend = self.spec, self.backend
         fraction = 1.0 / backend.slots.gpu_jobs if backend.slots.gpu_jobs > 1 else None
         env = plan_env(spec, os.environ, lease.gpu_indices, fraction)
-        argv, self.enforcement, unit = self._confine(plan_command(spec), env)
+        argv, self.enforcement, unit = plan_command(spec), "watchdog", None
+        if backend.use_cgroups:
+            argv, self.enforcement, unit, self.cgroup = confine(
+                self.job_id, argv, env, spec.resources, backend.cgroup_parent, self.note
+            )
         lifeline, keep_alive = os.pipe()  # both close-on-exec; only the read end is passed
         env.update(plan_watchdog_env(spec, backend.grace_s, lifeline, lease.fds))
-        self._state = "running"
+        self._state = JobState.RUNNING
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -306,10 +274,10 @@ class LocalJob(Job):
             status, rusage, monitor, reason = self._watch(proc, started)
             ended = True
             elapsed = time.monotonic() - started
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             reader.join(timeout=5)
         finally:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             if not ended:
                 proc.wait()
             stats = self.cgroup.stats() if self.cgroup is not None else None
@@ -319,13 +287,13 @@ class LocalJob(Job):
         proc.returncode = returncode
         reason = (
             reason
-            or self._kernel_reason(returncode, stats, unit)
+            or kernel_kill_reason(returncode, self.spec.resources.mem_limit, stats, unit)
             or plan_backstop_reason(returncode, elapsed, self.spec.timeout_s)
         )
         peak = max(rusage.ru_maxrss * 1024, monitor.peak_rss_bytes)
         cpu_s = rusage.ru_utime + rusage.ru_stime
         monitor.close()
-        return self._finish(
+        return self._end_run(
             returncode,
             elapsed,
             cpu_s,
@@ -335,24 +303,6 @@ class LocalJob(Job):
             lease.gpu_indices,
             stats,
         )
-
-    def _confine(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], str, str | None]:
-        """Return (command, enforcement, systemd unit) and make the job cgroup if one is used."""
-        res, backend = self.spec.resources, self.backend
-        if backend.use_cgroups and os.geteuid() == 0 and systemd_available():
-            unit = f"coursehub-{self.job_id}.scope"
-            return systemd_run_command(argv, unit, res.cpus, res.mem_limit), "systemd", unit
-        if backend.use_cgroups:
-            try:
-                self.cgroup = JobCgroup.create(
-                    self.job_id, res.cpus, res.mem_limit, parent=backend.cgroup_parent
-                )
-            except CgroupUnavailableError as exc:
-                self.note(f"limits not enforced by cgroups ({exc}); memory watched by sampling")
-            else:
-                env[CGROUP_PROCS_VAR] = os.pathsep.join(str(p) for p in self.cgroup.procs_files)
-                return argv, f"cgroup v{self.cgroup.plan.version}", None
-        return argv, "watchdog", None
 
     def _watch(
         self, proc: subprocess.Popen[bytes], started: float
@@ -374,34 +324,19 @@ class LocalJob(Job):
             now = time.monotonic()
             if reason is None and mem_limit is not None and rss > mem_limit:
                 reason = f"exceeded its memory limit of {describe_mem(mem_limit)}"
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
             elif reason is None and spec.timeout_s and now - started > spec.timeout_s:
                 reason = f"exceeded its time limit of {describe_duration(spec.timeout_s)}"
                 term_at = now
-                _kill_group(proc.pid, signal.SIGTERM)
+                kill_group(proc.pid, signal.SIGTERM)
             elif reason is None and self._cancel.is_set():
                 reason, term_at = "cancelled", now
-                _kill_group(proc.pid, signal.SIGTERM)
+                kill_group(proc.pid, signal.SIGTERM)
             if term_at is not None and now - term_at > backend.grace_s:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
             _sleep_unless_exit(proc.pid, backend.sample_s)
 
-    def _kernel_reason(
-        self, returncode: int, stats: CgroupStats | None, unit: str | None
-    ) -> str | None:
-        """Return the memory-kill reason when the kernel's OOM killer ended the job."""
-        mem_limit = self.spec.resources.mem_limit
-        if returncode == 0 or mem_limit is None:
-            return None
-        oom = False
-        if unit is not None:
-            oom = systemd_scope_result(unit) == "oom-kill"
-        elif stats is not None:
-            oom_kills, hits = stats.oom_kills, stats.mem_limit_hits
-            oom = bool(oom_kills) or (oom_kills is None and hits > 0 and returncode == -9)
-        return f"exceeded its memory limit of {describe_mem(mem_limit)}" if oom else None
-
-    def _finish(
+    def _end_run(
         self,
         returncode: int,
         elapsed_s: float,
@@ -412,6 +347,7 @@ class LocalJob(Job):
         gpu_indices: tuple[int, ...] = (),
         stats: CgroupStats | None = None,
     ) -> RunResult:
+        """Build the job's result from what was measured, then finish the job with it."""
         result = RunResult(
             job_id=self.job_id,
             returncode=returncode,
@@ -427,19 +363,7 @@ class LocalJob(Job):
             gpu_indices=gpu_indices,
             cgroup=stats,
         )
-        self.note(render_summary(result).removeprefix("[coursehub] "))
-        write_result(result, self.log_path.with_suffix(".json"))
-        record_job_end(
-            self.job_id,
-            time.time() - elapsed_s,
-            elapsed_s,
-            cpu_s,
-            peak,
-            gpu_peak,
-            len(gpu_indices),
-            reason or f"exit {returncode}",
-        )
-        return result
+        return self._finish(result, self.job_id, len(gpu_indices))
 
     def _copy_output(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
@@ -448,28 +372,6 @@ class LocalJob(Job):
         while chunk := os.read(fd, 65536):
             self._emit(chunk, decoder.decode(chunk))
         proc.stdout.close()
-
-
-def plan_backstop_reason(returncode: int, elapsed_s: float, timeout_s: float | None) -> str | None:
-    """Return why a job the runner did not stop itself was stopped, or None (pure).
-
-    A job ended by SIGTERM or SIGKILL after its time limit (``elapsed_s`` and
-    ``timeout_s`` in seconds) while the runner was stopped, frozen or blocked
-    was stopped by its watchdog, which keeps the limit (see
-    :mod:`coursehub.runner.watchdog`).
-    """
-    if not timeout_s or elapsed_s < timeout_s:
-        return None
-    if returncode not in (-signal.SIGTERM, -signal.SIGKILL):
-        return None
-    return f"exceeded its time limit of {describe_duration(timeout_s)} (stopped by its watchdog)"
-
-
-def write_result(result: RunResult, path: Path) -> None:
-    """Write ``result`` as JSON to ``path`` atomically, owner-only (0o600) like the run's log."""
-    data = dataclasses.asdict(result)
-    data["log_path"] = str(result.log_path)
-    write_atomically(path, json.dumps(data, indent=1) + "\n", mode=0o600)
 
 
 def _sleep_unless_exit(pid: int, timeout_s: float) -> None:
@@ -488,8 +390,3 @@ def _sleep_unless_exit(pid: int, timeout_s: float) -> None:
         select.select([pidfd], [], [], timeout_s)
     finally:
         os.close(pidfd)
-
-
-def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)

@@ -1,6 +1,6 @@
 """``%coursehub_run``: the runner as an IPython line magic.
 
-``%load_ext coursehub.runner`` then ``%coursehub_run --threads 2 train.py model.pt 100``
+``%load_ext coursehub.runner.magic`` then ``%coursehub_run --threads 2 train.py model.pt 100``
 (options as ``coursehub run``; ``--`` before the script is optional). The
 output streams into the cell; bad input prints one line, no traceback. The
 last result is kept in the user namespace as ``coursehub_last_run``. The
@@ -58,3 +58,8 @@ def register_magic(ipython: Any) -> None:
         return coursehub_run(line, ipython)
 
     ipython.register_magic_function(magic, magic_kind="line", magic_name="coursehub_run")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%coursehub_run`` (``%load_ext coursehub.runner.magic``)."""
+    register_magic(ipython)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from coursehub.errors import UsageError
-from coursehub.runner.core import JobSpec
+from coursehub.runner.job import JobSpec
 
 
 def check_target(spec: JobSpec) -> None:

@@ -46,6 +46,7 @@ import time
 from collections.abc import Sequence
 
 from coursehub.resources.processes import pid_running
+from coursehub.runner.processgroup import kill_group
 
 #: Seconds between two checks when no pidfd is available.
 POLL_S = 0.2
@@ -163,7 +164,7 @@ def _stop_group(
     procs_files: list[str],
     slot_fds: list[int],
 ) -> None:  # pragma: no cover
-    _kill(pgid, signal.SIGTERM)
+    kill_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if pidfd is not None:
@@ -188,7 +189,7 @@ def _end(
     for fd in slot_fds:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
-    _kill(pgid, signal.SIGKILL)
+    kill_group(pgid, signal.SIGKILL)
     os._exit(0)
 
 
@@ -213,8 +214,3 @@ def _sweep(procs_files: list[str]) -> None:  # pragma: no cover - runs in the wa
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.02)
-
-
-def _kill(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)

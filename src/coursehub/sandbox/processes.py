@@ -104,7 +104,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "Slurm job (runner on Slurm, SlurmSpawner server)",
-        "coursehub.runner.slurm:SlurmBackend",
+        "coursehub.runner.slurm.backend:SlurmBackend",
         "the submitting account, on the Slurm node",
         "what that account reads on the node",
         "what that account writes on the node",

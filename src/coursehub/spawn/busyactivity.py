@@ -74,7 +74,7 @@ __all__ = [
 ACTIVITY_KEY = "coursehub_busy_kernels"
 #: Environment variable: seconds of inactivity after which a server holding a GPU stops.
 GPU_IDLE_VAR = "COURSEHUB_GPU_IDLE_S"
-#: Module every runner job's first process runs (``coursehub.runner.core.BOOTSTRAP_MODULE``).
+#: Module every runner job's first process runs (``coursehub.runner.jobenv.BOOTSTRAP_MODULE``).
 RUNNER_BOOTSTRAP = "coursehub.runner.bootstrap"
 #: Prefix of the pseudo kernel ids given to running jobs in :func:`plan_busy_since`.
 JOB_PREFIX = "job:"

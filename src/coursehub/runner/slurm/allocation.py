@@ -1,8 +1,9 @@
 """The first process of a Slurm batch job: run the job, keep its exact time limit, measure it.
 
-``python -m coursehub.runner.slurmjob --usage PATH [--timeout S] [--grace S] [--gpus] -- CMD...``
+``python -m coursehub.runner.slurm.allocation --usage PATH [--timeout S] [--grace S] [--gpus]
+-- CMD...``
 
-Rendered into the batch script by :func:`coursehub.runner.slurm.render_batch_script`.
+Rendered into the batch script by :func:`coursehub.runner.slurm.plan.render_batch_script`.
 It starts ``CMD`` (the bootstrap and the user's script) in its own process
 group, with the output going where Slurm sends the job's (``--output``), and
 
@@ -24,7 +25,6 @@ group, with the output going where Slurm sends the job's (``--output``), and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -38,11 +38,7 @@ from typing import Any
 from coursehub.atomicfile import write_atomically
 from coursehub.resources import describe_duration
 from coursehub.runner.monitor import TreeMonitor
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+from coursehub.runner.processgroup import kill_group
 
 
 def supervise(
@@ -54,7 +50,7 @@ def supervise(
 
     def on_term(signum: int, frame: Any) -> None:
         cancelled.append(True)
-        _kill_group(proc.pid, signal.SIGTERM)
+        kill_group(proc.pid, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
@@ -73,14 +69,14 @@ def supervise(
         elif reason is None and timeout_s and now - started > timeout_s:
             reason = f"exceeded its time limit of {describe_duration(timeout_s)}"
             term_at = now
-            _kill_group(proc.pid, signal.SIGTERM)
+            kill_group(proc.pid, signal.SIGTERM)
         if term_at is not None and now - term_at > grace_s:
-            _kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid, signal.SIGKILL)
         time.sleep(0.1)
     elapsed = time.monotonic() - started
     if reason is None and cancelled:  # the job's processes got scancel's SIGTERM too
         reason = "cancelled"
-    _kill_group(proc.pid, signal.SIGKILL)  # what is left of its group
+    kill_group(proc.pid, signal.SIGKILL)  # what is left of its group
     monitor.close()
     return {
         "returncode": os.waitstatus_to_exitcode(status),
@@ -92,9 +88,23 @@ def supervise(
     }
 
 
+def write_usage(path: Path, usage: dict[str, Any]) -> None:
+    """Write the job's usage (:func:`supervise`'s figures) as JSON, atomically, owner-only."""
+    write_atomically(path, json.dumps(usage) + "\n", mode=0o600)
+
+
+def read_usage(path: Path) -> dict[str, Any] | None:
+    """Return the usage a job wrote at its end, or None (no file yet, or not JSON)."""
+    try:
+        usage: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return usage
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the options, supervise the command, write the usage; return the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m coursehub.runner.slurmjob")
+    parser = argparse.ArgumentParser(prog="python -m coursehub.runner.slurm.allocation")
     parser.add_argument("--usage", required=True, type=Path)
     parser.add_argument("--timeout", type=float)
     parser.add_argument("--grace", type=float, default=5.0)
@@ -105,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("no command given after --")
     usage = supervise(command, args.timeout, args.grace, args.gpus)
-    write_atomically(args.usage, json.dumps(usage) + "\n", mode=0o600)
+    write_usage(args.usage, usage)
     code = int(usage["returncode"])
     return code if code >= 0 else 128 - code
 

@@ -1,11 +1,11 @@
 """The Slurm backend's pure parts: the batch script, and what Slurm's answers mean.
 
 :func:`render_batch_script` and :func:`render_sbatch_args` turn a
-:class:`coursehub.runner.core.JobSpec` into the batch script that
-:class:`coursehub.runner.slurm.SlurmBackend` submits (golden-tested);
+:class:`coursehub.runner.job.JobSpec` into the batch script that
+:class:`coursehub.runner.slurm.backend.SlurmBackend` submits (golden-tested);
 :func:`plan_never_starts`, :func:`plan_killed_reason` and :func:`plan_result`
 read a job's end from ``scontrol``, ``sacct`` and the job's own usage file
-(:mod:`coursehub.runner.slurmjob`). No function here runs a command.
+(:mod:`coursehub.runner.slurm.allocation`). No function here runs a command.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from typing import Any
 
 from coursehub.errors import UsageError
 from coursehub.resources import describe_duration, describe_mem
-from coursehub.runner import slurmcli
-from coursehub.runner.core import JobSpec, RunResult, plan_command, plan_env
+from coursehub.runner.job import JobSpec
+from coursehub.runner.jobenv import plan_command, plan_env
+from coursehub.runner.result import RunResult
+from coursehub.runner.slurm.commands import parse_exit_code, parse_slurm_duration
 
 #: Variables giving the Slurm backend's defaults (a course's profile sets them in its servers).
 PARTITION_VAR, ACCOUNT_VAR, QOS_VAR = (
@@ -31,6 +33,17 @@ PARTITION_VAR, ACCOUNT_VAR, QOS_VAR = (
 )
 #: The job's usage file name next to its output: ``slurm-<id>.usage.json``.
 USAGE_SUFFIX = ".usage.json"
+#: The module the batch script runs first (:mod:`coursehub.runner.slurm.allocation`).
+#: A batch script rendered before it was named so must be rendered again.
+ALLOCATION_MODULE = "coursehub.runner.slurm.allocation"
+
+
+def usage_path(output: str) -> str:
+    """Return the job's usage file for its output file (``x.log`` -> ``x.usage.json``).
+
+    Slurm's ``%j`` in ``output`` is kept (the batch script expands it).
+    """
+    return output.removesuffix(".log") + USAGE_SUFFIX
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +63,7 @@ class SlurmPlacement:
 def time_limit_minutes(timeout_s: float, grace_s: float) -> int:
     """Return Slurm's ``--time`` in whole minutes: the runner's limit and grace, rounded up.
 
-    The exact limit in seconds is kept inside the job (:mod:`coursehub.runner.slurmjob`);
+    The exact limit in seconds is kept inside the job (:mod:`coursehub.runner.slurm.allocation`);
     Slurm's coarser limit (minutes, sbatch(1) ``--time``) stays behind it.
     """
     return max(1, math.ceil((timeout_s + grace_s) / 60))
@@ -114,7 +127,7 @@ def render_batch_script(
         for arg in render_sbatch_args(spec, placement, output, grace_s)
     ]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
-    wrapper = [python, "-m", "coursehub.runner.slurmjob", "--usage"]
+    wrapper = [python, "-m", ALLOCATION_MODULE, "--usage"]
     options = ["--grace", f"{grace_s:g}"]
     if spec.timeout_s:
         options = ["--timeout", f"{spec.timeout_s:g}", *options]
@@ -232,7 +245,7 @@ def plan_result(
     usage = usage or {}
     accounting = accounting or {}
     state = info.get("JobState", "").split()[0] if info.get("JobState") else ""
-    code, sig = slurmcli.parse_exit_code(info.get("ExitCode", ""))
+    code, sig = parse_exit_code(info.get("ExitCode", ""))
     returncode = int(usage["returncode"]) if "returncode" in usage else (-sig if sig else code)
     reason = usage.get("killed_reason")
     slurm_reason = plan_killed_reason(job_id, state, spec)
@@ -242,7 +255,7 @@ def plan_result(
         reason = f"Slurm job {job_id} {reason}"
     if reason and returncode == 0:
         returncode = 1
-    run_time = slurmcli.parse_slurm_duration(info.get("RunTime", "")) or 0.0
+    run_time = parse_slurm_duration(info.get("RunTime", "")) or 0.0
     elapsed = accounting.get("elapsed_s") or usage.get("elapsed_s") or run_time
     cpu = accounting.get("cpu_s") or usage.get("cpu_s") or 0.0
     peaks = [accounting.get("peak_rss_bytes"), usage.get("peak_rss_bytes"), sstat_peak]

@@ -1,0 +1,52 @@
+"""Where a run's files go, and the result file format (``<job id>.json``).
+
+Every job leaves, in the runs directory (:func:`coursehub.settings.runs_dir`), its
+output ``<job id>.log`` and, once it has ended, its result
+``<job id>.json``: the fields of :class:`coursehub.runner.result.RunResult`
+as one JSON object (``log_path`` as text, ``gpu_indices`` as a list,
+``cgroup`` as an object or null), mode 0600 like the log. A Slurm job's id
+is ``slurm-<Slurm job id>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from coursehub.atomicfile import write_atomically
+from coursehub.runner.result import RunResult
+
+
+def result_path(log_path: Path) -> Path:
+    """Return the result file of the run whose output is ``log_path`` (``x.log`` -> ``x.json``)."""
+    return log_path.with_suffix(".json")
+
+
+def write_result(result: RunResult, path: Path) -> None:
+    """Write ``result`` as JSON to ``path`` atomically, owner-only (0o600) like the run's log.
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (the previous one, if any, stays whole).
+    """
+    data = dataclasses.asdict(result)
+    data["log_path"] = str(result.log_path)
+    write_atomically(path, json.dumps(data, indent=1) + "\n", mode=0o600)
+
+
+def read_result(path: Path) -> RunResult | None:
+    """Return the result written at the end of a run, or None if there is none (yet).
+
+    An unreadable or malformed file reads as None; the cgroup counters are not
+    read back (None).
+    """
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    data["log_path"] = Path(data["log_path"])
+    data["gpu_indices"] = tuple(data.get("gpu_indices") or ())
+    data["cgroup"] = None
+    return RunResult(**data)
