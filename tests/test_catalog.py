@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 
 from coursehub.catalog import courses, people, profiles, readmodel
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
-from coursehub.catalog.models import TEAM_ROLES, Membership, Person, Role
+from coursehub.catalog.models.courses import TEAM_ROLES, Membership, Person, Role
 from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo
 
 

@@ -11,7 +11,6 @@ from coursehub.catalog.admin import archive_course
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
 from coursehub.catalog.lti import (
     Context,
-    LtiAccount,
     account_person,
     account_requests,
     bind_account,
@@ -42,7 +41,8 @@ from coursehub.catalog.ltilaunch import (
     plan_notebook,
     plan_role,
 )
-from coursehub.catalog.models import Course, CourseMaterial, Person, Role
+from coursehub.catalog.models.courses import Course, CourseMaterial, Person, Role
+from coursehub.catalog.models.lti import LtiAccount
 from coursehub.catalog.people import add_member, find_person, get_membership
 from coursehub.catalog.seed import seed_demo
 from coursehub.web.ltiapi import render_deep_link

@@ -15,7 +15,7 @@ from coursehub.catalog.enrolment import (
     plan_roster,
 )
 from coursehub.catalog.errors import ConflictError, NotFoundError, RosterError, ValidationError
-from coursehub.catalog.models import Membership, Person, Role
+from coursehub.catalog.models.courses import Membership, Person, Role
 from coursehub.catalog.preview import render_plan
 from coursehub.catalog.roster import RosterRow, parse_roster
 from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo

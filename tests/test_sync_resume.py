@@ -9,7 +9,7 @@ import pytest
 
 import test_hub_sync as base
 from coursehub.catalog.db import session_scope
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.people import add_member
 from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.hub.hubclient import HubClient

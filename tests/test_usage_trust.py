@@ -20,14 +20,12 @@ from sqlalchemy.exc import OperationalError
 
 from coursehub.catalog import usage as catalog_usage
 from coursehub.catalog.courses import create_course, create_portal, get_year
-from coursehub.catalog.models import Role
+from coursehub.catalog.models.courses import Role
+from coursehub.catalog.models.usage import UsageDay, UsageJournal, UsageUnit
 from coursehub.catalog.people import add_member
 from coursehub.catalog.seed import seed_demo
 from coursehub.catalog.usage import (
     HUB,
-    UsageDay,
-    UsageJournal,
-    UsageUnit,
     Writer,
     apply_records,
     charged_course,

@@ -9,7 +9,14 @@ from sqlalchemy import inspect, select, text
 from coursehub.catalog import courses, people, readmodel
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.models.courses import (
+    Course,
+    CourseGroup,
+    GroupKind,
+    Membership,
+    Person,
+    Role,
+)
 from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
 from coursehub.web.saving import commit_or_show, committing

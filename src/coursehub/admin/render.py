@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import AcademicYear, Course, Membership, Portal, Role
+from coursehub.catalog.models.courses import AcademicYear, Course, Membership, Portal, Role
 from coursehub.catalog.people import course_leads
 
 

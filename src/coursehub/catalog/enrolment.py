@@ -33,7 +33,14 @@ from sqlalchemy.orm import Session, selectinload
 from coursehub.catalog.courses import check_group_name, get_course
 from coursehub.catalog.dberrors import describe_db_error
 from coursehub.catalog.errors import ConflictError, IdentityError, RosterError, ValidationError
-from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.models.courses import (
+    Course,
+    CourseGroup,
+    GroupKind,
+    Membership,
+    Person,
+    Role,
+)
 from coursehub.catalog.roster import RosterRow, parse_roster
 from coursehub.catalog.rules import identity_changes
 

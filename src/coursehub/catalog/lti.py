@@ -41,131 +41,19 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint, delete, select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError
-from coursehub.catalog.models import Base, Course, Person, UTCDateTime, utcnow
+from coursehub.catalog.models.base import utcnow
+from coursehub.catalog.models.courses import Course, Person
+from coursehub.catalog.models.lti import MAX_ID, LtiAccount, LtiAccountRequest, LtiLink, LtiNonce
 
 #: Alphabet of link codes: no 0/O, 1/I/L, read aloud or typed from a screen without doubt.
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 #: Characters in a link code (31**8, about 8.5e11 codes).
 CODE_LENGTH = 8
-#: Longest issuer, client, deployment and context identifier kept (LTI sets no bound;
-#: Moodle's are URLs and small integers).
-MAX_ID = 255
-
-
-class LtiLink(Base):
-    """An LMS course context and the course it is linked to (None while pending)."""
-
-    __tablename__ = "lti_links"
-    __table_args__ = (UniqueConstraint("issuer", "deployment_id", "context_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    issuer: Mapped[str] = mapped_column(String(MAX_ID))
-    deployment_id: Mapped[str] = mapped_column(String(MAX_ID))
-    context_id: Mapped[str] = mapped_column(String(MAX_ID))
-    context_title: Mapped[str] = mapped_column(String(300), default="")
-    code: Mapped[str] = mapped_column(String(16), unique=True)
-    course_pk: Mapped[int | None] = mapped_column(
-        ForeignKey("courses.id", ondelete="CASCADE"), index=True
-    )
-    first_launch_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    first_launch_by: Mapped[str] = mapped_column(String(128), default="")
-    confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    confirmed_by: Mapped[str | None] = mapped_column(String(128))
-    #: The LMS user (``sub``) of the Instructor whose launch shows the code; None: no
-    #: Instructor launched yet, only a hub admin links the context.
-    instructor_subject: Mapped[str | None] = mapped_column(String(MAX_ID))
-    #: The username that Instructor's launch named, and their name from the LMS.
-    instructor_username: Mapped[str] = mapped_column(String(128), default="")
-    instructor_name: Mapped[str] = mapped_column(String(300), default="")
-
-    course: Mapped[Course | None] = relationship()
-
-    @property
-    def pending(self) -> bool:
-        """Whether no course is linked yet."""
-        return self.course_pk is None
-
-    def __repr__(self) -> str:
-        return f"LtiLink({self.context_title!r}, {self.code!r})"
-
-
-class LtiAccount(Base):
-    """The LMS user ``subject`` of ``issuer`` behind a catalog person."""
-
-    __tablename__ = "lti_accounts"
-    __table_args__ = (UniqueConstraint("issuer", "subject"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    issuer: Mapped[str] = mapped_column(String(MAX_ID))
-    subject: Mapped[str] = mapped_column(String(MAX_ID))
-    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
-
-    person: Mapped[Person] = relationship()
-
-
-class LtiAccountRequest(Base):
-    """A refused launch of LMS user ``subject`` as the existing account ``username``."""
-
-    __tablename__ = "lti_account_requests"
-    __table_args__ = (UniqueConstraint("issuer", "subject"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    issuer: Mapped[str] = mapped_column(String(MAX_ID))
-    subject: Mapped[str] = mapped_column(String(MAX_ID))
-    username: Mapped[str] = mapped_column(String(128))
-    link_pk: Mapped[int | None] = mapped_column(
-        ForeignKey("lti_links.id", ondelete="CASCADE"), index=True
-    )
-    name: Mapped[str] = mapped_column(String(300), default="")
-    email: Mapped[str] = mapped_column(String(320), default="")
-    requested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-
-    link: Mapped[LtiLink | None] = relationship()
-
-
-class LtiNonce(Base):
-    """A launch's nonce, kept until its ``id_token`` expires."""
-
-    __tablename__ = "lti_nonces"
-    __table_args__ = (UniqueConstraint("issuer", "nonce"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    issuer: Mapped[str] = mapped_column(String(MAX_ID))
-    nonce: Mapped[str] = mapped_column(String(MAX_ID))
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-
-
-class LtiGradeService(Base):
-    """The Assignment and Grade Services endpoint an LMS context's launches carry.
-
-    Recorded at launch (:mod:`coursehub.catalog.ltiags`) from the
-    ``https://purl.imsglobal.org/spec/lti-ags/claim/endpoint`` claim (IMS
-    LTI AGS 2.0, section 3.1): ``scopes`` space-separated, ``lineitems_url``
-    the context's line items, ``lineitem_url`` the resource link's own (or
-    ``""``); ``client_id`` the tool's at the platform (the launch's ``aud``)
-    and ``token_url`` the platform's OAuth 2.0 token endpoint (``""`` when
-    the registration names none).
-    """
-
-    __tablename__ = "lti_grade_services"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    link_pk: Mapped[int] = mapped_column(
-        ForeignKey("lti_links.id", ondelete="CASCADE"), unique=True
-    )
-    client_id: Mapped[str] = mapped_column(String(MAX_ID))
-    token_url: Mapped[str] = mapped_column(String(1000), default="")
-    lineitems_url: Mapped[str] = mapped_column(String(1000))
-    lineitem_url: Mapped[str] = mapped_column(String(1000), default="")
-    scopes: Mapped[str] = mapped_column(String(1000), default="")
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-
-    link: Mapped[LtiLink] = relationship()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ Rules
 - Which account a launch is, is decided in one place, :func:`plan_account`:
   a launch signs in as an existing account (a catalog person, or a hub user
   outside the catalog) only if it is bound to the launch's LMS user
-  (``issuer``, ``sub``: :class:`coursehub.catalog.lti.LtiAccount`); the
+  (``issuer``, ``sub``: :class:`coursehub.catalog.models.lti.LtiAccount`); the
   binding is made by that account's first launch when it was new, or
   confirmed by a hub admin or the course's lead
   (:func:`confirm_account_request`, :func:`confirm_link_as_lead`). Claims
@@ -55,8 +55,6 @@ from coursehub.catalog.admin import check_writable
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError, ValidationError
 from coursehub.catalog.lti import (
     Context,
-    LtiAccountRequest,
-    LtiLink,
     account_person,
     account_subjects,
     bind_account,
@@ -72,7 +70,8 @@ from coursehub.catalog.ltiags import (
     parse_grade_service,
     record_grade_service,
 )
-from coursehub.catalog.models import Course, Person, Role
+from coursehub.catalog.models.courses import Course, Person, Role
+from coursehub.catalog.models.lti import LtiAccountRequest, LtiLink
 from coursehub.catalog.people import (
     add_member,
     check_username,

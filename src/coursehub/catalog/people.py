@@ -39,7 +39,7 @@ from coursehub.catalog.errors import (
     NotFoundError,
     ValidationError,
 )
-from coursehub.catalog.models import (
+from coursehub.catalog.models.courses import (
     TEAM_ROLES,
     AcademicYear,
     Course,
@@ -402,7 +402,7 @@ def visible_courses(
     """Return the courses ``username`` may see: all for an admin, else those they belong to.
 
     ``roles`` restricts to memberships with those roles (e.g.
-    :data:`coursehub.catalog.models.TEAM_ROLES` for the courses a teacher
+    :data:`coursehub.catalog.models.courses.TEAM_ROLES` for the courses a teacher
     manages). Ordered by year (newest first) then UE code.
     """
     query = select(Course).join(Course.year).order_by(AcademicYear.start_year.desc(), Course.code)

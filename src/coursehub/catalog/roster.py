@@ -82,7 +82,7 @@ FIELD_LABELS = {
 }
 _HEADER_LOOKUP = {alias: field for field, aliases in HEADER_ALIASES.items() for alias in aliases}
 REQUIRED_FIELDS = ("student_number", "last_name", "first_name")
-#: Longest value per field, as in :mod:`coursehub.catalog.models`.
+#: Longest value per field, as in :mod:`coursehub.catalog.models.courses`.
 MAX_LENGTHS = {"student_number": 32, "last_name": 200, "first_name": 200, "email": 320, "group": 32}
 DELIMITERS = (";", ",", "\t")
 #: Excel's first line naming the separator ("sep=;"), possibly quoted or padded

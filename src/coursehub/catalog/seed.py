@@ -17,7 +17,7 @@ from coursehub.catalog.courses import (
     create_year,
     set_material,
 )
-from coursehub.catalog.models import Course, Role
+from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.people import add_member
 from coursehub.catalog.profiles import create_profile
 

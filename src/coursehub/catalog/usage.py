@@ -48,22 +48,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import (
-    BigInteger,
-    Boolean,
     CursorResult,
-    Date,
     Delete,
-    Float,
-    Integer,
-    String,
-    UniqueConstraint,
     delete,
     select,
 )
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import Base, Course, Membership, Person, UTCDateTime
+from coursehub.catalog.models.courses import Course, Membership, Person
+from coursehub.catalog.models.usage import UsageDay, UsageJournal, UsageUnit
 from coursehub.catalog.people import normalize_username
 from coursehub.meter.bounds import HostLimits, bounds_problem, host_limits, time_problem
 from coursehub.meter.journal import JournalError, list_journals, read_records
@@ -75,54 +69,6 @@ KEEP_UNITS_DAYS = 400
 KEEP_DAYS_DAYS = 5 * 366
 #: Days a fully read usage file is kept.
 KEEP_FILES_DAYS = 14
-
-
-class UsageUnit(Base):
-    """One server or runner job and what it used (cumulative, last record)."""
-
-    __tablename__ = "usage_units"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    unit_id: Mapped[str] = mapped_column(String(300), unique=True)
-    kind: Mapped[str] = mapped_column(String(16))
-    username: Mapped[str] = mapped_column(String(200))
-    course_id: Mapped[str] = mapped_column(String(200), index=True)
-    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    last_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    cpu_s: Mapped[float] = mapped_column(Float, default=0.0)
-    mem_peak_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    gpu_s: Mapped[float] = mapped_column(Float, default=0.0)
-    gpu_peak_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    exit_reason: Mapped[str] = mapped_column(String(200), default="")
-    #: Made from the hub's own records (False: from a file a user wrote).
-    from_hub: Mapped[bool] = mapped_column(Boolean, default=True)
-
-
-class UsageDay(Base):
-    """The rollup: what one user used in one course on one UTC day."""
-
-    __tablename__ = "usage_days"
-    __table_args__ = (UniqueConstraint("course_id", "day", "username"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    course_id: Mapped[str] = mapped_column(String(200))
-    day: Mapped[date] = mapped_column(Date, index=True)
-    username: Mapped[str] = mapped_column(String(200))
-    cpu_s: Mapped[float] = mapped_column(Float, default=0.0)
-    gpu_s: Mapped[float] = mapped_column(Float, default=0.0)
-    mem_peak_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    units: Mapped[int] = mapped_column(Integer, default=0)
-
-
-class UsageJournal(Base):
-    """How far one usage file has been read."""
-
-    __tablename__ = "usage_journals"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    path: Mapped[str] = mapped_column(String(1000), unique=True)
-    offset: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 #: The unit id namespace of records a user writes (runner jobs: ``job:<host>:<job id>``).

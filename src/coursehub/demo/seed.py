@@ -50,7 +50,7 @@ def is_seeded(session: Any) -> bool:
     """Return True when the demo year is already in the catalog."""
     from sqlalchemy import select
 
-    from coursehub.catalog.models import AcademicYear
+    from coursehub.catalog.models.courses import AcademicYear
 
     return session.scalar(select(AcademicYear).where(AcademicYear.label == DEMO_YEAR)) is not None
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.lti import LtiGradeService
 from coursehub.catalog.ltiags import SCOPE_LINEITEM, SCOPE_SCORE, grade_services_of, subjects_of
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiGradeService
 from coursehub.errors import CoursehubError
 from coursehub.grading.export import GRADED, NOT_SUBMITTED, GradeTable
 from coursehub.grading.layout import CourseLayout

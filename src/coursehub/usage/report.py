@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from coursehub.catalog.usage import UsageDay
+from coursehub.catalog.models.usage import UsageDay
 from coursehub.csvsafe import render_csv as render_csv_rows
 from coursehub.errors import UsageError
 

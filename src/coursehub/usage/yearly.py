@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.usage import UsageDay
+from coursehub.catalog.models.usage import UsageDay
 from coursehub.csvsafe import render_csv
 
 #: Columns of the CSV export, in order.

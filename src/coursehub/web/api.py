@@ -32,7 +32,7 @@ from coursehub.catalog.courses import get_group, get_portal
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
-from coursehub.catalog.models import Course, Role
+from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
 from coursehub.catalog.readmodel import (
     load_groups,

@@ -32,7 +32,6 @@ from typing import Any
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.lti import LtiLink
 from coursehub.catalog.ltilaunch import (
     HubAccount,
     Launch,
@@ -43,7 +42,8 @@ from coursehub.catalog.ltilaunch import (
     parse_launch,
 )
 from coursehub.catalog.material import render_pull_link
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.hub.hubclient import HubClient, HubError
 from coursehub.web.api import parse_authorization

@@ -19,7 +19,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.enrolment import RosterPlan, plan_roster
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.preview import render_plan
 from coursehub.catalog.roster import parse_roster
 from coursehub.errors import UsageError

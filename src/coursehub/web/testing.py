@@ -17,7 +17,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 from werkzeug.serving import make_server
 
-from coursehub.catalog.models import Course, CourseGroup, Membership, Person, Role
+from coursehub.catalog.models.courses import Course, CourseGroup, Membership, Person, Role
 from coursehub.web.identity import Identity
 
 

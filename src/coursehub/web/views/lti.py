@@ -22,7 +22,6 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.lti import (
-    LtiLink,
     account_requests,
     confirm_link,
     get_account_request,
@@ -36,7 +35,8 @@ from coursehub.catalog.ltilaunch import (
     confirm_account_request,
     confirm_link_as_lead,
 )
-from coursehub.catalog.models import Course, Role
+from coursehub.catalog.models.courses import Course, Role
+from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, role_in_course
 from coursehub.web.database import get_session

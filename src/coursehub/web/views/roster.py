@@ -7,7 +7,7 @@ from werkzeug.wrappers import Response
 
 from coursehub.catalog.enrolment import RosterPlan, apply_roster
 from coursehub.catalog.errors import RosterError
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.names import same_identifiers, sort_by_name
 from coursehub.catalog.preview import FIELD_LABELS, plan_update_changes
 from coursehub.catalog.readmodel import load_groups, load_members
