@@ -35,8 +35,9 @@ from sqlalchemy import func, select
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.enrolment import import_roster
-from coursehub.catalog.lti import Context, account_requests, confirm_link, find_link
-from coursehub.catalog.ltilaunch import confirm_account_request
+from coursehub.catalog.lti.accounts import account_requests
+from coursehub.catalog.lti.confirm import confirm_account_request
+from coursehub.catalog.lti.links import Context, confirm_link, find_link
 from coursehub.catalog.material import record_success
 from coursehub.catalog.models.courses import Membership, Person
 from coursehub.catalog.models.lti import LtiLink

@@ -156,7 +156,7 @@ def render_pull_link(hub_base_url: str, course: Course, notebook: str = "") -> s
     ``handlers.py`` parameters; the same link as :func:`coursehub.spawn.material.render_pull_path`).
 
     ``notebook`` (a path in the published folder, already checked, e.g. by
-    :func:`coursehub.catalog.ltilaunch.plan_notebook`) opens that notebook
+    :func:`coursehub.catalog.lti.claims.plan_notebook`) opens that notebook
     rather than the folder: an LMS deep link.
     """
     props = material_properties(course.course_id, course.material)

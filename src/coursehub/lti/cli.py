@@ -101,7 +101,7 @@ def run_passback(args: argparse.Namespace) -> int:
 def run_requests(args: argparse.Namespace) -> int:
     """Print the account requests, one a line: number, account, LMS name and e-mail, course."""
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.lti import account_requests
+    from coursehub.catalog.lti.accounts import account_requests
     from coursehub.catalog.schema import check_schema
 
     engine = make_engine(args.database_url)
@@ -125,8 +125,8 @@ def run_bind(args: argparse.Namespace) -> int:
     import getpass
 
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.lti import get_account_request
-    from coursehub.catalog.ltilaunch import confirm_account_request
+    from coursehub.catalog.lti.accounts import get_account_request
+    from coursehub.catalog.lti.confirm import confirm_account_request
     from coursehub.catalog.schema import check_schema
 
     engine = make_engine(args.database_url)

@@ -11,28 +11,28 @@ https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Five tables:
     :attr:`LtiLink.code`. The code belongs to the newest Instructor who
     launched from the context (``instructor_subject``, ``instructor_username``):
     only that launch shows it, and only that person, as lead of a course,
-    links the context with it (:func:`coursehub.catalog.ltilaunch.confirm_link_as_lead`);
+    links the context with it (:func:`coursehub.catalog.lti.confirm.confirm_link_as_lead`);
     a hub admin links any pending context (:func:`confirm_link`). After that,
     launches from the context enrol people in that course. A context is
     linked to one course.
 ``lti_accounts`` (:class:`LtiAccount`)
     The LMS user (``issuer``, ``subject``: the ``sub`` claim, stable in the
     LMS) bound to a catalog person: a launch signs in as an existing account
-    only through this binding (:mod:`coursehub.catalog.ltilaunch`).
+    only through this binding (:mod:`coursehub.catalog.lti.identity`).
 ``lti_account_requests`` (:class:`LtiAccountRequest`)
     A launch refused because its username is an existing account that is
     not bound to the LMS user: kept (one per LMS user) until a hub admin or
     the lead of the course confirms the binding
-    (:func:`coursehub.catalog.ltilaunch.confirm_account_request`).
+    (:func:`coursehub.catalog.lti.confirm.confirm_account_request`).
 ``lti_nonces`` (:class:`LtiNonce`)
     Every launch's ``nonce``, until its ``id_token`` expires: a second
     launch with the same one is a replay (OpenID Connect Core 1.0, section
     15.5.2, https://openid.net/specs/openid-connect-core-1_0.html#NonceNotes).
 ``lti_grade_services`` (:class:`LtiGradeService`)
     A link's grade service (LTI Advantage AGS) as its newest launch names
-    it, for grade passback (:mod:`coursehub.catalog.ltiags`).
+    it, for grade passback (:mod:`coursehub.catalog.lti.ags`).
 
-The functions on these tables: :mod:`coursehub.catalog.lti`.
+The functions on these tables: the modules of :mod:`coursehub.catalog.lti`.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class LtiNonce(Base):
 class LtiGradeService(Base):
     """The Assignment and Grade Services endpoint an LMS context's launches carry.
 
-    Recorded at launch (:mod:`coursehub.catalog.ltiags`) from the
+    Recorded at launch (:mod:`coursehub.catalog.lti.ags`) from the
     ``https://purl.imsglobal.org/spec/lti-ags/claim/endpoint`` claim (IMS
     LTI AGS 2.0, section 3.1): ``scopes`` space-separated, ``lineitems_url``
     the context's line items, ``lineitem_url`` the resource link's own (or

@@ -30,7 +30,7 @@ from flask import (
 )
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from coursehub.catalog.ltiags import grade_services_of
+from coursehub.catalog.lti.ags import grade_services_of
 from coursehub.catalog.models.courses import Course
 from coursehub.catalog.models.lti import LtiGradeService
 from coursehub.errors import CoursehubError

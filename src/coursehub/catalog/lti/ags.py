@@ -13,7 +13,7 @@ URL (from the hub's registration). Grade passback (:mod:`coursehub.lti`)
 reads them back with :func:`grade_services_of` and the people's LMS user ids
 (``sub``) with :func:`subjects_of`.
 
-Functions flush and never commit, as in :mod:`coursehub.catalog.lti`.
+Functions flush and never commit, as in :mod:`coursehub.catalog.lti.links`.
 """
 
 from __future__ import annotations
