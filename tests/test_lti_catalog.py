@@ -42,9 +42,10 @@ from coursehub.catalog.lti.links import (
     pending_links,
     unlink,
 )
+from coursehub.catalog.members import add_member, get_membership
 from coursehub.catalog.models.courses import Course, CourseMaterial, Person, Role
 from coursehub.catalog.models.lti import LtiAccount
-from coursehub.catalog.people import add_member, find_person, get_membership
+from coursehub.catalog.people import find_person
 from coursehub.catalog.seed import seed_demo
 from coursehub.web.ltiapi import render_deep_link
 

@@ -10,7 +10,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from coursehub.catalog.models.usage import UsageDay, UsageUnit
-from coursehub.catalog.usage import apply_records, ingest_folder, prune_usage
+from coursehub.catalog.usage.ingest import ingest_folder, prune_usage
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.cli import main
 from coursehub.errors import UsageError
 from coursehub.meter.journal import append_record, list_journals, read_records

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.usage import apply_records
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.meter.records import UsageRecord
 from coursehub.web.testing import IDENTITIES, identity_headers
 

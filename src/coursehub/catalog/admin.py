@@ -31,6 +31,7 @@ from coursehub.catalog.courses import (
     parse_year_label,
 )
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError, ValidationError
+from coursehub.catalog.members import add_member
 from coursehub.catalog.models.courses import (
     AcademicYear,
     Course,
@@ -39,7 +40,7 @@ from coursehub.catalog.models.courses import (
     PortalManager,
     Role,
 )
-from coursehub.catalog.people import add_member, check_username, ensure_person, find_person
+from coursehub.catalog.people import check_username, ensure_person, find_person
 from coursehub.catalog.profiles import get_profile
 
 

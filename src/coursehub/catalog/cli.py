@@ -161,9 +161,9 @@ def run_roster_import(args: argparse.Namespace) -> int:
     identity, once confirmed with ``--yes``.
     """
     from coursehub.catalog.db import session_factory
-    from coursehub.catalog.enrolment import apply_roster, check_confirmed, import_roster
     from coursehub.catalog.errors import IdentityError, RosterError
-    from coursehub.catalog.preview import render_plan
+    from coursehub.catalog.roster.apply import apply_roster, check_confirmed, import_roster
+    from coursehub.catalog.roster.preview import render_plan
     from coursehub.catalog.schema import check_schema
 
     try:

@@ -1,6 +1,6 @@
 """Usage reports from the daily rollup: per student, per day or per course.
 
-All figures come from ``usage_days`` (:mod:`coursehub.catalog.usage`): one
+All figures come from ``usage_days`` (:mod:`coursehub.catalog.models.usage`): one
 grouped query per report, whatever the number of students.
 """
 

@@ -2,7 +2,7 @@
 
 A course belongs to one academic year (its ``course_id`` names it), so a
 course's figures for the year are all of its rows in ``usage_days``
-(:mod:`coursehub.catalog.usage`), whatever their dates: one grouped query
+(:mod:`coursehub.catalog.models.usage`), whatever their dates: one grouped query
 over the year's courses. Days older than the rollup's retention (five years)
 are gone.
 """

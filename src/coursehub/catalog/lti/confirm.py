@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session
 from coursehub.catalog.errors import ForbiddenError, NotFoundError
 from coursehub.catalog.lti.accounts import account_person, bind_account, check_unbound
 from coursehub.catalog.lti.links import confirm_link
+from coursehub.catalog.members import is_team
 from coursehub.catalog.models.courses import Course, Person
 from coursehub.catalog.models.lti import LtiAccountRequest, LtiLink
-from coursehub.catalog.people import ensure_person, find_person, is_team, person_roles
+from coursehub.catalog.people import ensure_person, find_person, person_roles
 
 log = logging.getLogger(__name__)
 

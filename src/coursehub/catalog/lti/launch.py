@@ -32,10 +32,11 @@ from coursehub.catalog.lti.ags import record_grade_service
 from coursehub.catalog.lti.claims import ROLE_RANK, Launch, LaunchRefusedError
 from coursehub.catalog.lti.identity import AccountCollisionError, HubAccount, check_account
 from coursehub.catalog.lti.links import find_link, record_pending
+from coursehub.catalog.members import add_member, course_leads, get_membership
 from coursehub.catalog.models.base import utcnow
 from coursehub.catalog.models.courses import Course, Person, Role
 from coursehub.catalog.models.lti import LtiLink, LtiNonce
-from coursehub.catalog.people import add_member, course_leads, find_person, get_membership
+from coursehub.catalog.people import find_person
 from coursehub.errors import CoursehubError
 
 

@@ -12,7 +12,8 @@ https://www.imsglobal.org/spec/lti/v1p3/#context-claim). Five tables:
     launched from the context (``instructor_subject``, ``instructor_username``):
     only that launch shows it, and only that person, as lead of a course,
     links the context with it (:func:`coursehub.catalog.lti.confirm.confirm_link_as_lead`);
-    a hub admin links any pending context (:func:`confirm_link`). After that,
+    a hub admin links any pending context
+    (:func:`coursehub.catalog.lti.links.confirm_link`). After that,
     launches from the context enrol people in that course. A context is
     linked to one course.
 ``lti_accounts`` (:class:`LtiAccount`)
