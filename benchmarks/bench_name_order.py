@@ -27,7 +27,7 @@ from sqlalchemy import insert, select
 
 from coursehub.catalog import readmodel
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Membership, Person, Role
+from coursehub.catalog.models.courses import Membership, Person, Role
 from coursehub.catalog.schema import upgrade_database
 from coursehub.web.testing import seed_web_catalog
 

@@ -27,8 +27,9 @@ from sqlalchemy import text
 
 from coursehub.catalog import courses
 from coursehub.catalog.db import make_engine, session_factory
-from coursehub.catalog.enrolment import apply_roster, plan_roster
-from coursehub.catalog.roster import parse_roster
+from coursehub.catalog.roster.apply import apply_roster
+from coursehub.catalog.roster.parse import parse_roster
+from coursehub.catalog.roster.plan import plan_roster
 from coursehub.catalog.schema import upgrade_database
 
 FIRST = [

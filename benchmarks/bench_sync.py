@@ -61,7 +61,7 @@ import requests
 from coursehub.bench.stats import describe_median
 from coursehub.catalog.courses import create_course, create_portal, create_year
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Course, Membership, Person
+from coursehub.catalog.models.courses import Course, Membership, Person
 from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
 from coursehub.hub.hubclient import HubClient

@@ -34,8 +34,8 @@ from pathlib import Path
 from sqlalchemy import insert
 
 from coursehub.catalog.db import make_engine, session_factory
+from coursehub.catalog.models.usage import UsageDay, UsageUnit
 from coursehub.catalog.schema import upgrade_database
-from coursehub.catalog.usage import UsageDay, UsageUnit
 from coursehub.meter.cgroupread import add_cpuacct
 from coursehub.meter.sampler import DEFAULT_INTERVAL_S, Sampler
 from coursehub.resources.cgroups import CgroupUnavailableError, JobCgroup

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import AcademicYear, Course, Membership
+from coursehub.catalog.models.courses import AcademicYear, Course, Membership
 from coursehub.cli import main
 
 

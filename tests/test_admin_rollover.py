@@ -14,8 +14,8 @@ from coursehub.catalog import schema
 from coursehub.catalog.admin import ReadOnlyError, add_manager, archive_year, ensure_year
 from coursehub.catalog.courses import create_course, create_portal, create_year, get_course
 from coursehub.catalog.db import make_engine, session_factory, session_scope
-from coursehub.catalog.models import AcademicYear, Membership, Person, Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import AcademicYear, Membership, Person, Role
 from coursehub.catalog.seed import seed_demo
 from coursehub.grading.layout import make_layout
 from coursehub.hub.hubclient import HubClient

@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from coursehub.catalog import courses, people, profiles, readmodel
+from coursehub.catalog import courses, members, people, profiles, readmodel
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
-from coursehub.catalog.models import TEAM_ROLES, Membership, Person, Role
+from coursehub.catalog.models.courses import TEAM_ROLES, Membership, Person, Role
 from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo
 
 
@@ -108,7 +108,7 @@ def test_groups_are_unique_per_course_and_checked(session, year_portal):
 def test_remove_group_keeps_its_students(session, year_portal):
     course = courses.create_course(session, "MLMECA", "T", *year_portal)
     group = courses.add_group(session, course, "G1")
-    member = people.add_member(session, course, "p1", Role.STUDENT, group, last_name="A")
+    member = members.add_member(session, course, "p1", Role.STUDENT, group, last_name="A")
     courses.remove_group(session, course, "G1")
     session.commit()
     assert member.group is None and member in session.scalars(course.memberships.select())
@@ -140,22 +140,22 @@ def test_an_unknown_role_is_refused_by_the_model_and_by_the_database(session, ye
 
 def test_team_members_add_change_remove(session, year_portal):
     course = courses.create_course(session, "MLMECA", "T", *year_portal)
-    people.add_member(session, course, " TDupont ", "teacher", first_name="Thérèse")
-    assert people.role_in(session, "tdupont", course) == Role.TEACHER
-    people.add_member(session, course, "tdupont", Role.LEAD)
-    assert people.role_in(session, "TDUPONT", course) == Role.LEAD
+    members.add_member(session, course, " TDupont ", "teacher", first_name="Thérèse")
+    assert members.role_in(session, "tdupont", course) == Role.TEACHER
+    members.add_member(session, course, "tdupont", Role.LEAD)
+    assert members.role_in(session, "TDUPONT", course) == Role.LEAD
     assert readmodel.count_members(session, course) == 1
     assert people.get_person(session, "tdupont").first_name == "Thérèse"
     with pytest.raises(ConflictError, match="tdupont is the last lead of mlmeca-2025"):
-        people.remove_member(session, course, "tdupont")
-    people.add_member(session, course, "mbuffat", Role.LEAD)
-    people.remove_member(session, course, "tdupont")
-    assert people.role_in(session, "tdupont", course) is None
+        members.remove_member(session, course, "tdupont")
+    members.add_member(session, course, "mbuffat", Role.LEAD)
+    members.remove_member(session, course, "tdupont")
+    assert members.role_in(session, "tdupont", course) is None
     assert people.find_person(session, "tdupont") is not None
     with pytest.raises(NotFoundError, match="not in course"):
-        people.remove_member(session, course, "tdupont")
+        members.remove_member(session, course, "tdupont")
     with pytest.raises(ValidationError, match="role 'boss'"):
-        people.add_member(session, course, "x", "boss")
+        members.add_member(session, course, "x", "boss")
 
 
 def test_member_group_must_belong_to_the_course(session, year_portal):
@@ -164,7 +164,7 @@ def test_member_group_must_belong_to_the_course(session, year_portal):
     second = courses.create_course(session, "B1", "B", year, portal)
     group = courses.add_group(session, second, "G1")
     with pytest.raises(ValidationError, match="not a group of course a1-2025"):
-        people.add_member(session, first, "alice", Role.STUDENT, group)
+        members.add_member(session, first, "alice", Role.STUDENT, group)
 
 
 def test_person_validation(session):
@@ -212,13 +212,13 @@ def test_visible_courses_by_role(session, year_portal):
     year, portal = year_portal
     seen = courses.create_course(session, "A1", "A", year, portal)
     courses.create_course(session, "B1", "B", year, portal)
-    people.add_member(session, seen, "alice", Role.STUDENT)
-    people.add_member(session, seen, "tom", Role.GRADER)
-    assert people.visible_courses(session, "Alice") == [seen]
-    assert people.visible_courses(session, "alice", roles=TEAM_ROLES) == []
-    assert people.visible_courses(session, "tom", roles=TEAM_ROLES) == [seen]
-    assert len(people.visible_courses(session, "nobody", is_admin=True)) == 2
-    assert people.visible_courses(session, "nobody") == []
+    members.add_member(session, seen, "alice", Role.STUDENT)
+    members.add_member(session, seen, "tom", Role.GRADER)
+    assert members.visible_courses(session, "Alice") == [seen]
+    assert members.visible_courses(session, "alice", roles=TEAM_ROLES) == []
+    assert members.visible_courses(session, "tom", roles=TEAM_ROLES) == [seen]
+    assert len(members.visible_courses(session, "nobody", is_admin=True)) == 2
+    assert members.visible_courses(session, "nobody") == []
 
 
 def test_search_people_across_courses(session, year_portal):
@@ -226,8 +226,8 @@ def test_search_people_across_courses(session, year_portal):
     first = courses.create_course(session, "A1", "A", year, portal)
     second = courses.create_course(session, "B1", "B", year, portal)
     for course in (first, second):
-        people.add_member(session, course, "p123", last_name="Lefèvre", student_number="p123")
-    people.add_member(session, first, "p999", last_name="Martin")
+        members.add_member(session, course, "p123", last_name="Lefèvre", student_number="p123")
+    members.add_member(session, first, "p999", last_name="Martin")
     session.commit()
     found = people.search_people(session, "lefè")
     assert [p.username for p in found] == ["p123"]
@@ -384,10 +384,10 @@ def test_a_teacher_cannot_rename_a_person_of_another_course(session, year_portal
     year, portal = year_portal
     mine = courses.create_course(session, "A1", "A", year, portal)
     theirs = courses.create_course(session, "B1", "B", year, portal)
-    people.add_member(session, theirs, "olead", Role.LEAD, first_name="Olga", email="o@x.org")
+    members.add_member(session, theirs, "olead", Role.LEAD, first_name="Olga", email="o@x.org")
     session.commit()
     with pytest.raises(IdentityError) as info:
-        people.add_member(
+        members.add_member(
             session, mine, "olead", first_name="Hijacked", email="evil@x.org", actor=TEACHER
         )
     assert str(info.value) == (
@@ -397,9 +397,9 @@ def test_a_teacher_cannot_rename_a_person_of_another_course(session, year_portal
     session.rollback()
     person = people.get_person(session, "olead")
     assert (person.first_name, person.email) == ("Olga", "o@x.org")
-    people.add_member(session, mine, "olead", actor=TEACHER)  # as they are: fine
-    people.add_member(session, mine, "olead", first_name="Olga", actor=TEACHER)  # same: fine
-    assert people.role_in(session, "olead", mine) == Role.STUDENT
+    members.add_member(session, mine, "olead", actor=TEACHER)  # as they are: fine
+    members.add_member(session, mine, "olead", first_name="Olga", actor=TEACHER)  # same: fine
+    assert members.role_in(session, "olead", mine) == Role.STUDENT
 
 
 @pytest.mark.parametrize(
@@ -415,4 +415,4 @@ def test_a_teacher_cannot_rename_a_person_of_another_course(session, year_portal
 def test_names_with_control_characters_never_reach_the_database(session, year_portal, fields):
     course = courses.create_course(session, "A1", "A", *year_portal)
     with pytest.raises(ValidationError, match=r"control character|longer than"):
-        people.add_member(session, course, "alice", **fields)
+        members.add_member(session, course, "alice", **fields)

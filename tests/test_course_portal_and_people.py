@@ -11,8 +11,8 @@ import pytest
 from coursehub.catalog.admin import add_manager
 from coursehub.catalog.courses import get_course, get_portal
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Portal, Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Portal, Role
 from coursehub.catalog.readmodel import MemberRow, plan_name_order, plan_team_order
 from coursehub.web.access import plan_move_refusal
 from coursehub.web.identity import Identity

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coursehub.catalog.courses import create_course, create_portal, create_year
-from coursehub.catalog.people import add_member, remove_member
+from coursehub.catalog.members import add_member, remove_member
 from coursehub.coursedata.ensure import ensure_data, render_outcomes
 from coursehub.coursedata.folders import unix_group_name
 from coursehub.errors import UsageError

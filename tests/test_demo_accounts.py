@@ -45,7 +45,7 @@ def test_the_demo_staff_is_kept_once_across_restarts(demo_catalog):
     from sqlalchemy import func, select
 
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.models import Person
+    from coursehub.catalog.models.courses import Person
 
     engine = make_engine(demo_catalog)
     with session_scope(engine) as session:

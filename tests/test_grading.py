@@ -317,7 +317,8 @@ def test_demo_notebook_has_autograder_tests_worth_four_points():
 
 
 def test_gradebook_follows_roster_changes(session, layout):
-    from coursehub.catalog.people import add_member, get_person, remove_member
+    from coursehub.catalog.members import add_member, remove_member
+    from coursehub.catalog.people import get_person
     from coursehub.catalog.seed import seed_demo
 
     course = seed_demo(session)

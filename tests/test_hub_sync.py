@@ -7,8 +7,8 @@ import pytest
 
 from coursehub.catalog.courses import archive_course, create_course, create_portal, create_year
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Course
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.profiles import create_profile
 from coursehub.catalog.schema import upgrade_database
 from coursehub.contract import MANAGED_USERS_GROUP

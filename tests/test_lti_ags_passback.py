@@ -25,15 +25,11 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy import select
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.lti import (
-    Context,
-    LtiGradeService,
-    bind_account,
-    confirm_link,
-    record_pending,
-)
-from coursehub.catalog.ltilaunch import MEMBERSHIP
-from coursehub.catalog.models import Course
+from coursehub.catalog.lti.accounts import bind_account
+from coursehub.catalog.lti.claims import MEMBERSHIP
+from coursehub.catalog.lti.links import Context, confirm_link, record_pending
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiGradeService
 from coursehub.catalog.people import get_person
 from coursehub.cli import main
 from coursehub.grading.layout import ensure_course, make_layout

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import jwt
 import pytest
 
-from coursehub.catalog.ltiags import (
+from coursehub.catalog.lti.ags import (
     AGS_CLAIM,
     SCOPE_LINEITEM,
     SCOPE_SCORE,

@@ -9,41 +9,43 @@ import pytest
 
 from coursehub.catalog.admin import archive_course
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
-from coursehub.catalog.lti import (
+from coursehub.catalog.lti.accounts import account_person, account_requests, bind_account
+from coursehub.catalog.lti.claims import (
+    MEMBERSHIP,
+    LaunchError,
+    LaunchRefusedError,
+    claim_value,
+    parse_launch,
+    plan_notebook,
+    plan_role,
+)
+from coursehub.catalog.lti.confirm import (
+    check_link_by_lead,
+    confirm_account_request,
+    confirm_link_as_lead,
+)
+from coursehub.catalog.lti.identity import (
+    BOUND,
+    NEW,
+    AccountCollisionError,
+    AccountFacts,
+    HubAccount,
+    plan_account,
+)
+from coursehub.catalog.lti.launch import apply_launch, use_nonce
+from coursehub.catalog.lti.links import (
     Context,
-    LtiAccount,
-    account_person,
-    account_requests,
-    bind_account,
     confirm_link,
     get_pending,
     links_of,
     parse_code,
     pending_links,
     unlink,
-    use_nonce,
 )
-from coursehub.catalog.ltilaunch import (
-    BOUND,
-    MEMBERSHIP,
-    NEW,
-    AccountCollisionError,
-    AccountFacts,
-    HubAccount,
-    LaunchError,
-    LaunchRefusedError,
-    apply_launch,
-    check_link_by_lead,
-    claim_value,
-    confirm_account_request,
-    confirm_link_as_lead,
-    parse_launch,
-    plan_account,
-    plan_notebook,
-    plan_role,
-)
-from coursehub.catalog.models import Course, CourseMaterial, Person, Role
-from coursehub.catalog.people import add_member, find_person, get_membership
+from coursehub.catalog.members import add_member, get_membership
+from coursehub.catalog.models.courses import Course, CourseMaterial, Person, Role
+from coursehub.catalog.models.lti import LtiAccount
+from coursehub.catalog.people import find_person
 from coursehub.catalog.seed import seed_demo
 from coursehub.web.ltiapi import render_deep_link
 

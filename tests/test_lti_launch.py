@@ -34,11 +34,13 @@ from sqlalchemy import func, select
 
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.enrolment import import_roster
-from coursehub.catalog.lti import Context, LtiLink, account_requests, confirm_link, find_link
-from coursehub.catalog.ltilaunch import confirm_account_request
+from coursehub.catalog.lti.accounts import account_requests
+from coursehub.catalog.lti.confirm import confirm_account_request
+from coursehub.catalog.lti.links import Context, confirm_link, find_link
 from coursehub.catalog.material import record_success
-from coursehub.catalog.models import Membership, Person
+from coursehub.catalog.models.courses import Membership, Person
+from coursehub.catalog.models.lti import LtiLink
+from coursehub.catalog.roster.apply import import_roster
 from coursehub.hub.hubclient import HubClient
 from coursehub.web.database import ENGINE_KEY
 from coursehub.web.testing import live_server, make_test_app, seed_web_catalog

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.lti import LtiLink
-from coursehub.catalog.ltilaunch import MEMBERSHIP
+from coursehub.catalog.lti.claims import MEMBERSHIP
+from coursehub.catalog.models.lti import LtiLink
 from coursehub.web.testing import (
     IDENTITIES,
     dispose_app,

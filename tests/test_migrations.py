@@ -11,7 +11,7 @@ from sqlalchemy import inspect, text
 from coursehub.catalog import schema
 from coursehub.catalog.db import make_engine
 from coursehub.catalog.errors import SchemaError
-from coursehub.catalog.models import Base
+from coursehub.catalog.models.base import Base
 from coursehub.cli import main
 
 

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from coursehub.catalog.enrolment import IdentityChange, RosterPlan, RosterUpdate
 from coursehub.catalog.names import collation_key, name_sort_key, same_identifiers, sort_by_name
-from coursehub.catalog.preview import FieldChange, plan_update_changes
-from coursehub.catalog.roster import RosterRow
+from coursehub.catalog.roster.parse import RosterRow
+from coursehub.catalog.roster.plan import IdentityChange, RosterPlan, RosterUpdate
+from coursehub.catalog.roster.preview import FieldChange, plan_update_changes
 
 
 def by_key(words):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coursehub.catalog.errors import RosterError, ValidationError
-from coursehub.catalog.roster import RosterRow, column_letter, header_key, parse_roster
+from coursehub.catalog.roster.parse import RosterRow, column_letter, header_key, parse_roster
 
 FRENCH = [
     ["N° étudiant", "Nom", "Prénom", "Courriel", "Groupe"],

@@ -5,19 +5,16 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from coursehub.catalog import courses, enrolment, people
+from coursehub.catalog import courses, people
+from coursehub.catalog import members as catalog_members
 from coursehub.catalog.db import session_factory
-from coursehub.catalog.enrolment import (
-    MemberState,
-    apply_roster,
-    import_roster,
-    plan_changes,
-    plan_roster,
-)
 from coursehub.catalog.errors import ConflictError, NotFoundError, RosterError, ValidationError
-from coursehub.catalog.models import Membership, Person, Role
-from coursehub.catalog.preview import render_plan
-from coursehub.catalog.roster import RosterRow, parse_roster
+from coursehub.catalog.models.courses import Membership, Person, Role
+from coursehub.catalog.roster import apply as roster_apply
+from coursehub.catalog.roster.apply import apply_roster, import_roster
+from coursehub.catalog.roster.parse import RosterRow, parse_roster
+from coursehub.catalog.roster.plan import MemberState, RosterPlan, plan_changes, plan_roster
+from coursehub.catalog.roster.preview import render_plan
 from coursehub.catalog.seed import DEMO_MEMBERS, seed_demo
 from coursehub.cli import main
 
@@ -84,7 +81,7 @@ def test_add_mode_adds_and_updates(session, course):
         "bao@etu.example.fr",
         "p2500006",
     )
-    assert people.get_membership(session, course, "p2500006").group.name == "G3"
+    assert catalog_members.get_membership(session, course, "p2500006").group.name == "G3"
     assert people.get_person(session, "p2500001").email == "anais@etu.example.fr"
 
 
@@ -100,7 +97,7 @@ def test_sync_mode_removes_missing_students_only(session, course, engine):
     plan = import_roster(session, course.course_id, data, mode="sync")
     assert sorted(m.username for m in plan.removals) == ["p2500002", "p2500004"]
     assert students(session, course) == ["p2500001", "p2500003"]
-    assert people.role_in(session, "mbuffat", course) == Role.LEAD
+    assert catalog_members.role_in(session, "mbuffat", course) == Role.LEAD
     assert people.find_person(session, "p2500002") is not None
 
 
@@ -110,7 +107,7 @@ def test_sync_with_group_only_touches_that_group(session, course):
     assert [m.username for m in plan.removals] == ["p2500002"]
     assert [r.username for r in plan.additions] == ["p2500007"]
     assert students(session, course) == ["p2500001", "p2500003", "p2500004", "p2500007"]
-    assert people.get_membership(session, course, "p2500007").group.name == "G1"
+    assert catalog_members.get_membership(session, course, "p2500007").group.name == "G1"
 
 
 def test_dry_run_writes_nothing(session, course, engine):
@@ -135,7 +132,7 @@ def test_failure_during_apply_leaves_the_database_unchanged(session, course, eng
         written.append(session.scalar(select(Person.username).where(Person.username == "p2600001")))
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(enrolment, "_set_fields", fail_midway)
+    monkeypatch.setattr(roster_apply, "_set_fields", fail_midway)
     with pytest.raises(RuntimeError, match="disk full"):
         apply_roster(session, plan)
     assert written == ["p2600001"]
@@ -161,7 +158,7 @@ def test_database_error_during_apply_rolls_back(session, course, engine):
 
 def test_stale_plan_is_refused(session, course):
     plan = plan_roster(session, course, parse_roster(roster("p2600001;A;B;;")))
-    people.add_member(session, course, "p2600001")
+    catalog_members.add_member(session, course, "p2600001")
     session.commit()
     with pytest.raises(ConflictError, match="changed since the preview"):
         apply_roster(session, plan)
@@ -179,13 +176,13 @@ def test_a_student_promoted_to_lead_after_the_preview_is_neither_updated_nor_rem
         ["p2500003", "p2500004"] if mode == "sync" else []
     )
     promoted = "p2500004" if mode == "sync" else "p2500001"
-    people.add_member(session, course, promoted, Role.LEAD)
+    catalog_members.add_member(session, course, promoted, Role.LEAD)
     session.commit()
     before = snapshot(engine)
     with pytest.raises(ConflictError, match=f"changed since the preview \\({promoted}\\)"):
         apply_roster(session, plan)
     assert snapshot(engine) == before
-    assert people.role_in(session, promoted, course) == Role.LEAD
+    assert catalog_members.role_in(session, promoted, course) == Role.LEAD
 
 
 def test_team_member_in_roster_is_an_error(session, course):
@@ -221,7 +218,7 @@ def test_cp1252_comma_roster_round_trip(session, course):
 
 
 def test_hundreds_of_rows(session, course):
-    # More usernames than one IN (...) query takes (enrolment._CHUNK).
+    # More usernames than one IN (...) query takes (coursehub.catalog.roster.plan._CHUNK).
     lines = [f"P26{i:05d};Nom{i};Prénom{i};e{i}@etu.example.fr;G{i % 3 + 1}" for i in range(700)]
     plan = import_roster(session, course.course_id, roster(*lines))
     assert len(plan.additions) == 700 and plan.new_groups == ["G3"]
@@ -294,7 +291,7 @@ def test_a_value_the_database_refuses_is_a_message_without_any_value(session, co
     # Rows made by hand skip parse_roster's checks: what reaches the database is refused by
     # PostgreSQL (NUL) and SQLite (the student number of another person), never with a value.
     bad = RosterRow(2, "p2600001", "p2500002", "Mar\x00tin", "Léa", "lea@example.org", None)
-    plan = enrolment.RosterPlan(course.course_id, "add", None, additions=[bad])
+    plan = RosterPlan(course.course_id, "add", None, additions=[bad])
     before = snapshot(engine)
     with pytest.raises((ConflictError, RosterError)) as info:
         apply_roster(session, plan)
@@ -339,7 +336,7 @@ def test_a_teacher_importing_a_student_of_another_course_keeps_their_identity(se
     apply_roster(session, plan)
     person = people.get_person(session, "p2500003")
     assert (person.last_name, person.email) == ("Moreau", "chloé.moreau@etu.example.org")
-    assert people.role_in(session, "p2500003", numflu) == Role.STUDENT
+    assert catalog_members.role_in(session, "p2500003", numflu) == Role.STUDENT
 
 
 def test_an_admin_import_renames_only_once_confirmed(session, two_courses, engine):
@@ -366,7 +363,7 @@ def test_a_teacher_may_rename_a_student_who_is_only_in_their_course(session, cou
 
 def test_a_student_also_in_another_course_keeps_their_identity_in_an_update(session, two_courses):
     mlmeca, numflu = two_courses
-    people.add_member(session, numflu, "p2500001")
+    catalog_members.add_member(session, numflu, "p2500001")
     session.commit()
     plan = plan_roster(session, mlmeca, parse_roster(roster("p2500001;Roux;Anaïs;;G2")))
     assert [(u.row.username, u.fields) for u in plan.updates] == [("p2500001", ("group",))]

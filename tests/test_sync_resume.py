@@ -9,8 +9,8 @@ import pytest
 
 import test_hub_sync as base
 from coursehub.catalog.db import session_scope
-from coursehub.catalog.models import Course
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Course
 from coursehub.contract import MANAGED_USERS_GROUP
 from coursehub.hub.hubclient import HubClient
 from coursehub.hub.hubread import read_full_hub_state, read_hub_state

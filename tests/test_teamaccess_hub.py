@@ -245,7 +245,7 @@ def test_the_cli_sync_revokes_the_shares_of_a_teacher_removed_from_the_course(
     """A teacher taken out of the catalog: the next ``coursehub hub sync`` revokes their shares."""
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.db import make_engine, session_factory
-    from coursehub.catalog.people import remove_member
+    from coursehub.catalog.members import remove_member
     from coursehub.cli import main
     from coursehub.coursedata.ensure import load_rosters
     from coursehub.web.testing import seed_web_catalog

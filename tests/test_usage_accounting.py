@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from coursehub.catalog.usage import UsageUnit, ingest_folder
+from coursehub.catalog.models.usage import UsageUnit
+from coursehub.catalog.usage.ingest import ingest_folder
 from coursehub.meter.cgroupread import add_cpuacct
 from coursehub.meter.hubhook import close_server_usage, open_server_usage
 from coursehub.meter.journal import USAGE_DIR_VAR, list_journals, read_records

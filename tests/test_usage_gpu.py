@@ -12,7 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from coursehub.catalog.usage import UsageUnit, apply_records, ingest_folder
+from coursehub.catalog.models.usage import UsageUnit
+from coursehub.catalog.usage.ingest import ingest_folder
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.meter.bounds import HostLimits
 from coursehub.meter.gpuread import GpuReader, cgroup_pids, parse_procs
 from coursehub.meter.journal import list_journals, read_records

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from coursehub.catalog.usage import UsageDay, UsageUnit, apply_records, ingest_folder
+from coursehub.catalog.models.usage import UsageDay, UsageUnit
+from coursehub.catalog.usage.ingest import ingest_folder
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.meter.journal import USAGE_DIR_VAR, list_journals, read_records
 from coursehub.meter.records import UsageRecord
 from coursehub.meter.sampler import (

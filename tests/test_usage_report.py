@@ -9,7 +9,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from coursehub.catalog.usage import UsageDay, UsageUnit, apply_records, ingest_folder, prune_usage
+from coursehub.catalog.models.usage import UsageDay, UsageUnit
+from coursehub.catalog.usage.ingest import ingest_folder, prune_usage
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.cli import main
 from coursehub.errors import UsageError
 from coursehub.meter.journal import append_record, list_journals, read_records

@@ -18,22 +18,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from coursehub.catalog import usage as catalog_usage
 from coursehub.catalog.courses import create_course, create_portal, get_year
-from coursehub.catalog.models import Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Role
+from coursehub.catalog.models.usage import UsageDay, UsageJournal, UsageUnit
 from coursehub.catalog.seed import seed_demo
-from coursehub.catalog.usage import (
+from coursehub.catalog.usage import ingest as catalog_usage
+from coursehub.catalog.usage.ingest import ingest_folder, member_courses
+from coursehub.catalog.usage.rollup import apply_records
+from coursehub.catalog.usage.trust import (
     HUB,
-    UsageDay,
-    UsageJournal,
-    UsageUnit,
     Writer,
-    apply_records,
     charged_course,
     file_writer,
-    ingest_folder,
-    member_courses,
     user_record_problem,
 )
 from coursehub.cli import main

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.usage import apply_records
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.meter.records import UsageRecord
 from coursehub.web.testing import IDENTITIES, identity_headers
 
@@ -19,7 +19,7 @@ from coursehub.web.testing import IDENTITIES, identity_headers
 @pytest.fixture
 def course_id(app, database_url):
     """The demo course, with a finished job of student p2500001 and a running server of p2500002."""
-    from coursehub.catalog.models import Course
+    from coursehub.catalog.models.courses import Course
 
     engine = make_engine(database_url)
     now = time.time()
@@ -111,7 +111,7 @@ def year_usage(app, database_url):
     """Usage of 2025-2026 in the demo course (MECA) and in OTHER (INFO); pmanager manages MECA."""
     from coursehub.catalog.admin import add_manager
     from coursehub.catalog.courses import get_portal
-    from coursehub.catalog.models import Course
+    from coursehub.catalog.models.courses import Course
 
     engine = make_engine(database_url)
     now = time.time()

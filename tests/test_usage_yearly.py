@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from coursehub.catalog.usage import apply_records
+from coursehub.catalog.usage.rollup import apply_records
 from coursehub.meter.records import UsageRecord
 from coursehub.usage.yearly import (
     CourseHours,

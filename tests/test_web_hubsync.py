@@ -14,7 +14,7 @@ import re
 import pytest
 
 from coursehub.catalog.db import make_engine, session_scope
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.errors import UsageError
 from coursehub.hub.hubclient import HubClient
 from coursehub.hub.reconcile import SyncReport

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from coursehub.catalog import people
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models import Membership, Person
+from coursehub.catalog.models.courses import Membership, Person
 from coursehub.web.testing import (
     IDENTITIES,
     api_headers,

@@ -6,10 +6,18 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect, select, text
 
-from coursehub.catalog import courses, people, readmodel
+from coursehub.catalog import courses, readmodel
+from coursehub.catalog import members as catalog_members
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models import Course, CourseGroup, GroupKind, Membership, Person, Role
+from coursehub.catalog.models.courses import (
+    Course,
+    CourseGroup,
+    GroupKind,
+    Membership,
+    Person,
+    Role,
+)
 from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
 from coursehub.web.saving import commit_or_show, committing
@@ -122,8 +130,8 @@ def test_removals_work_where_jupyterhub_watches_every_session(session):
     course = seed_demo(session)
     session.commit()
     courses.remove_group(session, course, "G1")
-    people.add_member(session, course, "tdupont", Role.LEAD)
-    people.remove_member(session, course, "mbuffat")
+    catalog_members.add_member(session, course, "tdupont", Role.LEAD)
+    catalog_members.remove_member(session, course, "mbuffat")
     session.commit()
     names = readmodel.load_groups(session, course).names
     assert sorted(names.values()) == ["G2"]

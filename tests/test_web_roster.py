@@ -43,7 +43,7 @@ def student(client, username: str) -> dict:
 
 
 def other_student(app) -> tuple[str, str, str]:
-    from coursehub.catalog.models import Person
+    from coursehub.catalog.models.courses import Person
     from coursehub.web.database import ENGINE_KEY
 
     with app.extensions[ENGINE_KEY].connect() as db:

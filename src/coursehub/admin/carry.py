@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from coursehub.catalog.admin import get_open_year
 from coursehub.catalog.courses import get_course, get_portal, get_year
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.rollover import CopyStep, copy_course, rollover
 from coursehub.errors import UsageError
 from coursehub.grading.layout import CourseLayout, layout_from_env, secure_course

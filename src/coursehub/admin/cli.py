@@ -279,7 +279,7 @@ def run_course_create(args: argparse.Namespace) -> int:
     from coursehub.admin.render import same_course
     from coursehub.catalog.admin import open_course
     from coursehub.catalog.courses import make_course_id, parse_year_label
-    from coursehub.catalog.models import Course
+    from coursehub.catalog.models.courses import Course
 
     def work(session: Any) -> None:
         course_id = make_course_id(args.code, parse_year_label(args.year))

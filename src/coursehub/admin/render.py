@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import AcademicYear, Course, Membership, Portal, Role
-from coursehub.catalog.people import course_leads
+from coursehub.catalog.members import course_leads
+from coursehub.catalog.models.courses import AcademicYear, Course, Membership, Portal, Role
 
 
 def plan_year_state(is_active: bool, is_current: bool) -> str:

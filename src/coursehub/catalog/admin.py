@@ -31,8 +31,16 @@ from coursehub.catalog.courses import (
     parse_year_label,
 )
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError, ValidationError
-from coursehub.catalog.models import AcademicYear, Course, Person, Portal, PortalManager, Role
-from coursehub.catalog.people import add_member, check_username, ensure_person, find_person
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import (
+    AcademicYear,
+    Course,
+    Person,
+    Portal,
+    PortalManager,
+    Role,
+)
+from coursehub.catalog.people import check_username, ensure_person, find_person
 from coursehub.catalog.profiles import get_profile
 
 

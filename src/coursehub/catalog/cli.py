@@ -117,9 +117,9 @@ def run_roster_import(args: argparse.Namespace) -> int:
     """
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_factory
-    from coursehub.catalog.enrolment import apply_roster, check_confirmed, import_roster
     from coursehub.catalog.errors import IdentityError, RosterError
-    from coursehub.catalog.preview import render_plan
+    from coursehub.catalog.roster.apply import apply_roster, check_confirmed, import_roster
+    from coursehub.catalog.roster.preview import render_plan
 
     try:
         data = args.file.read_bytes()

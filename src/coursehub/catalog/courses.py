@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
 from coursehub.catalog.material import check_branch, check_repo_url, check_subdir
-from coursehub.catalog.models import (
+from coursehub.catalog.models.base import utcnow
+from coursehub.catalog.models.courses import (
     AcademicYear,
     Course,
     CourseGroup,
@@ -25,7 +26,6 @@ from coursehub.catalog.models import (
     Membership,
     Portal,
     ResourceProfile,
-    utcnow,
 )
 
 _YEAR_LABEL = re.compile(r"^(\d{4})-(\d{4})$")

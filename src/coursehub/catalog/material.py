@@ -1,7 +1,7 @@
 """A course's material in the catalog: checks of a repository's address, and the mirror's state.
 
 The repository (``git_url``, ``branch``, ``subpath``) and the state of its
-mirror live on :class:`~coursehub.catalog.models.CourseMaterial`:
+mirror live on :class:`~coursehub.catalog.models.courses.CourseMaterial`:
 ``state`` (:data:`NEW`, :data:`UPDATING`, :data:`OK`, :data:`ERROR`),
 ``commit`` (the upstream commit of the last good update), ``source``
 (the repository, branch and folder it came from), ``pull_url`` (where the
@@ -27,7 +27,8 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from coursehub.catalog.errors import ValidationError
-from coursehub.catalog.models import Course, CourseMaterial, utcnow
+from coursehub.catalog.models.base import utcnow
+from coursehub.catalog.models.courses import Course, CourseMaterial
 
 NEW, UPDATING, OK, ERROR = "new", "updating", "ok", "error"
 #: Kinds of credential a course may hold.
@@ -155,7 +156,7 @@ def render_pull_link(hub_base_url: str, course: Course, notebook: str = "") -> s
     ``handlers.py`` parameters; the same link as :func:`coursehub.spawn.material.render_pull_path`).
 
     ``notebook`` (a path in the published folder, already checked, e.g. by
-    :func:`coursehub.catalog.ltilaunch.plan_notebook`) opens that notebook
+    :func:`coursehub.catalog.lti.claims.plan_notebook`) opens that notebook
     rather than the folder: an LMS deep link.
     """
     props = material_properties(course.course_id, course.material)

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError, ValidationError
-from coursehub.catalog.models import Course, ResourceProfile
+from coursehub.catalog.models.courses import Course, ResourceProfile
 from coursehub.contract import (
     SLURM_FIELDS,
     CourseProfile,

@@ -2,7 +2,7 @@
 
 A course may have thousands of students, so nothing here walks the ORM's
 relationships (a course's and a person's memberships are write-only in
-:mod:`coursehub.catalog.models`): each function runs one fixed ``SELECT``,
+:mod:`coursehub.catalog.models.courses`): each function runs one fixed ``SELECT``,
 whatever the roster size. Only the course itself is an ORM object (with its
 year, portal, profile and material, joined in the same query); the rows of
 the other tables are plain named tuples read column by column, which is what
@@ -34,7 +34,7 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from coursehub.catalog.errors import NotFoundError
-from coursehub.catalog.models import (
+from coursehub.catalog.models.courses import (
     Course,
     CourseGroup,
     GroupKind,

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from coursehub.catalog.admin import ReadOnlyError
 from coursehub.catalog.courses import list_courses, make_course_id
 from coursehub.catalog.errors import ConflictError, ValidationError
-from coursehub.catalog.models import (
+from coursehub.catalog.models.courses import (
     AcademicYear,
     Course,
     CourseGroup,

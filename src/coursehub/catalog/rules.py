@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coursehub.catalog.errors import ConflictError, ForbiddenError
-from coursehub.catalog.models import Role
+from coursehub.catalog.models.courses import Role
 
 #: Person fields that say who someone is, with their longest value (as in the models).
 IDENTITY_FIELDS: dict[str, int] = {

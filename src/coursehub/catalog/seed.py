@@ -17,8 +17,8 @@ from coursehub.catalog.courses import (
     create_year,
     set_material,
 )
-from coursehub.catalog.models import Course, Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.profiles import create_profile
 
 #: (username, first name, last name, role, group) of the demo course's members.

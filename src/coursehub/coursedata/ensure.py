@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import TEAM_ROLES, Course, Membership, Person, Role
+from coursehub.catalog.models.courses import TEAM_ROLES, Course, Membership, Person, Role
 from coursehub.catalog.people import normalize_username
 from coursehub.coursedata.folders import (
     CourseDataError,

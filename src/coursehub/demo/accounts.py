@@ -31,7 +31,7 @@ def list_accounts(database_url: str) -> list[DemoAccount]:
     from sqlalchemy import select
 
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.models import Course, Membership, Person, Portal, PortalManager
+    from coursehub.catalog.models.courses import Course, Membership, Person, Portal, PortalManager
     from coursehub.catalog.readmodel import render_display_name
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
 

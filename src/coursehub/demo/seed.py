@@ -50,7 +50,7 @@ def is_seeded(session: Any) -> bool:
     """Return True when the demo year is already in the catalog."""
     from sqlalchemy import select
 
-    from coursehub.catalog.models import AcademicYear
+    from coursehub.catalog.models.courses import AcademicYear
 
     return session.scalar(select(AcademicYear).where(AcademicYear.label == DEMO_YEAR)) is not None
 
@@ -64,9 +64,9 @@ def seed_catalog(session: Any) -> list[str]:
         If the demo year already exists (see :func:`is_seeded`).
     """
     from coursehub.catalog.courses import add_group, create_course, create_portal, create_year
-    from coursehub.catalog.enrolment import import_roster
-    from coursehub.catalog.people import add_member
+    from coursehub.catalog.members import add_member
     from coursehub.catalog.profiles import create_profile
+    from coursehub.catalog.roster.apply import import_roster
 
     year = create_year(session, DEMO_YEAR)
     portals = {

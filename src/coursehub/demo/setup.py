@@ -146,7 +146,7 @@ def formgrader_names(database_url: str, course_ids: Sequence[str]) -> dict[str, 
     from sqlalchemy import select
 
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.models import Course
+    from coursehub.catalog.models.courses import Course
 
     if not course_ids:
         return {}

@@ -9,7 +9,7 @@ lines, so a name with a comma shifts the columns and one starting with
 ``=`` runs as a formula in a spreadsheet.
 The grade table (one row per student, one column per assignment) is for
 the teaching team only: callers check the role (e.g.
-:func:`coursehub.catalog.people.is_team`) before showing it.
+:func:`coursehub.catalog.members.is_team`) before showing it.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from coursehub.grading.layout import CourseLayout
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from coursehub.catalog.models import Course
+    from coursehub.catalog.models.courses import Course
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def read_roster(session: Session, course: Course) -> list[StudentRecord]:
     """Return the catalog's students of ``course`` as gradebook records."""
     from sqlalchemy import select
 
-    from coursehub.catalog.models import Membership, Role
+    from coursehub.catalog.models.courses import Membership, Role
 
     query = select(Membership).where(
         Membership.course_pk == course.id, Membership.role == Role.STUDENT.value

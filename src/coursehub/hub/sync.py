@@ -50,7 +50,14 @@ from sqlalchemy.orm import Session, selectinload
 
 from coursehub.catalog.courses import record_sync
 from coursehub.catalog.material import material_properties
-from coursehub.catalog.models import TEAM_ROLES, AcademicYear, Course, Membership, Person, Role
+from coursehub.catalog.models.courses import (
+    TEAM_ROLES,
+    AcademicYear,
+    Course,
+    Membership,
+    Person,
+    Role,
+)
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.profiles import profile_json
 from coursehub.errors import UsageError
@@ -214,7 +221,7 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
     if course_ids is not None:
         query = query.where(Course.course_id.in_(list(course_ids)))
     courses = list(session.scalars(query))
-    # Course.memberships is write-only (catalog.models): read them, 500 courses a query
+    # Course.memberships is write-only (catalog.models.courses): read them, 500 courses a query
     members_of: dict[int, list[tuple[Role, str]]] = {}
     pks = [course.id for course in courses]
     for start in range(0, len(pks), 500):

@@ -5,6 +5,6 @@ public key set; :mod:`coursehub.lti.ags` talks to the platform (OAuth 2.0
 client-credentials token, line items, scores); :mod:`coursehub.lti.passback`
 sends an assignment's nbgrader scores; ``coursehub lti keygen|jwks|passback``
 (:mod:`coursehub.lti.cli`). Sign-in itself is the hub's
-(:mod:`coursehub.spawn.lti`) and the catalog's (:mod:`coursehub.catalog.ltilaunch`).
+(:mod:`coursehub.spawn.lti`) and the catalog's (:mod:`coursehub.catalog.lti.launch`).
 See docs/lti.md, "Grade passback".
 """

@@ -97,7 +97,7 @@ def run_requests(args: argparse.Namespace) -> int:
     """Print the account requests, one a line: number, account, LMS name and e-mail, course."""
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_scope
-    from coursehub.catalog.lti import account_requests
+    from coursehub.catalog.lti.accounts import account_requests
 
     with open_catalog(args.database_url) as engine, session_scope(engine) as session:
         for rq in account_requests(session):
@@ -116,8 +116,8 @@ def run_bind(args: argparse.Namespace) -> int:
 
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_scope
-    from coursehub.catalog.lti import get_account_request
-    from coursehub.catalog.ltilaunch import confirm_account_request
+    from coursehub.catalog.lti.accounts import get_account_request
+    from coursehub.catalog.lti.confirm import confirm_account_request
 
     with open_catalog(args.database_url) as engine, session_scope(engine) as session:
         request = get_account_request(session, args.request)

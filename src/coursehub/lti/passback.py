@@ -3,7 +3,7 @@
 :func:`apply_passback` reads the course's grade table
 (:func:`coursehub.grading.export.read_grade_table`), picks the LMS link
 whose launches carried the grade services claim
-(:func:`coursehub.catalog.ltiags.grade_services_of`), plans who gets a score
+(:func:`coursehub.catalog.lti.ags.grade_services_of`), plans who gets a score
 (:func:`plan_passback`, pure), then asks the platform for a token, finds or
 creates the assignment's line item (label and ``resourceId`` the assignment's
 name, ``scoreMaximum`` its nbgrader maximum) and posts one score per student
@@ -28,9 +28,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.lti import LtiGradeService
-from coursehub.catalog.ltiags import SCOPE_LINEITEM, SCOPE_SCORE, grade_services_of, subjects_of
-from coursehub.catalog.models import Course
+from coursehub.catalog.lti.ags import SCOPE_LINEITEM, SCOPE_SCORE, grade_services_of, subjects_of
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiGradeService
 from coursehub.errors import CoursehubError
 from coursehub.grading.export import GRADED, NOT_SUBMITTED, GradeTable
 from coursehub.grading.layout import CourseLayout

@@ -28,7 +28,7 @@ from coursehub.catalog.material import (
     record_failure,
     record_success,
 )
-from coursehub.catalog.models import AcademicYear, Course, CourseMaterial
+from coursehub.catalog.models.courses import AcademicYear, Course, CourseMaterial
 from coursehub.catalog.readmodel import load_course
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.material.credential import (

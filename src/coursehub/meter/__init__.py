@@ -3,7 +3,7 @@
 This package is loaded by every process that starts work (the hub process
 through the cgroup spawners, the runner at a job's end). It never imports the
 catalog: it writes append-only JSON-lines files in a usage folder, which the
-course app (``coursehub usage ingest``, :mod:`coursehub.catalog.usage`)
+course app (``coursehub usage ingest``, :mod:`coursehub.catalog.usage.ingest`)
 reads into the catalog. See docs/usage.md.
 
 Modules

@@ -266,7 +266,7 @@ def ensure_job_folder(folder: Path) -> Path:
 
     Each job's file there is its user's own (0o600, :func:`append_record`);
     ``coursehub usage ingest`` takes job records from a file only for the
-    file's owner (:mod:`coursehub.catalog.usage`).
+    file's owner (:mod:`coursehub.catalog.usage.trust`).
 
     Raises
     ------

@@ -155,7 +155,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "usage ingest",
-        "coursehub.catalog.usage:ingest_folder",
+        "coursehub.catalog.usage.ingest:ingest_folder",
         "the course app's account (root for the hub's records)",
         "the hub's usage folder and the jobs' folder (files checked by owner)",
         "catalog (usage tables)",

@@ -51,7 +51,7 @@ from traitlets import Dict, Float, List, Unicode, import_item
 DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
 #: Key of the authentication model marking a launch the course app accepted.
 ACCEPTED = "coursehub_lti_accepted"
-#: Username claims the course app understands (``coursehub.catalog.ltilaunch``).
+#: Username claims the course app understands (``coursehub.catalog.lti.claims``).
 DEFAULT_USERNAME_CLAIM = "email_local_part"
 
 

@@ -86,7 +86,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     The hub's folder first, then its jobs folder (``FOLDER-jobs``), whose
     files are all read as written by their owners.
     """
-    from coursehub.catalog.usage import ingest_folder
+    from coursehub.catalog.usage.ingest import ingest_folder
     from coursehub.meter.sampler import job_folder
 
     folder = _folder(args)
@@ -127,7 +127,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def run_prune(args: argparse.Namespace) -> int:
     """Delete what the retention no longer keeps."""
-    from coursehub.catalog.usage import prune_usage
+    from coursehub.catalog.usage.ingest import prune_usage
 
     folder = args.folder or None
     if folder is not None and not folder.is_dir():

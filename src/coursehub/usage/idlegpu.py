@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.usage import UsageUnit
+from coursehub.catalog.models.usage import UsageUnit
 from coursehub.usage.metrics import STALE_S
 
 #: Seconds without hub activity after which a server has no busy kernel: two

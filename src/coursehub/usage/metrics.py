@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.usage import UsageDay, UsageUnit
+from coursehub.catalog.models.usage import UsageDay, UsageUnit
 
 #: Content type of the exposition format.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -1,6 +1,6 @@
 """Usage reports from the daily rollup: per student, per day or per course.
 
-All figures come from ``usage_days`` (:mod:`coursehub.catalog.usage`): one
+All figures come from ``usage_days`` (:mod:`coursehub.catalog.models.usage`): one
 grouped query per report, whatever the number of students.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from coursehub.catalog.usage import UsageDay
+from coursehub.catalog.models.usage import UsageDay
 from coursehub.csvsafe import render_csv as render_csv_rows
 from coursehub.errors import UsageError
 

@@ -2,7 +2,7 @@
 
 A course belongs to one academic year (its ``course_id`` names it), so a
 course's figures for the year are all of its rows in ``usage_days``
-(:mod:`coursehub.catalog.usage`), whatever their dates: one grouped query
+(:mod:`coursehub.catalog.models.usage`), whatever their dates: one grouped query
 over the year's courses. Days older than the rollup's retention (five years)
 are gone.
 """
@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.usage import UsageDay
+from coursehub.catalog.models.usage import UsageDay
 from coursehub.csvsafe import render_csv
 
 #: Columns of the CSV export, in order.

@@ -35,7 +35,7 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, list_portals
 from coursehub.catalog.errors import ForbiddenError
-from coursehub.catalog.models import Course, Membership, Person, Portal, Role
+from coursehub.catalog.models.courses import Course, Membership, Person, Portal, Role
 from coursehub.catalog.rules import Actor
 from coursehub.web.config import parse_groups
 from coursehub.web.identity import Identity

@@ -16,8 +16,8 @@ from coursehub.catalog.courses import (
     get_year,
     update_course,
 )
-from coursehub.catalog.models import Course, Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.profiles import get_profile
 from coursehub.material.service import set_course_material
 from coursehub.web.materialjobs import material_layout

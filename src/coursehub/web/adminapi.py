@@ -28,7 +28,7 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.models import Course, Portal
+from coursehub.catalog.models.courses import Course, Portal
 from coursehub.web.access import Access, may_copy, require, require_admin, require_portal
 from coursehub.web.api import authenticate, payload_error, synced
 from coursehub.web.coursepage import load_course_access

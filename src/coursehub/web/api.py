@@ -30,10 +30,10 @@ from sqlalchemy.orm import Session
 from coursehub.catalog.admin import open_course
 from coursehub.catalog.courses import get_group, get_portal
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
-from coursehub.catalog.models import Course, Role
-from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
+from coursehub.catalog.members import add_member, remove_member, visible_courses
+from coursehub.catalog.models.courses import Course, Role
+from coursehub.catalog.people import check_username
 from coursehub.catalog.readmodel import (
     load_groups,
     load_member,
@@ -41,6 +41,7 @@ from coursehub.catalog.readmodel import (
     load_students,
     load_team,
 )
+from coursehub.catalog.roster.apply import apply_roster, check_confirmed
 from coursehub.web import auth
 from coursehub.web.access import (
     Access,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.names import same_identifiers
 from coursehub.catalog.readmodel import (
     PAGE_SIZE,

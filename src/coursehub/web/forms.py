@@ -20,7 +20,7 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional
 
-from coursehub.catalog.models import GroupKind, Role
+from coursehub.catalog.models.courses import GroupKind, Role
 
 
 class CourseForm(FlaskForm):

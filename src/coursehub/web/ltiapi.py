@@ -5,7 +5,7 @@ verified an LTI 1.3 ``id_token`` and posts its claims here with the launch
 token (``Authorization: token T``, ``LTI_LAUNCH_TOKEN`` in the config, the
 ``COURSEHUB_LTI_LAUNCH_TOKEN`` variable the rendered hub configuration gives
 the course app; without it this endpoint answers 404). The app parses the
-launch (:func:`coursehub.catalog.ltilaunch.parse_launch`), records its
+launch (:func:`coursehub.catalog.lti.claims.parse_launch`), records its
 nonce, enrols the person in the linked course and syncs that course into
 the hub (at every accepted launch) (:func:`coursehub.web.hubsync.apply_hub_sync`, which calls
 :func:`coursehub.hub.sync.sync_catalog` with ``course_ids=[course_id]``): the
@@ -13,7 +13,7 @@ hub groups and the gradebook follow at once, without a hub restart.
 
 Before deciding who the person is, the app asks the hub about the launch's
 username (:func:`hub_account`: does a hub user have it, is it an admin), so
-that :func:`coursehub.catalog.ltilaunch.plan_account` never maps a launch
+that :func:`coursehub.catalog.lti.identity.plan_account` never maps a launch
 onto a hub account outside the catalog or onto an admin.
 
 Answers: 200 ``{"name", "course_id", "role", "next", "hub_sync"}``; 403
@@ -32,18 +32,12 @@ from typing import Any
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
 
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.lti import LtiLink
-from coursehub.catalog.ltilaunch import (
-    HubAccount,
-    Launch,
-    LaunchError,
-    LaunchRefusedError,
-    apply_launch,
-    claim_nonce,
-    parse_launch,
-)
+from coursehub.catalog.lti.claims import Launch, LaunchError, LaunchRefusedError, parse_launch
+from coursehub.catalog.lti.identity import HubAccount
+from coursehub.catalog.lti.launch import apply_launch, claim_nonce
 from coursehub.catalog.material import render_pull_link
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.hub.hubclient import HubClient, HubError
 from coursehub.web.api import parse_authorization

@@ -17,7 +17,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from coursehub.catalog.material import render_pull_link, render_state
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential
 from coursehub.material.service import set_course_material

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from coursehub.books.background import build_if_asked
 from coursehub.books.settings import BookPaths, books_root
 from coursehub.catalog.material import mark_requested
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.material.layout import MaterialLayout, material_root
 from coursehub.material.service import UpdateOutcome, run_update
 from coursehub.web.database import SESSIONS_KEY

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coursehub.catalog.models import Course, ResourceProfile
+from coursehub.catalog.models.courses import Course, ResourceProfile
 from coursehub.catalog.profiles import profile_json
 from coursehub.catalog.readmodel import MemberRow
 from coursehub.web.actions import Material, NewCourse

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
 from coursehub.catalog.admin import check_writable
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.web.database import get_session
 
 #: Changes still allowed on a read-only course: restore it, copy it to another year.

@@ -18,10 +18,10 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.enrolment import RosterPlan, plan_roster
-from coursehub.catalog.models import Course
-from coursehub.catalog.preview import render_plan
-from coursehub.catalog.roster import parse_roster
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.roster.parse import parse_roster
+from coursehub.catalog.roster.plan import RosterPlan, plan_roster
+from coursehub.catalog.roster.preview import render_plan
 from coursehub.errors import UsageError
 
 SALT = "coursehub.roster-preview"
@@ -43,7 +43,7 @@ def plan_import(
     """Parse the file and plan its import into ``course`` (reads, never writes).
 
     ``admin``: the importer is a hub admin, who may change anyone's identity
-    (:func:`coursehub.catalog.enrolment.plan_changes`).
+    (:func:`coursehub.catalog.roster.plan.plan_changes`).
 
     Raises
     ------

@@ -17,7 +17,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 from werkzeug.serving import make_server
 
-from coursehub.catalog.models import Course, CourseGroup, Membership, Person, Role
+from coursehub.catalog.models.courses import Course, CourseGroup, Membership, Person, Role
 from coursehub.web.identity import Identity
 
 
@@ -148,7 +148,7 @@ def seed_web_catalog(url: str) -> str:
     """
     from coursehub.catalog.courses import create_course, create_portal, get_year
     from coursehub.catalog.db import make_engine, session_scope
-    from coursehub.catalog.people import add_member
+    from coursehub.catalog.members import add_member
     from coursehub.catalog.seed import seed_demo
 
     engine = make_engine(url)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Engine
 
-import coursehub.catalog.lti  # noqa: F401  (registers the LTI tables on Base.metadata)
-from coursehub.catalog import usage as _usage  # noqa: F401  (registers the usage tables)
 from coursehub.catalog.db import make_engine
-from coursehub.catalog.models import Base
+from coursehub.catalog.models import courses, lti, usage
+from coursehub.catalog.models.base import Base
+
+#: The table modules whose tables ``Base.metadata`` holds once imported: autogenerate
+#: compares the database with exactly these (a new table module is named here).
+TABLE_MODULES = (courses, lti, usage)
 
 config = context.config
 target_metadata = Base.metadata

@@ -15,7 +15,7 @@ from werkzeug.wrappers import Response
 from wtforms import Form
 
 from coursehub.catalog.admin import managed_portals
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.web.access import Access, creator_groups, may_create_courses, require
 from coursehub.web.auth import auth_mode
 from coursehub.web.coursepage import load_course_access

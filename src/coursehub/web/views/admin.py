@@ -22,7 +22,7 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.views import commit_or_show

@@ -10,8 +10,8 @@ from flask import Blueprint, abort, g, render_template
 
 from coursehub.catalog.admin import managed_portals
 from coursehub.catalog.courses import list_courses
-from coursehub.catalog.models import Course
-from coursehub.catalog.people import visible_courses
+from coursehub.catalog.members import visible_courses
+from coursehub.catalog.models.courses import Course
 from coursehub.web.database import get_session
 
 bp = Blueprint("browse", __name__)

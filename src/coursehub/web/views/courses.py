@@ -15,8 +15,8 @@ from coursehub.catalog.admin import (
     plan_read_only,
 )
 from coursehub.catalog.courses import get_portal, list_portals, list_years
-from coursehub.catalog.models import Course, Portal, Role
-from coursehub.catalog.people import add_member
+from coursehub.catalog.members import add_member
+from coursehub.catalog.models.courses import Course, Portal, Role
 from coursehub.catalog.profiles import list_profiles
 from coursehub.errors import CoursehubError
 from coursehub.web.access import (

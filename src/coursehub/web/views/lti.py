@@ -2,16 +2,16 @@
 confirm LMS accounts.
 
 The first launch from an LMS course that is linked to no course records it
-pending with a code (:mod:`coursehub.catalog.lti`); only an Instructor's
+pending with a code (:mod:`coursehub.catalog.lti.links`); only an Instructor's
 launch shows the code, and the code is theirs. The course's lead who is
 that Instructor types it here, sees the LMS course's title and confirms
-(:func:`coursehub.catalog.ltilaunch.confirm_link_as_lead`); a hub admin also
+(:func:`coursehub.catalog.lti.confirm.confirm_link_as_lead`); a hub admin also
 sees every pending LMS course and links one to this course directly.
 
 A launch whose username is an existing account not bound to its LMS user is
 refused and recorded as an account request; the lead confirms the requests
 from this course's LMS courses for its members here
-(:func:`coursehub.catalog.ltilaunch.confirm_account_request`), a hub admin
+(:func:`coursehub.catalog.lti.confirm.confirm_account_request`), a hub admin
 any request. Only the course's leads and hub admins use these pages: a link
 decides who gets enrolled in the course, a binding who signs in as whom.
 """
@@ -21,22 +21,15 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from coursehub.catalog.lti import (
-    LtiLink,
-    account_requests,
-    confirm_link,
-    get_account_request,
-    get_pending,
-    links_of,
-    pending_links,
-    unlink,
-)
-from coursehub.catalog.ltilaunch import (
+from coursehub.catalog.lti.accounts import account_requests, get_account_request
+from coursehub.catalog.lti.confirm import (
     check_link_by_lead,
     confirm_account_request,
     confirm_link_as_lead,
 )
-from coursehub.catalog.models import Course, Role
+from coursehub.catalog.lti.links import confirm_link, get_pending, links_of, pending_links, unlink
+from coursehub.catalog.models.courses import Course, Role
+from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, role_in_course
 from coursehub.web.database import get_session

@@ -30,9 +30,9 @@ from flask import (
 )
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from coursehub.catalog.lti import LtiGradeService
-from coursehub.catalog.ltiags import grade_services_of
-from coursehub.catalog.models import Course
+from coursehub.catalog.lti.ags import grade_services_of
+from coursehub.catalog.models.courses import Course
+from coursehub.catalog.models.lti import LtiGradeService
 from coursehub.errors import CoursehubError
 from coursehub.lti.keys import ToolKeyError, load_private_key, public_jwks, tool_key_path
 from coursehub.web.access import Access

@@ -9,7 +9,7 @@ from wtforms import BooleanField, PasswordField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length, Optional
 
 from coursehub.catalog.material import render_pull_link
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.errors import CoursehubError
 from coursehub.material.credential import parse_credential
 from coursehub.material.service import set_course_material

@@ -14,7 +14,7 @@ from flask import Blueprint, abort, g, render_template, request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models import TEAM_ROLES, Course, Membership, Person, PortalManager
+from coursehub.catalog.models.courses import TEAM_ROLES, Course, Membership, Person, PortalManager
 from coursehub.catalog.people import PersonCourse, courses_of, search_people
 from coursehub.web.database import get_session
 from coursehub.web.forms import SearchForm

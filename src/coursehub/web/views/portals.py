@@ -20,8 +20,8 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, list_courses, list_portals, list_years
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.models import Portal
-from coursehub.catalog.people import course_leads
+from coursehub.catalog.members import course_leads
+from coursehub.catalog.models.courses import Portal
 from coursehub.catalog.readmodel import load_course as read_course
 from coursehub.catalog.readmodel import load_own
 from coursehub.errors import CoursehubError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, flash, g, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
-from coursehub.catalog.models import ResourceProfile
+from coursehub.catalog.models.courses import ResourceProfile
 from coursehub.catalog.profiles import create_profile, get_profile, list_profiles, update_profile
 from coursehub.contract import SLURM_FIELDS
 from coursehub.web.access import require_admin

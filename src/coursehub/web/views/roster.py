@@ -5,12 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, current_app, flash, g, render_template
 from werkzeug.wrappers import Response
 
-from coursehub.catalog.enrolment import RosterPlan, apply_roster
 from coursehub.catalog.errors import RosterError
-from coursehub.catalog.models import Course
+from coursehub.catalog.models.courses import Course
 from coursehub.catalog.names import same_identifiers, sort_by_name
-from coursehub.catalog.preview import FIELD_LABELS, plan_update_changes
 from coursehub.catalog.readmodel import load_groups, load_members
+from coursehub.catalog.roster.apply import apply_roster
+from coursehub.catalog.roster.plan import RosterPlan
+from coursehub.catalog.roster.preview import FIELD_LABELS, plan_update_changes
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access
 from coursehub.web.database import get_session

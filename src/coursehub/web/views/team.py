@@ -15,8 +15,8 @@ from werkzeug.wrappers import Response
 from coursehub.catalog.courses import get_group
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.errors import ConflictError, ForbiddenError, NotFoundError
-from coursehub.catalog.models import Course, Membership
-from coursehub.catalog.people import add_member, remove_member
+from coursehub.catalog.members import add_member, remove_member
+from coursehub.catalog.models.courses import Course, Membership
 from coursehub.catalog.readmodel import CourseGroups, load_groups, load_team
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, course_actor

@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, g, render_template
 from sqlalchemy import select
 
-from coursehub.catalog.models import Membership, Person, Role
+from coursehub.catalog.models.courses import Membership, Person, Role
 from coursehub.catalog.people import normalize_username
 from coursehub.contract import team_group
 from coursehub.errors import CoursehubError

@@ -26,8 +26,8 @@ from sqlalchemy import select
 
 from coursehub.catalog.admin import current_year, managed_portals
 from coursehub.catalog.courses import get_portal, list_courses, list_portals, list_years
-from coursehub.catalog.models import AcademicYear, Portal
-from coursehub.catalog.usage import UsageUnit
+from coursehub.catalog.models.courses import AcademicYear, Portal
+from coursehub.catalog.models.usage import UsageUnit
 from coursehub.errors import CoursehubError
 from coursehub.usage.chart import render_bar_svg
 from coursehub.usage.idlegpu import (

@@ -4,7 +4,7 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01
 
-New tables only (see :mod:`coursehub.catalog.lti`); no data changes.
+New tables only (see :mod:`coursehub.catalog.models.lti`); no data changes.
 """
 
 from __future__ import annotations

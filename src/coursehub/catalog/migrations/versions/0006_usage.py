@@ -4,7 +4,7 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-01
 
-Tables of :mod:`coursehub.catalog.usage` (docs/usage.md).
+Tables of :mod:`coursehub.catalog.models.usage` (docs/usage.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-01
 
-One new table (see :class:`coursehub.catalog.lti.LtiGradeService`); no data changes.
+One new table (see :class:`coursehub.catalog.models.lti.LtiGradeService`); no data changes.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-12-02
 
-Three columns on ``lti_links`` (see :class:`coursehub.catalog.lti.LtiLink`:
+Three columns on ``lti_links`` (see :class:`coursehub.catalog.models.lti.LtiLink`:
 ``instructor_subject``, ``instructor_username``, ``instructor_name``) and one
-new table, ``lti_account_requests`` (:class:`coursehub.catalog.lti.LtiAccountRequest`).
+new table, ``lti_account_requests`` (:class:`coursehub.catalog.models.lti.LtiAccountRequest`).
 Links pending before this revision have no Instructor: a hub admin links them,
 or an Instructor launches again to get a code of their own.
 """

@@ -1,60 +1,39 @@
-"""The catalog's tables: typed SQLAlchemy 2.0 models.
+"""The catalog's core tables: years, portals, profiles, courses, groups, people, memberships.
 
-Conventions
------------
-- Every table has an integer primary key ``id``; foreign keys are named
-  ``<thing>_pk`` (``course_pk``, ``person_pk``...), because ``course_id`` is
-  the field term for nbgrader's string identifier of a course
-  (``Course.course_id``, e.g. ``"mlmeca-2025"``, used in the hub group names
-  ``nbgrader-{course_id}`` and ``formgrade-{course_id}``).
-- Constraint names follow :data:`NAMING_CONVENTION`, so that Alembic
-  migrations are identical on SQLite and PostgreSQL.
-- Times are timezone-aware, in UTC, on every backend (:class:`UTCDateTime`;
-  SQLite alone would hand them back naive).
-- Enumerated columns (``Membership.role``, ``CourseGroup.kind``) are typed
-  :class:`Role` and :class:`GroupKind` in Python (:func:`enum_column`); in
-  the database they stay the plain strings ``"lead"``, ``"TD"``... of the
-  first migration, guarded by a CHECK constraint, so no data migration was
-  needed.
+These tables reference one another both ways (``Course.memberships`` and
+``Membership.course``, ``Portal.managers``...), so they live in one module:
+SQLAlchemy resolves a relationship's target by name when mappers are
+configured, and every class of the graph is then registered.
+
 - Collections that may hold thousands of rows (a course's, a person's and a
   group's memberships) are write-only (SQLAlchemy's "Working with Large
   Collections"): they are never loaded; read them with an explicit
   ``select`` (:mod:`coursehub.catalog.readmodel` for a course). Their rows
   go with their parent by the foreign keys' ``ON DELETE`` rules.
+
+Conventions (keys, constraint names, UTC times, enum columns):
+:mod:`coursehub.catalog.models.base`.
 """
 
 from __future__ import annotations
 
 import enum
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
-    Enum,
     Float,
     ForeignKey,
     Integer,
-    MetaData,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, WriteOnlyMapped, mapped_column, relationship
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.orm import Mapped, WriteOnlyMapped, mapped_column, relationship
 
-#: Constraint and index names, from SQLAlchemy's "Configuring Constraint
-#: Naming Conventions" documentation.
-NAMING_CONVENTION: dict[str, str] = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from coursehub.catalog.models.base import Base, TimestampMixin, UTCDateTime, check_in, enum_column
 
 
 class Role(enum.StrEnum):
@@ -75,66 +54,6 @@ class GroupKind(enum.StrEnum):
 
     TD = "TD"
     TP = "TP"
-
-
-def utcnow() -> datetime:
-    """Return the current time, timezone-aware, in UTC."""
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC ``DateTime``: naive values are taken as UTC, read values carry UTC."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _check_in(column: str, values: type[enum.StrEnum]) -> str:
-    return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
-
-
-def enum_column(values: type[enum.StrEnum], length: int) -> Enum:
-    """Return the column type of a :class:`enum.StrEnum`: stored as ``VARCHAR(length)``.
-
-    The stored strings are the members' values (``values_callable``), not
-    their names; strings bound to it are checked in Python
-    (``validate_strings``: an unknown one raises ``StatementError`` before
-    any SQL). No constraint of its own (``create_constraint=False``): the
-    table's named CHECK (:func:`_check_in`) guards the database, as it did
-    when the column was a plain ``String`` (same DDL on SQLite and
-    PostgreSQL, so no migration). See SQLAlchemy's ``sqlalchemy.types.Enum``.
-    """
-    return Enum(
-        values,
-        native_enum=False,
-        create_constraint=False,
-        validate_strings=True,
-        length=length,
-        values_callable=lambda members: [m.value for m in members],
-    )
-
-
-class Base(DeclarativeBase):
-    """Declarative base of every catalog table, carrying the naming convention."""
-
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-class TimestampMixin:
-    """``created_at`` / ``updated_at`` columns, set by Python on insert and update."""
-
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
 
 class AcademicYear(Base):
@@ -281,7 +200,7 @@ class CourseGroup(Base):
     __tablename__ = "course_groups"
     __table_args__ = (
         UniqueConstraint("course_pk", "name"),
-        CheckConstraint(_check_in("kind", GroupKind), name="kind"),
+        CheckConstraint(check_in("kind", GroupKind), name="kind"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -330,7 +249,7 @@ class Membership(Base):
     __tablename__ = "memberships"
     __table_args__ = (
         UniqueConstraint("person_pk", "course_pk"),
-        CheckConstraint(_check_in("role", Role), name="role"),
+        CheckConstraint(check_in("role", Role), name="role"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -7,13 +7,13 @@ https://www.imsglobal.org/spec/lti-ags/v2p0/#assignment-and-grade-service-claim)
 ``scope`` (the scopes the tool may ask for), ``lineitems`` (the context's
 line items URL) and, for a resource link with one line item, ``lineitem``.
 :func:`parse_grade_service` reads it (pure); :func:`record_grade_service`
-keeps the newest one per link (:class:`coursehub.catalog.lti.LtiGradeService`),
+keeps the newest one per link (:class:`coursehub.catalog.models.lti.LtiGradeService`),
 with the tool's client id (the launch's audience) and the platform's token
 URL (from the hub's registration). Grade passback (:mod:`coursehub.lti`)
 reads them back with :func:`grade_services_of` and the people's LMS user ids
 (``sub``) with :func:`subjects_of`.
 
-Functions flush and never commit, as in :mod:`coursehub.catalog.lti`.
+Functions flush and never commit, as in :mod:`coursehub.catalog.lti.links`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.lti import MAX_ID, LtiAccount, LtiGradeService, LtiLink
-from coursehub.catalog.models import Course, Person, utcnow
+from coursehub.catalog.models.base import utcnow
+from coursehub.catalog.models.courses import Course, Person
+from coursehub.catalog.models.lti import MAX_ID, LtiAccount, LtiGradeService, LtiLink
 
 #: The AGS claim of a launch (LTI AGS 2.0, section 3.1).
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"

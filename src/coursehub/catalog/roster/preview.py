@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from coursehub.catalog.enrolment import IdentityChange, RosterPlan, RosterUpdate
-    from coursehub.catalog.roster import RosterRow
+    from coursehub.catalog.roster.parse import RosterRow
+    from coursehub.catalog.roster.plan import IdentityChange, RosterPlan, RosterUpdate
 
 #: What a field reads as in the web preview.
 FIELD_LABELS = {

@@ -1,0 +1,1 @@
+"""The catalog's tables, one module per subject: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""The roster pipeline: decode, parse, plan, preview, apply; see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""Usage in the catalog: trust, rollup, ingest and retention; see docs/architecture.md."""
