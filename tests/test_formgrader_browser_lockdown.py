@@ -112,7 +112,7 @@ def graded_assignment(layout: CourseLayout, workdir: Path) -> None:
         generate_assignment,
         release_assignment,
     )
-    from coursehub.grading.autograde import ensure_students
+    from coursehub.grading.autograde.gradebook import ensure_students
     from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
     from test_autograde_sandbox import HOSTILE
     from test_grading_e2e import CORRECT, answer_assignment

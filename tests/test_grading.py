@@ -19,7 +19,8 @@ from coursehub.grading.assignments import (
     parse_submission_name,
     release_assignment,
 )
-from coursehub.grading.autograde import autograde_args, plan_autograde
+from coursehub.grading.autograde.job import autograde_args
+from coursehub.grading.autograde.plan import plan_autograde
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import plan_student_identity
 from coursehub.grading.gradebook import (

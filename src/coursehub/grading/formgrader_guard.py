@@ -14,7 +14,7 @@ jupyter_server's own settings (https://jupyter-server.readthedocs.io/en/latest/o
 - ``ServerApp.terminals_enabled=False``;
 - ``ServerApp.kernel_manager_class`` = :class:`RefusingKernelManager`: no
   kernel starts through the server (nbgrader's "autograde" button starts its
-  own, sandboxed kernels: :mod:`coursehub.grading.sandbox_kernel`);
+  own, sandboxed kernels: :mod:`coursehub.grading.sandbox.kernel`);
 - ``ServerApp.jpserver_extensions``: Lab, the notebook UI, the language
   server, the terminals, nbgrader's student extensions (assignment list,
   course list, validation: it executes a notebook) off
