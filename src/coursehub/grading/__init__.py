@@ -1,1 +1,1 @@
-"""nbgrader per course: its modules and their public names are in docs/assignments.md."""
+"""nbgrader per course: courses, exchange, gradebooks, autograde; see docs/architecture.md."""

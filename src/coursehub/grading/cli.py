@@ -132,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
 
     command = args.grading_command
     if command == "hub-config":
-        from coursehub.grading.formgrader_account import prepare_formgraders
-        from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
+        from coursehub.grading.formgrader.account import prepare_formgraders
+        from coursehub.grading.formgrader.service import (
+            full_server_enabled,
+            render_formgrader_config,
+        )
 
         layouts = [layout_from_env(c) for c in args.course_ids]
         from coursehub.contract import hub_id_of_data_dir

@@ -59,15 +59,15 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "formgrader (one per course, hub service)",
-        "coursehub.grading.hubservice:render_formgrader_config",
+        "coursehub.grading.formgrader.service:render_formgrader_config",
         "as root: its course's own account `fg-<hub_id>-<course_id>` (no capabilities, the "
         "course's group); else the hub's account. Serves nbgrader's formgrader pages only (no "
-        "kernel, terminal or contents API: coursehub.grading.formgrader_guard)",
+        "kernel, terminal or contents API: coursehub.grading.formgrader.guard)",
         "its course directory (its nbgrader_config.py read-only), the exchange as its modes "
         "allow; the installation, read-only",
         "its course's gradebook, autograded/ and feedback/",
         "yes (the hub API)",
-        "coursehub.grading.hubservice:formgrader_service_command",
+        "coursehub.grading.formgrader.service:formgrader_service_command",
     ),
     ProcessRow(
         'formgrader\'s autograde kernel (its "autograde" button)',

@@ -85,7 +85,7 @@ def index(course_id: str) -> str:
     from coursehub.grading.create import default_timezone
     from coursehub.grading.cycle import autograde_progress
     from coursehub.grading.export import read_grade_table
-    from coursehub.grading.hubservice import formgrader_link
+    from coursehub.grading.formgrader.service import formgrader_link
     from coursehub.grading.latepolicy import LATE_METHODS, read_late_policies
     from coursehub.web.views.ltigrades import lms_grade_services
 

@@ -1,6 +1,6 @@
 """Each course's formgrader as an unprivileged account of its own, reaching its own course only.
 
-A formgrader is a hub-managed service (:mod:`coursehub.grading.hubservice`).
+A formgrader is a hub-managed service (:mod:`coursehub.grading.formgrader.service`).
 JupyterHub runs a managed service as the hub's own Unix account unless told
 otherwise (``services/service.py``, ``Service.user``), which on a hub run as
 root is root. So when coursehub renders the services as root, each course's
