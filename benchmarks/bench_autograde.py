@@ -52,7 +52,8 @@ from coursehub.grading.assignments import (
     generate_assignment,
     release_assignment,
 )
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from coursehub.runner.local import LocalBackend

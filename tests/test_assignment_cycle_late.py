@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from coursehub.grading.assignments import collect, generate_assignment, release_assignment
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.create import NewAssignment, create_assignment, parse_duedate
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.export import GRADED, read_grade_table, render_grades_csv

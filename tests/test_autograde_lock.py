@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from coursehub.grading.autograde_lock import (
+from coursehub.grading.autograde.lock import (
     LOCK_FD_VAR,
     AutogradeRunningError,
     acquire_autograde_lock,
@@ -48,7 +48,7 @@ def test_the_lock_of_a_killed_autograde_is_not_stale(layout):
             sys.executable,
             "-c",
             "import sys, time\nfrom coursehub.grading.layout import make_layout\n"
-            "from coursehub.grading.autograde_lock import acquire_autograde_lock\n"
+            "from coursehub.grading.autograde.lock import acquire_autograde_lock\n"
             f"lock = acquire_autograde_lock(make_layout('phys-2025', {root!r}, {exchange!r}),"
             " 'ps1', 'x')\nprint('held', flush=True)\ntime.sleep(60)",
         ],

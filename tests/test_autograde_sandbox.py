@@ -22,7 +22,9 @@ import nbformat
 import pytest
 
 from coursehub.grading.assignments import collect
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, ensure_students
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.gradebook import ensure_students
+from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.demo import DEMO_ASSIGNMENT
 from coursehub.resources.processes import pid_running
 from coursehub.sandbox.account import SandboxAccount
@@ -317,8 +319,8 @@ def test_as_root_autograde_grades_when_the_catalogs_folder_holds_the_courses_and
 def test_a_kernel_that_died_before_running_a_cell_is_a_host_error_not_the_students(tmp_path):
     from types import SimpleNamespace
 
-    from coursehub.grading.autograde_core import HOST_ERROR
-    from coursehub.grading.autograde_job import finish_grading, job_log_path
+    from coursehub.grading.autograde.job import finish_grading, job_log_path
+    from coursehub.grading.autograde.outcomes import HOST_ERROR
 
     layout = new_course(tmp_path, "phys-2025", execute_timeout_s=30)
     answer(layout, tmp_path, "alice", CORRECT)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 STUDENT = "p2501001"
 LEAD = "mbuffat"
 FORMGRADER = "/services/mlmeca-2025/formgrader"
-GUARD_ARG = "--ServerApp.jpserver_extensions=coursehub.grading.formgrader_guard=True"
+GUARD_ARG = "--ServerApp.jpserver_extensions=coursehub.grading.formgrader.guard=True"
 START_TIMEOUT_S = 180.0
 
 
@@ -283,7 +283,7 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
     services = {s["name"]: s for s in config.JupyterHub.services}
     assert services["mlmeca-2025"]["cwd"] == str(layout.course_dir)
     assert services["mlmeca-2025"]["command"][0] == sys.executable
-    # the formgrader only: no kernels, terminals, contents or Lab (formgrader_guard)
+    # the formgrader only: no kernels, terminals, contents or Lab (formgrader.guard)
     assert GUARD_ARG in services["mlmeca-2025"]["command"]
     assert services["coursehub"]["environment"]["COURSEHUB_FORMGRADER_COURSES"] == "mlmeca-2025"
     roles = {r["name"]: r for r in config.JupyterHub.load_roles}

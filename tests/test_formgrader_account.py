@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from coursehub.errors import CoursehubError
-from coursehub.grading.formgrader_account import (
+from coursehub.grading.formgrader.account import (
     MAX_USER_NAME,
     ensure_formgrader_account,
     formgrader_user_name,

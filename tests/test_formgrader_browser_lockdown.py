@@ -1,7 +1,7 @@
 """A course's formgrader service on a real hub serves the formgrader only, students' HTML inert.
 
 The hub runs the formgrader services coursehub renders
-(:func:`coursehub.grading.hubservice.render_formgrader_config`) for two
+(:func:`coursehub.grading.formgrader.service.render_formgrader_config`) for two
 courses; a grader of the first signs in. The formgrader answers, its API
 too; kernels, sessions, terminals, the contents API, Lab, the tree and
 nbgrader's notebook validation are refused; the service's environment holds
@@ -28,8 +28,8 @@ import pytest
 import requests
 
 from coursehub.contract import hub_id_for_db_url, hub_id_of_data_dir
-from coursehub.grading.formgrader_account import FormgraderAccount, prepare_formgraders
-from coursehub.grading.hubservice import render_formgrader_config, token_variable
+from coursehub.grading.formgrader.account import FormgraderAccount, prepare_formgraders
+from coursehub.grading.formgrader.service import render_formgrader_config, token_variable
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from helpers import free_port
 from hubfixture import RunningHub, find_proxy
@@ -112,7 +112,7 @@ def graded_assignment(layout: CourseLayout, workdir: Path) -> None:
         generate_assignment,
         release_assignment,
     )
-    from coursehub.grading.autograde import ensure_students
+    from coursehub.grading.autograde.gradebook import ensure_students
     from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
     from test_autograde_sandbox import HOSTILE
     from test_grading_e2e import CORRECT, answer_assignment

@@ -6,12 +6,12 @@ import nbformat
 import pytest
 
 from coursehub.contract import SANDBOX_CSP
-from coursehub.grading.formgrader_guard import (
+from coursehub.grading.formgrader.guard import (
     is_submission_file,
     plan_request,
     with_sandbox,
 )
-from coursehub.grading.hubservice import (
+from coursehub.grading.formgrader.service import (
     DISABLED_EXTENSIONS,
     formgrader_command,
     full_server_enabled,
@@ -84,9 +84,9 @@ def test_the_formgrader_command_turns_kernels_terminals_and_lab_off():
     assert "--ServerApp.terminals_enabled=False" in command
     assert (
         "--ServerApp.kernel_manager_class="
-        "coursehub.grading.formgrader_guard.RefusingKernelManager" in command
+        "coursehub.grading.formgrader.guard.RefusingKernelManager" in command
     )
-    assert "--ServerApp.jpserver_extensions=coursehub.grading.formgrader_guard=True" in command
+    assert "--ServerApp.jpserver_extensions=coursehub.grading.formgrader.guard=True" in command
     for name in ("jupyterlab", "notebook", "nbgrader.server_extensions.validate_assignment"):
         assert name in DISABLED_EXTENSIONS
         assert f"--ServerApp.jpserver_extensions={name}=False" in command
@@ -100,7 +100,7 @@ def test_a_site_may_turn_the_whole_jupyter_server_back_on():
         "jupyterhub.singleuser",
         "--ServerApp.default_url=/formgrader",
         # still sanitising and sandboxing, refusing nothing
-        "--ServerApp.jpserver_extensions=coursehub.grading.formgrader_guard=True",
+        "--ServerApp.jpserver_extensions=coursehub.grading.formgrader.guard=True",
         "--ServerApp.tornado_settings=coursehub_formgrader_full_server=True",
     ]
     assert full_server_enabled({"COURSEHUB_FORMGRADER_FULL_SERVER": "1"})

@@ -19,21 +19,22 @@ from coursehub.grading.assignments import (
     parse_submission_name,
     release_assignment,
 )
-from coursehub.grading.autograde import autograde_args, plan_autograde
+from coursehub.grading.autograde.job import autograde_args
+from coursehub.grading.autograde.plan import plan_autograde
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import plan_student_identity
-from coursehub.grading.gradebook import (
-    StudentRecord,
-    plan_gradebook_sync,
-    read_gradebook,
-    sync_gradebook,
-)
-from coursehub.grading.hubservice import (
+from coursehub.grading.formgrader.service import (
     formgrader_link,
     formgrader_url,
     plan_service_model,
     register_formgrader,
     render_formgrader_config,
+)
+from coursehub.grading.gradebook import (
+    StudentRecord,
+    plan_gradebook_sync,
+    read_gradebook,
+    sync_gradebook,
 )
 from coursehub.grading.layout import (
     EXCHANGE_MODES,

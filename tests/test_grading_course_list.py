@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from coursehub.grading.hubservice import render_formgrader_config, token_variable
+from coursehub.grading.formgrader.service import render_formgrader_config, token_variable
 from coursehub.grading.layout import ensure_course, make_layout, render_student_config
 from coursehub.spawn.jupytertools import TEAM, plan_config_path
 from helpers import free_port

@@ -24,7 +24,9 @@ from coursehub.grading.assignments import (
     release_assignment,
     release_feedback,
 )
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, load_outcomes
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits
+from coursehub.grading.autograde.outcomes import load_outcomes
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir, setup_demo_grading
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.export import CSV_COLUMNS, export_grades_csv, read_grade_table

@@ -88,7 +88,7 @@ def test_grades_export_is_nbgraders_csv(client):
 
 
 def test_an_assignment_not_generated_yet_says_so_instead_of_out_of_zero(client, layout):
-    from coursehub.grading.autograde import ensure_students
+    from coursehub.grading.autograde.gradebook import ensure_students
 
     ensure_students(layout, ["p2500001"])  # the table shows once the gradebook has a student
     page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)

@@ -15,9 +15,11 @@ import textwrap
 import pytest
 
 from coursehub.grading.assignments import collect
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment, load_outcomes
-from coursehub.grading.autograde_lock import AutogradeRunningError
-from coursehub.grading.autograde_progress import read_autograde_progress
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits
+from coursehub.grading.autograde.lock import AutogradeRunningError
+from coursehub.grading.autograde.outcomes import load_outcomes
+from coursehub.grading.autograde.progress import read_autograde_progress
 from coursehub.grading.demo import DEMO_ASSIGNMENT
 from coursehub.grading.export import read_grade_table
 from coursehub.runner.local import LocalBackend
@@ -120,7 +122,8 @@ def test_a_looping_or_memory_hungry_submission_holds_only_its_own_slot(tmp_path)
 
 GRADE_IN_CHILD = """\
 import sys
-from coursehub.grading.autograde import AutogradeLimits, autograde_assignment
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.layout import make_layout
 from coursehub.runner.local import LocalBackend
 from coursehub.runner.slots import SlotPool

@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from coursehub.errors import UsageError
-from coursehub.grading.autograde import SubmissionOutcome
-from coursehub.grading.autograde_batch import backend_capacity, plan_parallel, plan_pending
-from coursehub.grading.autograde_launch import plan_autograde_command
-from coursehub.grading.autograde_progress import (
+from coursehub.grading.autograde.launch import plan_autograde_command
+from coursehub.grading.autograde.outcomes import SubmissionOutcome
+from coursehub.grading.autograde.plan import backend_capacity, plan_parallel, plan_pending
+from coursehub.grading.autograde.progress import (
     AutogradeFailure,
     AutogradeProgress,
     estimate_time_left,

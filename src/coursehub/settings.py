@@ -174,8 +174,8 @@ def data_dir(environ: Mapping[str, str] | None = None) -> Path:
 
     ``COURSEHUB_DATA_DIR`` if set and non-empty, else ``$XDG_DATA_HOME/coursehub``
     (``XDG_DATA_HOME`` set and non-empty), else ``~/.local/share/coursehub`` (the XDG
-    base-directory default); ``~`` is expanded in either variable. The same rule as
-    ``coursehub.catalog.db.data_dir``.
+    base-directory default); ``~`` is expanded in either variable. Every part of
+    coursehub asks this function (the catalog's SQLite file, the material, books, LTI key).
 
     Parameters
     ----------

@@ -25,7 +25,7 @@ def use_ipc_kernels(folder: str) -> None:
     The sandbox has no network, not even a loopback that is up, so the
     kernels myst-nb starts (``nbclient``, ``jupyter_client``'s default
     ``tcp`` on 127.0.0.1) would never answer; sockets in a folder do, as for
-    the autograde kernels (:mod:`coursehub.grading.sandbox_kernel`).
+    the autograde kernels (:mod:`coursehub.grading.sandbox.kernel`).
     """
     from jupyter_client.manager import KernelManager
 

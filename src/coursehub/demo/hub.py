@@ -73,7 +73,7 @@ from coursehub.demo.setup import (
 )
 from coursehub.demo.slurm import cancel_leftover_jobs, check_slurm
 from coursehub.errors import CoursehubError
-from coursehub.grading.formgrader_account import prepare_formgraders
+from coursehub.grading.formgrader.account import prepare_formgraders
 from coursehub.hub.background import sync_in_background
 from coursehub.hub.hubclient import HubClient
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
@@ -151,7 +151,7 @@ class DemoHub:
             If the hub exits or does not answer within the timeout (with the log's end).
         """
         self.hub_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from coursehub.grading.hubservice import token_variable
+        from coursehub.grading.formgrader.service import token_variable
 
         config = self.hub_dir / "jupyterhub_config.py"
         formgraders = grading_layouts(self.data_dir)

@@ -19,7 +19,7 @@ from coursehub.demo.ports import DemoPorts, pick_ports
 from coursehub.errors import UsageError
 
 if TYPE_CHECKING:
-    from coursehub.grading.formgrader_account import FormgraderAccount
+    from coursehub.grading.formgrader.account import FormgraderAccount
     from coursehub.grading.layout import CourseLayout
 
 
@@ -183,7 +183,7 @@ def render_demo_config(
     ``ports`` gives the hub, proxy API, app and formgrader ports (default:
     :func:`coursehub.demo.ports.pick_ports`). Each course of ``formgraders``
     gets its formgrader as a hub service named after it
-    (:func:`coursehub.grading.hubservice.render_formgrader_config`, token
+    (:func:`coursehub.grading.formgrader.service.render_formgrader_config`, token
     from ``FORMGRADER_TOKEN_<COURSE_ID>``), reached by its team group, and
     shown in the Services menu by its name in ``service_names`` (course_id ->
     name, :func:`formgrader_names`; default: the course_id), and runs as its
@@ -192,7 +192,7 @@ def render_demo_config(
     created by the hub at start.
     """
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
-    from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
+    from coursehub.grading.formgrader.service import full_server_enabled, render_formgrader_config
     from coursehub.hub.config import HubSettings, render_hub_config, render_service_names
 
     ports = ports or pick_ports(ip, port, len(formgraders))

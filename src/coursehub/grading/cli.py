@@ -34,6 +34,16 @@ def register(subparsers: Any) -> None:
         description="nbgrader per course: course directory, exchange, gradebook, assignments.",
     )
     sub = parser.add_subparsers(dest="grading_command", metavar="STEP", required=True)
+    _add_teacher_steps(sub)
+    _add_autograde(sub)
+    _add_grade_tables(sub)
+    _add_admin_steps(sub)
+    _add_student_steps(sub)
+    parser.set_defaults(func=run)
+
+
+def _add_teacher_steps(sub: Any) -> None:
+    """Add ``setup``, ``add`` and the steps of :data:`STEPS` (course and assignment)."""
     setup = sub.add_parser("setup", help="create the course's nbgrader folders, sync gradebook")
     setup.add_argument("course_id")
     add = sub.add_parser("add", help="add an assignment from source notebooks with nbgrader cells")
@@ -44,6 +54,10 @@ def register(subparsers: Any) -> None:
         p = sub.add_parser(step, help=text)
         p.add_argument("course_id")
         p.add_argument("assignment")
+
+
+def _add_autograde(sub: Any) -> None:
+    """Add ``autograde COURSE_ID ASSIGNMENT [--timeout S] [--parallel N] [--force]``."""
     auto = sub.add_parser(
         "autograde", help="autograde the collected submissions, side by side (runner jobs)"
     )
@@ -69,11 +83,19 @@ def register(subparsers: Any) -> None:
         help="grade again the submissions already graded (default: skip them, so that an "
         "interrupted run continues where it stopped)",
     )
+
+
+def _add_grade_tables(sub: Any) -> None:
+    """Add ``export`` (nbgrader's CSV) and ``grades`` (the grade table)."""
     export = sub.add_parser("export", help="write the grades as nbgrader's CSV")
     export.add_argument("course_id")
     export.add_argument("-o", "--output", type=Path, default=Path("grades.csv"))
     grades = sub.add_parser("grades", help="print the course's grade table")
     grades.add_argument("course_id")
+
+
+def _add_admin_steps(sub: Any) -> None:
+    """Add ``hub-config``, ``student-config`` and ``grader-user``."""
     hub = sub.add_parser(
         "hub-config",
         help="print jupyterhub_config.py lines: one formgrader each (as root: each runs as "
@@ -88,6 +110,10 @@ def register(subparsers: Any) -> None:
     )
     sub.add_parser("student-config", help="print the servers' global nbgrader_config.py")
     sub.add_parser("grader-user", help="admin: create the Unix account that runs students' code")
+
+
+def _add_student_steps(sub: Any) -> None:
+    """Add the students' ``fetch`` and ``submit`` (course, assignment, ``--student``, ``--dir``)."""
     for step in ("fetch", "submit"):
         p = sub.add_parser(step, help=f"student: {step} an assignment")
         p.add_argument("course_id")
@@ -98,7 +124,6 @@ def register(subparsers: Any) -> None:
             "user); another student's only as root outside a hub server",
         )
         p.add_argument("--dir", type=Path, help="working folder (default: the current one)")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
 
     command = args.grading_command
     if command == "hub-config":
-        from coursehub.grading.formgrader_account import prepare_formgraders
-        from coursehub.grading.hubservice import full_server_enabled, render_formgrader_config
+        from coursehub.grading.formgrader.account import prepare_formgraders
+        from coursehub.grading.formgrader.service import (
+            full_server_enabled,
+            render_formgrader_config,
+        )
 
         layouts = [layout_from_env(c) for c in args.course_ids]
         from coursehub.contract import hub_id_of_data_dir
@@ -136,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _teacher(args: argparse.Namespace, layout: Any) -> int:
-    from coursehub.grading import assignments, export
+    import coursehub.grading.assignments as assignments
+    import coursehub.grading.export as export
     from coursehub.grading.layout import secure_course
 
     command = args.grading_command
@@ -175,8 +204,7 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
 def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_scope
-    from coursehub.grading.autograde import render_outcomes
-    from coursehub.grading.autograde_core import HOST_ERROR
+    from coursehub.grading.autograde.outcomes import HOST_ERROR, render_outcomes
     from coursehub.grading.course import autograde_course_assignment, setup_course
 
     try:

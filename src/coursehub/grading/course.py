@@ -11,12 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from coursehub.grading.autograde import (
-    DEFAULT_JOB_TIMEOUT_S,
-    SubmissionOutcome,
-    autograde_assignment,
-    limits_for_profile,
-)
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import DEFAULT_JOB_TIMEOUT_S, limits_for_profile
+from coursehub.grading.autograde.outcomes import SubmissionOutcome
 from coursehub.grading.gradebook import GradebookPlan, read_roster, sync_gradebook
 from coursehub.grading.layout import CourseLayout, ensure_course, secure_course
 
@@ -55,7 +52,7 @@ def autograde_course_assignment(
 
     The course directory's modes are set again afterwards (nbgrader writes
     ``autograded/`` with its own modes). ``options``: ``parallel``, ``force``
-    and ``on_progress`` of :func:`coursehub.grading.autograde.autograde_assignment`.
+    and ``on_progress`` of :func:`coursehub.grading.autograde.batch.autograde_assignment`.
     """
     from coursehub.catalog.courses import get_course
 

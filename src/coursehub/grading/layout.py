@@ -64,7 +64,7 @@ DEFAULT_EXECUTE_TIMEOUT_S = 30
 COLLECT_CLASS = "coursehub.grading.collect.VerifiedCollect"
 RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
 #: The function whose config sandboxes every autograde that reads the course's config.
-SANDBOX_CONFIG = "coursehub.grading.sandbox_kernel.course_sandbox_config"
+SANDBOX_CONFIG = "coursehub.grading.sandbox.kernel.course_sandbox_config"
 SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
 #: The late-penalty plugin following each assignment's policy (coursehub.grading.latepolicy).
 LATE_PENALTY_CLASS = "coursehub.grading.latepolicy.CourseLatePenalty"

@@ -27,7 +27,7 @@ The set-group-id bit makes new entries inherit the group. The course's
 ``nbgrader_config.py`` (and ``.json``, :data:`LOCKED_FILES`) is
 configuration that every autograde loads, the course app's (root's)
 included, so the team (and the course's formgrader account,
-:mod:`coursehub.grading.formgrader_account`) may read it but not change it:
+:mod:`coursehub.grading.formgrader.account`) may read it but not change it:
 the file is not group-writable and the course directory has the sticky bit
 (inode(7), ``S_ISVTX``: only a file's owner may rename or remove it), so it
 cannot be replaced either. The exchange keeps nbgrader's modes
@@ -48,7 +48,7 @@ from coursehub.errors import UsageError
 #: Unix group tried when ``COURSEHUB_GRADING_GROUP`` is unset (the hub group's name).
 DEFAULT_GROUP_PATTERN = "formgrade-{course_id}"
 #: Prefix of the group of a course's formgrader account (``fg-<hub_id>-<course_id>``,
-#: :mod:`coursehub.grading.formgrader_account`), kept on the course directory when the
+#: :mod:`coursehub.grading.formgrader.account`), kept on the course directory when the
 #: site has no team group.
 FORMGRADER_GROUP_PREFIX = "fg-"
 #: Values of ``COURSEHUB_GRADING_GROUP`` that mean "no group: owner only".

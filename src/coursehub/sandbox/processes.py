@@ -59,24 +59,24 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "formgrader (one per course, hub service)",
-        "coursehub.grading.hubservice:render_formgrader_config",
+        "coursehub.grading.formgrader.service:render_formgrader_config",
         "as root: its course's own account `fg-<hub_id>-<course_id>` (no capabilities, the "
         "course's group); else the hub's account. Serves nbgrader's formgrader pages only (no "
-        "kernel, terminal or contents API: coursehub.grading.formgrader_guard)",
+        "kernel, terminal or contents API: coursehub.grading.formgrader.guard)",
         "its course directory (its nbgrader_config.py read-only), the exchange as its modes "
         "allow; the installation, read-only",
         "its course's gradebook, autograded/ and feedback/",
         "yes (the hub API)",
-        "coursehub.grading.hubservice:formgrader_service_command",
+        "coursehub.grading.formgrader.service:formgrader_service_command",
     ),
     ProcessRow(
         'formgrader\'s autograde kernel (its "autograde" button)',
-        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "coursehub.grading.sandbox.kernel:SandboxKernelManager",
         "the formgrader's uid in a user namespace (refused where the host has none)",
         "a private copy of the one submission; the installation, read-only",
         "that private copy",
         "no (own network namespace)",
-        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "coursehub.grading.sandbox.kernel:SandboxKernelManager",
     ),
     ProcessRow(
         "idle culler (hub service)",
@@ -112,7 +112,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "autograde job (nbgrader, trusted)",
-        "coursehub.grading.autograde_job:grading_spec",
+        "coursehub.grading.autograde.job:grading_spec",
         "the course app's account (root on a hub host)",
         "the course directory",
         "the gradebook, autograded/ and feedback/ of the course",
@@ -120,12 +120,12 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "autograde kernel (the student's cells)",
-        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "coursehub.grading.sandbox.kernel:SandboxKernelManager",
         "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace otherwise",
         "a private copy of the one submission; the installation, read-only",
         "that private copy",
         "no (own network namespace)",
-        "coursehub.grading.sandbox_kernel:SandboxKernelManager",
+        "coursehub.grading.sandbox.kernel:SandboxKernelManager",
     ),
     ProcessRow(
         "course book build (Jupyter Book, a runner job)",

@@ -81,11 +81,11 @@ def who() -> str:
 def index(course_id: str) -> str:
     """The assignments, their progress and the grade table (teaching team)."""
     from coursehub.grading.assignments import assignment_status, list_assignments
-    from coursehub.grading.autograde import load_outcomes
+    from coursehub.grading.autograde.outcomes import load_outcomes
     from coursehub.grading.create import default_timezone
     from coursehub.grading.cycle import autograde_progress
     from coursehub.grading.export import read_grade_table
-    from coursehub.grading.hubservice import formgrader_link
+    from coursehub.grading.formgrader.service import formgrader_link
     from coursehub.grading.latepolicy import LATE_METHODS, read_late_policies
     from coursehub.web.views.ltigrades import lms_grade_services
 

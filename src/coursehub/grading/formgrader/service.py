@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 from coursehub.grading.layout import CourseLayout
 
 if TYPE_CHECKING:
-    from coursehub.grading.formgrader_account import FormgraderAccount
+    from coursehub.grading.formgrader.account import FormgraderAccount
 
 #: First port of the formgrader services (one port per course, in course order).
 BASE_PORT = 9900
 #: The course app's variable listing the courses whose formgrader service the hub runs.
 FORMGRADER_COURSES_VARIABLE = "COURSEHUB_FORMGRADER_COURSES"
 #: This extension's module (its name in ``ServerApp.jpserver_extensions``).
-GUARD_EXTENSION = "coursehub.grading.formgrader_guard"
+GUARD_EXTENSION = "coursehub.grading.formgrader.guard"
 #: Extensions of the environment turned off in a formgrader (Lab, notebook UI, terminals...).
 DISABLED_EXTENSIONS = (
     "jupyterlab",
@@ -74,7 +74,7 @@ def formgrader_command(
     """Return the formgrader's command (``jupyterhub-singleuser`` with the nbgrader extension).
 
     The server serves the formgrader only
-    (:mod:`coursehub.grading.formgrader_guard`): terminals off
+    (:mod:`coursehub.grading.formgrader.guard`): terminals off
     (``ServerApp.terminals_enabled``), kernels refused
     (``ServerApp.kernel_manager_class``), Lab, the notebook UI and nbgrader's
     student extensions off and the guard on (``ServerApp.jpserver_extensions``,
@@ -179,8 +179,8 @@ def render_formgrader_config(
     (upper case, ``-`` as ``_``), so no secret is written in the file.
     ``allow_root`` and ``full_server`` as in :func:`formgrader_command`.
 
-    ``accounts`` (course_id -> :class:`~coursehub.grading.formgrader_account.FormgraderAccount`,
-    from :func:`coursehub.grading.formgrader_account.prepare_formgrader`, as
+    ``accounts`` (course_id -> :class:`~coursehub.grading.formgrader.account.FormgraderAccount`,
+    from :func:`coursehub.grading.formgrader.account.prepare_formgrader`, as
     root): that course's formgrader runs through its sandbox plan as its own
     account (:func:`formgrader_service_command`), with ``HOME`` its home and
     :data:`coursehub.sandbox.env.SANDBOX_REQUIRED_VAR` set; ``allow_root``

@@ -1,4 +1,4 @@
-"""nbgrader with the student's kernel sandboxed: ``python -m coursehub.grading.sandbox_kernel``.
+"""nbgrader with the student's kernel sandboxed: ``python -m coursehub.grading.sandbox.kernel``.
 
 The command line is nbgrader's (``autograde ps1 --student=S ...``); the only
 change is in nbgrader's ``Execute`` preprocessor, replaced by
@@ -171,12 +171,12 @@ def course_sandbox_config(course_dir: str, exchange_root: str) -> Config:
     formgrader's "autograde" button (nbgrader's ``NbGraderAPI.autograde``,
     in the formgrader's own process, whose environment holds its hub token)
     and ``nbgrader autograde`` run by hand in the course directory. The
-    hidden folders are those of :func:`coursehub.grading.autograde.plan_hidden`,
+    hidden folders are those of :func:`coursehub.grading.sandbox.plan.plan_hidden`,
     from the loading process's environment. Every HTML export (the
     formgrader's manual grading page, ``generate_feedback``) sanitises the
     students' outputs (:func:`coursehub.grading.studenthtml.sanitizing_config`).
     """
-    from coursehub.grading.autograde import plan_hidden_paths
+    from coursehub.grading.sandbox.plan import plan_hidden_paths
     from coursehub.grading.studenthtml import sanitizing_config
 
     config = sandbox_config()

@@ -1,6 +1,6 @@
 """Each course's formgrader as an unprivileged account of its own, reaching its own course only.
 
-A formgrader is a hub-managed service (:mod:`coursehub.grading.hubservice`).
+A formgrader is a hub-managed service (:mod:`coursehub.grading.formgrader.service`).
 JupyterHub runs a managed service as the hub's own Unix account unless told
 otherwise (``services/service.py``, ``Service.user``), which on a hub run as
 root is root. So when coursehub renders the services as root, each course's
@@ -30,7 +30,7 @@ two hubs on one host with the same course never share it):
   signals).
 
 The "autograde" button of such a formgrader starts each student's kernel in
-a user namespace inside it (:mod:`coursehub.grading.sandbox_kernel`); where
+a user namespace inside it (:mod:`coursehub.grading.sandbox.kernel`); where
 the host refuses user namespaces it refuses to grade
 (:data:`coursehub.sandbox.env.SANDBOX_REQUIRED_VAR`), since a kernel with the
 formgrader's uid could rewrite the course's gradebook.
@@ -191,13 +191,13 @@ def _run(command: list[str], what: str) -> None:
 def plan_formgrader_hidden(layout: CourseLayout, environ: Mapping[str, str]) -> list[str]:
     """Return the folders a formgrader's namespace hides (those holding its course are kept).
 
-    The autograde kernels' list (:func:`coursehub.grading.autograde_core.plan_hidden_paths`:
+    The autograde kernels' list (:func:`coursehub.grading.sandbox.plan.plan_hidden_paths`:
     the courses' parent, the exchange, the runner's slots, the catalog's data
     folder); :func:`coursehub.sandbox.command.hidden_paths` then skips those
     that hold the course directory or the exchange, where the Unix modes of
     the other courses' directories and of the catalog's files keep them out.
     """
-    from coursehub.grading.autograde_core import plan_hidden_paths
+    from coursehub.grading.sandbox.plan import plan_hidden_paths
 
     return plan_hidden_paths(layout.course_dir, layout.exchange_root, environ)
 

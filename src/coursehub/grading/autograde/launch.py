@@ -1,16 +1,16 @@
 """Start an autograde in the background (for the course page): returns at once.
 
 :func:`start_autograde` takes the assignment's autograde lock
-(:mod:`coursehub.grading.autograde_lock`) in the calling process, so that a
+(:mod:`coursehub.grading.autograde.lock`) in the calling process, so that a
 second press of the button is refused at once, then starts ``coursehub
 grading autograde COURSE_ID ASSIGNMENT`` detached (its own session, stdin
 from ``/dev/null``, output appended to
 ``<course_dir>/coursehub/autograde-<assignment>.log``) and hands it the
 locked descriptor (``pass_fds`` and
-:data:`coursehub.grading.autograde_lock.LOCK_FD_VAR`). The process gets the
+:data:`coursehub.grading.autograde.lock.LOCK_FD_VAR`). The process gets the
 allow-listed environment of :func:`coursehub.sandbox.env.plan_launch_env`
 (the catalog and ``COURSEHUB_GRADING_*``, no hub token or secret key).
-Its progress: :func:`coursehub.grading.autograde_progress.read_autograde_progress`.
+Its progress: :func:`coursehub.grading.autograde.progress.read_autograde_progress`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
-from coursehub.grading.autograde_progress import AutogradeProgress, write_progress
-from coursehub.grading.layout import CourseLayout
+from coursehub.grading.autograde.progress import (
+    AutogradeProgress,
+    launch_log_path,
+    write_progress,
+)
 
 
 def plan_autograde_command(
@@ -41,11 +43,6 @@ def plan_autograde_command(
     if force:
         command.append("--force")
     return command
-
-
-def launch_log_path(layout: CourseLayout, assignment: str) -> Path:
-    """Return the file that receives the background autograde's output."""
-    return layout.reports_dir / f"autograde-{assignment}.log"
 
 
 def start_autograde(
@@ -81,7 +78,7 @@ def start_autograde(
         If ``parallel`` < 1 or the grading environment is malformed.
     """
     from coursehub.errors import UsageError
-    from coursehub.grading.autograde_lock import LOCK_FD_VAR, acquire_autograde_lock
+    from coursehub.grading.autograde.lock import LOCK_FD_VAR, acquire_autograde_lock
     from coursehub.grading.layout import layout_from_env
     from coursehub.sandbox.env import plan_launch_env
 

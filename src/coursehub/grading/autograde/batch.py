@@ -1,31 +1,35 @@
 """Grade the submissions of one assignment side by side, within the runner's admission slots.
 
+:func:`autograde_assignment` is the entry point: it holds the assignment's
+autograde lock (:mod:`coursehub.grading.autograde.lock`) and runs the batch.
 nbgrader grades one submission after another (nbgrader#174); each job here
 is already a fresh interpreter with the course's limits
-(:func:`coursehub.grading.autograde.grading_spec`), so this module keeps
+(:func:`coursehub.grading.autograde.job.grading_spec`), so this module keeps
 up to ``parallel`` of them running at once. It is one thread: it starts
 jobs, polls them, and turns each finished job into its outcome, so that
 the parent's own gradebook reads and writes happen one at a time. The
 jobs' nbgrader processes write the gradebook themselves, serialised by
-SQLite's database lock (:func:`coursehub.grading.autograde.gradebook_url`).
+SQLite's database lock
+(:func:`coursehub.grading.autograde.gradebook.gradebook_url`).
 
 - ``parallel`` (default: all that fit): at most the jobs of the course's
   ``n_threads`` that the runner's CPU budget admits at once
-  (:func:`plan_parallel`); the runner's FIFO admission slots
-  (:mod:`coursehub.runner.slots`) still decide when each one starts, so
-  students' own runner jobs on the same host are counted.
+  (:func:`coursehub.grading.autograde.plan.plan_parallel`); the runner's
+  FIFO admission slots (:mod:`coursehub.runner.slots`) still decide when
+  each one starts, so students' own runner jobs on the same host are counted.
 - A job that fails, loops or exceeds its memory ends with its own limit
   and is reported; it holds one slot meanwhile and the others go on.
 - After each submission the outcomes file and the progress record
-  (:mod:`coursehub.grading.autograde_progress`) are rewritten atomically.
+  (:mod:`coursehub.grading.autograde.progress`) are rewritten atomically.
   A new run keeps the outcome of every submission already graded, unless
-  it was resubmitted since or ``force`` is set (:func:`plan_pending`): an
-  interrupted run continues where it stopped. Interrupted (Ctrl-C,
-  SIGTERM), it cancels its running jobs and records nothing for them.
+  it was resubmitted since or ``force`` is set
+  (:func:`coursehub.grading.autograde.plan.plan_pending`): an interrupted
+  run continues where it stopped. Interrupted (Ctrl-C, SIGTERM), it
+  cancels its running jobs and records nothing for them.
 
 Extension point, Slurm job arrays: a backend offering ``submit_array``
 (:class:`ArrayBackend`) could take every pending
-:func:`coursehub.grading.autograde.grading_spec` at once as one array
+:func:`coursehub.grading.autograde.job.grading_spec` at once as one array
 (``sbatch --array=0-N%parallel``) in place of :meth:`_Batch.fill`'s one
 ``submit`` per job; its jobs would then grade into a node-local copy of
 the gradebook that this process merges, since SQLite's locks are not to be
@@ -39,37 +43,46 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from coursehub.errors import UsageError
-from coursehub.grading.autograde_core import (
-    HOST_ERROR,
+from coursehub.grading.autograde.gradebook import ensure_students
+from coursehub.grading.autograde.job import (
     AutogradeLimits,
+    finish_grading,
+    runner_failure,
+    start_grading,
+    submitted_at,
+)
+from coursehub.grading.autograde.lock import autograde_lock
+from coursehub.grading.autograde.outcomes import (
     SubmissionOutcome,
-    ensure_students,
     load_outcomes,
     not_on_roster,
-    plan_autograde,
     save_outcomes,
 )
-from coursehub.grading.autograde_job import finish_grading, start_grading, submitted_at
-from coursehub.grading.autograde_progress import (
+from coursehub.grading.autograde.plan import (
+    backend_capacity,
+    check_parallel,
+    plan_autograde,
+    plan_parallel,
+    plan_pending,
+)
+from coursehub.grading.autograde.progress import (
     AutogradeFailure,
     AutogradeProgress,
     estimate_time_left,
     write_progress,
 )
 from coursehub.grading.layout import CourseLayout
+from coursehub.grading.sandbox.plan import check_sandbox
 
-#: Outcomes kept by a later run without ``force`` (a ``failed`` one is tried again:
-#: it may be the host's fault, e.g. a refused job).
-KEPT_STATUSES = ("graded", "timeout", "killed", "corrupt")
 #: Seconds between two looks at the running jobs.
 POLL_S = 0.1
 #: Seconds to wait for a cancelled job to end when the run is interrupted.
 CANCEL_WAIT_S = 30.0
+#: Limits of a job when none are given: one thread, no memory cap, the default wall clock.
+DEFAULT_LIMITS = AutogradeLimits()
 
 ProgressSink = Callable[[AutogradeProgress], None]
 
@@ -81,79 +94,52 @@ class ArrayBackend(Protocol):
         """Submit ``specs`` as one array, at most ``max_running`` at once; return their jobs."""
 
 
-def backend_capacity(backend: Any, n_threads: int) -> int | None:
-    """Return how many jobs of ``n_threads`` the backend runs at once (None: no known limit).
+def autograde_assignment(
+    layout: CourseLayout,
+    assignment: str,
+    roster: Iterable[str],
+    limits: AutogradeLimits = DEFAULT_LIMITS,
+    backend: Any = None,
+    *,
+    parallel: int | None = None,
+    force: bool = False,
+    on_progress: ProgressSink | None = None,
+) -> list[SubmissionOutcome]:
+    """Autograde the collected submissions of ``assignment``, side by side; save the outcomes.
 
-    A :class:`coursehub.runner.local.LocalBackend`: its CPU budget (admission
-    slots) divided by ``n_threads``; another backend may say it with a
-    ``max_parallel_jobs`` attribute.
-    """
-    slots = getattr(backend, "slots", None)
-    if slots is not None and getattr(slots, "cpu_budget", None):
-        return max(1, int(slots.cpu_budget) // max(1, n_threads))
-    limit = getattr(backend, "max_parallel_jobs", None)
-    return int(limit) if limit else None
+    Parameters
+    ----------
+    roster
+        Student ids on the course's roster; other submitters are reported
+        (``not-on-roster``) and not graded.
+    limits
+        Threads, memory and wall clock of each job.
+    backend
+        Runner backend (default: a new :class:`coursehub.runner.local.LocalBackend`).
+    parallel
+        Jobs at once; None: as many as fit
+        (:func:`coursehub.grading.autograde.plan.plan_parallel`).
+    force
+        Grade again the submissions already graded (default: keep their outcome).
+    on_progress
+        Called with each :class:`coursehub.grading.autograde.progress.AutogradeProgress`.
 
-
-def plan_parallel(requested: int | None, capacity: int | None, n_pending: int) -> int:
-    """Return how many jobs to keep running at once (pure).
-
-    ``requested`` (``--parallel``; None: all that fit) capped by the
-    backend's ``capacity`` and by the number of submissions to grade; at
-    least 1.
+    Returns
+    -------
+    list[SubmissionOutcome]
+        Every outcome, sorted by student id.
 
     Raises
     ------
+    AutogradeRunningError
+        If an autograde of ``assignment`` is already running (nothing is done).
     UsageError
-        If ``requested`` < 1.
+        If ``parallel`` < 1.
+    CoursehubError
+        As root, if the grading account cannot be created.
     """
-    if requested is not None and requested < 1:
-        raise UsageError(f"--parallel must be at least 1, got {requested}")
-    wanted = requested if requested is not None else (capacity or 1)
-    if capacity is not None:
-        wanted = min(wanted, capacity)
-    return max(1, min(wanted, n_pending))
-
-
-@dataclass(frozen=True)
-class PendingPlan:
-    """Students to grade now, and the earlier outcomes that stand."""
-
-    to_grade: tuple[str, ...]
-    kept: tuple[SubmissionOutcome, ...]
-
-
-def plan_pending(
-    students: Iterable[str],
-    previous: Mapping[str, SubmissionOutcome],
-    stamps: Mapping[str, str],
-    autograded: Iterable[str],
-    force: bool,
-) -> PendingPlan:
-    """Split the submissions into those to grade and those graded already (pure).
-
-    An earlier outcome stands when ``force`` is not set, its status is in
-    :data:`KEPT_STATUSES`, it was made from the same submission (the same
-    nbgrader ``timestamp.txt``, in ``stamps``) and, for ``graded`` and
-    ``timeout``, its autograded folder is still there (``autograded``).
-    """
-    present = set(autograded)
-    to_grade, kept = [], []
-    for student in students:
-        old = previous.get(student)
-        stands = (
-            not force
-            and old is not None
-            and old.status in KEPT_STATUSES
-            and bool(old.submitted_at)
-            and old.submitted_at == stamps.get(student, "")
-            and (old.status not in ("graded", "timeout") or student in present)
-        )
-        if stands and old is not None:
-            kept.append(old)
-        else:
-            to_grade.append(student)
-    return PendingPlan(tuple(to_grade), tuple(kept))
+    with autograde_lock(layout, assignment):
+        return run_batch(layout, assignment, roster, limits, backend, parallel, force, on_progress)
 
 
 def run_batch(
@@ -168,8 +154,7 @@ def run_batch(
 ) -> list[SubmissionOutcome]:
     """Grade ``assignment``'s submissions side by side; return every outcome, sorted by student.
 
-    The caller holds the assignment's autograde lock
-    (:func:`coursehub.grading.autograde.autograde_assignment`).
+    The caller holds the assignment's autograde lock (:func:`autograde_assignment`).
 
     Raises
     ------
@@ -180,8 +165,7 @@ def run_batch(
     from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.workdir import sweep_job_dirs
 
-    if parallel is not None and parallel < 1:
-        raise UsageError(f"--parallel must be at least 1, got {parallel}")
+    check_parallel(parallel)
     check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
@@ -261,7 +245,7 @@ class _Batch:
                 result = job.poll()
             except Exception as exc:  # the runner's supervisor failed: report, go on
                 del self.running[student]
-                self.add(_runner_failure(self.layout, self.assignment, student, exc))
+                self.add(runner_failure(self.layout, self.assignment, student, exc))
                 count += 1
                 continue
             if result is not None:
@@ -323,37 +307,3 @@ class _Batch:
 
 def _student(outcome: SubmissionOutcome) -> str:
     return outcome.student_id
-
-
-def _runner_failure(
-    layout: CourseLayout, assignment: str, student: str, exc: Exception
-) -> SubmissionOutcome:
-    from coursehub.grading.autograde_core import read_score, record_zero
-
-    record_zero(layout, assignment, student)
-    score, max_score = read_score(layout, assignment, student)
-    stamp = submitted_at(layout, assignment, student)
-    message = f"assignment {assignment}, student {student}: runner error: {exc}"[:500]
-    return SubmissionOutcome(student, HOST_ERROR, score, max_score, message, stamp)
-
-
-def check_sandbox(layout: CourseLayout) -> None:
-    """Check, before anything is graded, that the kernels' sandbox can start here.
-
-    Builds the plan every kernel of ``layout`` gets
-    (:func:`coursehub.sandbox.plan.make_plan` with
-    :func:`coursehub.grading.autograde_core.plan_hidden`) and starts its
-    interpreter once (:func:`coursehub.sandbox.preflight.check_plan`).
-
-    Raises
-    ------
-    CoursehubError
-        One line naming what the sandbox account cannot reach and what to
-        change (e.g. a virtualenv under ``/root`` on a host without mount
-        namespaces), or why the account cannot be had.
-    """
-    from coursehub.grading.autograde_core import plan_hidden
-    from coursehub.sandbox.plan import make_plan
-    from coursehub.sandbox.preflight import check_plan
-
-    check_plan(make_plan(plan_hidden(layout, os.environ)))

@@ -69,6 +69,15 @@ def progress_path(layout: CourseLayout, assignment: str) -> Path:
     return layout.reports_dir / f"autograde-{assignment}.progress.json"
 
 
+def launch_log_path(layout: CourseLayout, assignment: str) -> Path:
+    """Return the file that receives the background autograde's output.
+
+    Written by :func:`coursehub.grading.autograde.launch.start_autograde`; its
+    last line is what an interrupted record reports.
+    """
+    return layout.reports_dir / f"autograde-{assignment}.log"
+
+
 def estimate_time_left(elapsed_s: float, done_here: int, remaining: int) -> float | None:
     """Return the seconds left at the pace of this run so far (pure).
 
@@ -139,9 +148,7 @@ def read_autograde_progress(course: str | CourseLayout, assignment: str) -> Auto
         return AutogradeProgress(layout.course_id, assignment)
     progress = parse_progress_json(text, layout.course_id, assignment)
     if progress.is_running and not pid_running(progress.pid):
-        return _interrupted(
-            progress, _last_line(layout.reports_dir / f"autograde-{assignment}.log")
-        )
+        return _interrupted(progress, _last_line(launch_log_path(layout, assignment)))
     return progress
 
 

@@ -8,19 +8,20 @@ pages call only its own handlers (``/formgrader/...`` and
 ``/formgrader/api/...``, ``nbgrader/server_extensions/formgrader/handlers.py``
 and ``apihandlers.py``); its "edit" links to ``/tree``, ``/notebooks`` and
 ``/terminals`` lead to the notebook UI, not to the formgrader. So
-:func:`coursehub.grading.hubservice.formgrader_command` runs it with
-jupyter_server's own settings (https://jupyter-server.readthedocs.io/en/latest/other/full-config.html):
+:func:`coursehub.grading.formgrader.service.formgrader_command` runs it
+with jupyter_server's own settings (https://jupyter-server.readthedocs.io/en/latest/other/full-config.html):
 
 - ``ServerApp.terminals_enabled=False``;
 - ``ServerApp.kernel_manager_class`` = :class:`RefusingKernelManager`: no
   kernel starts through the server (nbgrader's "autograde" button starts its
-  own, sandboxed kernels: :mod:`coursehub.grading.sandbox_kernel`);
+  own, sandboxed kernels: :mod:`coursehub.grading.sandbox.kernel`);
 - ``ServerApp.jpserver_extensions``: Lab, the notebook UI, the language
   server, the terminals, nbgrader's student extensions (assignment list,
   course list, validation: it executes a notebook) off
-  (:data:`coursehub.grading.hubservice.DISABLED_EXTENSIONS`), this extension on
-  (also in a site's whole server, ``COURSEHUB_FORMGRADER_FULL_SERVER=1``: it
-  then refuses nothing but still sandboxes and sanitises as below).
+  (:data:`coursehub.grading.formgrader.service.DISABLED_EXTENSIONS`), this
+  extension on (also in a site's whole server,
+  ``COURSEHUB_FORMGRADER_FULL_SERVER=1``: it then refuses nothing but still
+  sandboxes and sanitises as below).
 
 This extension then answers 403 to every path below the service's prefix
 but those of :data:`ALLOWED_PREFIXES` (:func:`plan_request`): an allow-list,
@@ -50,19 +51,7 @@ from tornado import web
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 
 from coursehub.contract import SANDBOX_CSP
-from coursehub.grading.hubservice import (
-    DISABLED_EXTENSIONS,
-    FULL_SERVER_SETTING,
-    GUARD_EXTENSION,
-)
-
-__all__ = [
-    "DISABLED_EXTENSIONS",
-    "FULL_SERVER_SETTING",
-    "GUARD_EXTENSION",
-    "RefusingKernelManager",
-    "plan_request",
-]
+from coursehub.grading.formgrader.service import FULL_SERVER_SETTING, GUARD_EXTENSION
 
 #: First path segments (below the service prefix) a formgrader answers: nbgrader's pages and
 #: API, the hub's OAuth callback, log-in/out (jupyterhub.singleuser) and jupyter_server's assets.

@@ -1,0 +1,1 @@
+"""Each course's formgrader, a JupyterHub service; see docs/architecture.md."""
