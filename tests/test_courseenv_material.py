@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.courseenv.build import build_environment, env_paths, read_state
+from coursehub.courseenv.build import build_environment
+from coursehub.courseenv.layout import env_paths, read_state
 from coursehub.courseenv.requirements import material_requirements
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential

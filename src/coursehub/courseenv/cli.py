@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 def _paths(args: argparse.Namespace) -> Any:
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.db import make_engine, session_factory
-    from coursehub.courseenv.build import env_paths
+    from coursehub.courseenv.layout import env_paths
     from coursehub.courselayout import check_course_id, check_shared_root, shared_root
 
     root = check_shared_root(args.root) if args.root else shared_root()
@@ -96,7 +96,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the environment's state, and with ``--log`` the last build log."""
-    from coursehub.courseenv.build import read_log_tail, read_state
+    from coursehub.courseenv.layout import read_log_tail, read_state
 
     _root, paths = _paths(args)
     state = read_state(paths)

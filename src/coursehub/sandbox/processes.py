@@ -143,7 +143,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "the course's requirements, the site's package index",
         "the new build folder, then sealed root's and read-only",
         "only when the package index is remote",
-        "coursehub.courseenv.build:_run_step",
+        "coursehub.courseenv.sandboxjob:_run_step",
     ),
     ProcessRow(
         "material update (git fetch)",
