@@ -134,7 +134,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "a private copy of the book (allow-listed configuration keys); the installation, read-only",
         "that private copy; the HTML is copied back without following links",
         "no (own network namespace)",
-        "coursehub.books.build:_run_job",
+        "coursehub.books.sandboxjob:run_build_job",
     ),
     ProcessRow(
         "course environment build (venv, pip install)",
