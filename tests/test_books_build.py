@@ -27,7 +27,8 @@ from coursehub.cli import build_parser, main
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential, stored_kind
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from helpers import wait_until
 from material_gitserver import allow_loopback, commit_files, git, serve_git, teacher_repo
 

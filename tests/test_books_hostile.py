@@ -23,7 +23,8 @@ from coursehub.books.settings import BookPaths, BookSettings, read_state, write_
 from coursehub.cli import main
 from coursehub.material.credential import parse_credential, store_credential, stored_kind
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from coursehub.web.testing import (
     IDENTITIES,
     dispose_app,

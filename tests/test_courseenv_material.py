@@ -13,7 +13,8 @@ from coursehub.courseenv.requirements import material_requirements
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 

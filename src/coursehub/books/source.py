@@ -78,7 +78,7 @@ def book_source_dir(
         material cannot be read, or the source holds a link out of the book.
     """
     from coursehub.material.layout import MaterialLayout, material_root
-    from coursehub.material.mirror import published_head
+    from coursehub.material.publish import published_head
 
     layout = MaterialLayout(material_dir or material_root())
     commit = published_head(layout, course_id)
@@ -99,12 +99,12 @@ def book_source_dir(
             f"`coursehub material set`, or a source folder with `coursehub book settings "
             f"{course_id} --source-dir DIR`)"
         )
-    from coursehub.material.gitcmd import plan_git_env
+    from coursehub.material.gitcmd import plan_local_git_env
 
     git_dir = str(layout.published_repo(course_id))
     done = subprocess.run(
         ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
-        env=plan_git_env(layout.home, protocols="file"),
+        env=plan_local_git_env(layout.home),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=120,
