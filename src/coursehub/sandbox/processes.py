@@ -35,7 +35,7 @@ class ProcessRow:
 PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "JupyterHub",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account (root on a department host, for the spawners)",
         "hub database, its configuration, the course profiles",
         "hub database, servers' cgroups and units",
@@ -43,7 +43,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "configurable-http-proxy",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account",
         "its routes (from the hub)",
         "nothing",
@@ -51,7 +51,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "course app (hub service)",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account (a hub-managed service)",
         "catalog, material mirrors and credentials, books, course directories",
         "catalog, course directories, mirrors",
@@ -80,7 +80,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "idle culler (hub service)",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account",
         "the hub API (its token's scopes)",
         "nothing",
