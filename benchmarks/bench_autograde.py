@@ -57,8 +57,7 @@ from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from coursehub.runner.local import LocalBackend
-from coursehub.runner.slots import SlotPool
-from coursehub.runner.slots import default_cpu_budget
+from coursehub.runner.slots import SlotPool, default_cpu_budget
 
 ASSIGNMENT = "train_pendulum"
 TRAIN = """\

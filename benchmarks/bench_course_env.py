@@ -25,7 +25,8 @@ import statistics
 import tempfile
 import time
 
-from coursehub.courseenv.build import build_environment, env_paths
+from coursehub.courseenv.build import build_environment
+from coursehub.courseenv.layout import env_paths
 from coursehub.courseenv.requirements import parse_requirements, render_requirements
 
 COURSE_ID = "bench-2025"

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +66,64 @@ def pull(layout: MaterialLayout, home: Path) -> dict[str, str]:
     return env
 
 
+def make_big_repository(root: Path, size_mb: int) -> tuple[Path, int, int]:
+    """Serve a teacher's repository of ``size_mb`` random MiB under ``root``.
+
+    Returns the teacher's clone, the number of files, and the bytes the bare
+    repository takes on the server.
+    """
+    n_files = max(1, size_mb // 5)
+    files = {f"notebooks/data{i}.bin": "" for i in range(n_files)}
+    teacher = teacher_repo(root, "big", {"README.md": "x\n"})
+    for name in files:
+        path = teacher / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size_mb * 2**20 // n_files))
+    git("add", "--all", cwd=teacher)
+    git("commit", "--quiet", "-m", "data", cwd=teacher)
+    git("push", "--quiet", "origin", "main", cwd=teacher)
+    size = sum(p.stat().st_size for p in (root / "big.git").rglob("*") if p.is_file())
+    return teacher, n_files, size
+
+
+def time_updates(
+    sessions: Any, layout: MaterialLayout, teacher: Path, home: Path, repeat: int
+) -> tuple[float, float, list[float], dict[str, str]]:
+    """Time the first update and pull, then ``repeat`` push-update-pull rounds (seconds).
+
+    Returns the first update's and first pull's seconds, each round's, and
+    the student's environment.
+    """
+    start = time.perf_counter()
+    assert run_update(sessions, COURSE, layout).ok
+    first_update = time.perf_counter() - start
+    start = time.perf_counter()
+    env = pull(layout, home)
+    first_pull = time.perf_counter() - start
+    times = []
+    for i in range(repeat):
+        commit_files(teacher, {"notebooks/tp.py": f"print({i})\n"}, f"tp {i}")
+        git("push", "--quiet", "origin", "main", cwd=teacher)
+        start = time.perf_counter()
+        outcome = run_update(sessions, COURSE, layout)
+        pull(layout, home)
+        times.append(time.perf_counter() - start)
+        assert outcome.ok and (home / f"{COURSE}-material" / "tp.py").read_text() == f"print({i})\n"
+    return first_update, first_pull, times, env
+
+
+def token_leaks(home: Path, layout: MaterialLayout, env: dict[str, str], token: str) -> list[str]:
+    """Return the files of the student's home and of the published folder, and the
+    variables of the student's environment, that hold ``token``."""
+    found = [
+        str(p)
+        for folder in (home, layout.published)
+        for p in folder.rglob("*")
+        if p.is_file() and token.encode() in p.read_bytes()
+    ]
+    return found + [k for k, v in env.items() if token in v]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=50)
@@ -74,17 +133,7 @@ def main() -> int:
     try:
         root = work / "server"
         root.mkdir()
-        n_files = max(1, args.size_mb // 5)
-        files = {f"notebooks/data{i}.bin": "" for i in range(n_files)}
-        teacher = teacher_repo(root, "big", {"README.md": "x\n"})
-        for name in files:
-            path = teacher / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(os.urandom(args.size_mb * 2**20 // n_files))
-        git("add", "--all", cwd=teacher)
-        git("commit", "--quiet", "-m", "data", cwd=teacher)
-        git("push", "--quiet", "origin", "main", cwd=teacher)
-        size = sum(p.stat().st_size for p in (root / "big.git").rglob("*") if p.is_file())
+        teacher, n_files, size = make_big_repository(root, args.size_mb)
         token = "glpat-" + secrets.token_hex(16)
         url_db = f"sqlite:///{work / 'catalog.sqlite'}"
         engine = make_engine(url_db)
@@ -92,6 +141,8 @@ def main() -> int:
         seed_web_catalog(url_db)
         sessions = session_factory(engine)
         layout = MaterialLayout(work / "material")
+        home = work / "student"
+        home.mkdir()
         with allow_loopback(), serve_git(root, "deploy", token) as base:
             with sessions() as session:
                 course = load_course(session, COURSE)
@@ -105,33 +156,10 @@ def main() -> int:
                     credential=credential,
                 )
                 session.commit()
-            start = time.perf_counter()
-            assert run_update(sessions, COURSE, layout).ok
-            first_update = time.perf_counter() - start
-            home = work / "student"
-            home.mkdir()
-            start = time.perf_counter()
-            env = pull(layout, home)
-            first_pull = time.perf_counter() - start
-            times = []
-            for i in range(args.repeat):
-                commit_files(teacher, {"notebooks/tp.py": f"print({i})\n"}, f"tp {i}")
-                git("push", "--quiet", "origin", "main", cwd=teacher)
-                start = time.perf_counter()
-                outcome = run_update(sessions, COURSE, layout)
-                pull(layout, home)
-                times.append(time.perf_counter() - start)
-                assert (
-                    outcome.ok
-                    and (home / f"{COURSE}-material" / "tp.py").read_text() == f"print({i})\n"
-                )
-        found = [
-            str(p)
-            for folder in (home, layout.published)
-            for p in folder.rglob("*")
-            if p.is_file() and token.encode() in p.read_bytes()
-        ]
-        found += [k for k, v in env.items() if token in v]
+            first_update, first_pull, times, env = time_updates(
+                sessions, layout, teacher, home, args.repeat
+            )
+        found = token_leaks(home, layout, env, token)
         engine.dispose()
         median, low, high = interval(times)
         print(f"repository: {size / 2**20:.1f} MiB on the server ({n_files} random files)")

@@ -347,7 +347,7 @@ def formgrader_accounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
 
     A demo or a hub rendered as root gives each course's formgrader its own
     account and group, ``fg-<hub_id>-<course_id>``
-    (:mod:`coursehub.grading.formgrader_account`), kept on the host on purpose.
+    (:mod:`coursehub.grading.formgrader.account`), kept on the host on purpose.
     Those whose home lies in this session's temporary folders are the tests'
     (this worker's folders only, when the suite runs in parallel).
     """

@@ -12,14 +12,9 @@ import nbformat
 import pytest
 
 from coursehub.books.background import build_if_asked
+from coursehub.books.bookconfig import plan_config
 from coursehub.books.build import build_book, served_build
-from coursehub.books.plan import (
-    plan_build_id,
-    plan_config,
-    plan_missing_pages,
-    plan_prune,
-    plan_view,
-)
+from coursehub.books.plan import plan_build_id, plan_missing_pages, plan_prune, plan_view
 from coursehub.books.settings import (
     BookError,
     BookPaths,
@@ -32,7 +27,8 @@ from coursehub.cli import build_parser, main
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential, stored_kind
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from helpers import wait_until
 from material_gitserver import allow_loopback, commit_files, git, serve_git, teacher_repo
 
@@ -319,6 +315,6 @@ def test_a_build_over_its_time_is_stopped_with_a_clear_message(tmp_path):
 def test_a_book_never_gets_myst_substitutions_which_run_jinja_at_build_time(
     extensions, kept, left_out
 ):
-    from coursehub.books.plan import plan_myst_extensions
+    from coursehub.books.bookconfig import plan_myst_extensions
 
     assert plan_myst_extensions(extensions) == (kept, left_out)

@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from coursehub.books.bookconfig import plan_safe_config
 from coursehub.books.build import build_book, is_building
-from coursehub.books.plan import plan_links_out, plan_safe_config
+from coursehub.books.plan import plan_links_out
 from coursehub.books.settings import BookPaths, BookSettings, read_state, write_settings
 from coursehub.cli import main
 from coursehub.material.credential import parse_credential, store_credential, stored_kind
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from coursehub.web.testing import (
     IDENTITIES,
     dispose_app,
@@ -280,7 +282,7 @@ def test_notebooks_a_host_admin_lets_run_run_in_the_sandbox(materials, tmp_path,
 
 
 def test_a_book_build_hides_every_courses_books_material_catalog_and_its_host_folder():
-    from coursehub.books.build import plan_build_hidden
+    from coursehub.books.sandboxjob import plan_build_hidden
 
     env = {
         "COURSEHUB_DATA_DIR": "/srv/ch/data",

@@ -11,15 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from coursehub.courseenv.build import (
-    EnvBuildError,
-    build_environment,
-    env_paths,
-    plan_prune,
-    plan_stamp,
-    read_log_tail,
-    read_state,
-)
+from coursehub.courseenv.build import build_environment
+from coursehub.courseenv.errors import EnvBuildError
+from coursehub.courseenv.layout import env_paths, read_log_tail, read_state
+from coursehub.courseenv.plan import plan_prune, plan_stamp
 from coursehub.courseenv.requirements import parse_requirements, render_requirements
 from coursehub.errors import UsageError
 from coursehub.spawn.coursespaces import CourseSpaces

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.courseenv.build import build_environment, env_paths, read_state
+from coursehub.courseenv.build import build_environment
+from coursehub.courseenv.layout import env_paths, read_state
 from coursehub.courseenv.requirements import material_requirements
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from material_gitserver import allow_loopback, serve_git, teacher_repo
 
 

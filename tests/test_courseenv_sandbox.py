@@ -19,15 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.courseenv.build import (
-    EnvBuildError,
-    installed_packages,
-    parse_pip_config,
-    plan_build_hidden,
-    plan_needs_network,
-    plan_pip_env,
-    seal_build,
-)
+from coursehub.courseenv.errors import EnvBuildError
+from coursehub.courseenv.pipconfig import parse_pip_config, plan_needs_network, plan_pip_env
+from coursehub.courseenv.plan import plan_build_hidden
+from coursehub.courseenv.seal import installed_packages, seal_build
 from coursehub.errors import CoursehubError
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the build changes account as root only")
@@ -231,7 +226,7 @@ def test_a_wheels_pth_never_runs_as_root_during_coursehub_env_build(
     open_tmp, sqlite_template, monkeypatch
 ):
     from coursehub.cli import main
-    from coursehub.courseenv.build import env_paths, read_log_tail, read_state
+    from coursehub.courseenv.layout import env_paths, read_log_tail, read_state
     from coursehub.sandbox.account import sandbox_user_name
 
     course_id, common = env_build_setup(open_tmp, sqlite_template, monkeypatch)
@@ -261,7 +256,8 @@ def test_a_wheels_pth_never_runs_as_root_during_coursehub_env_build(
 
 @ROOT_ONLY
 def test_a_shared_root_the_sandbox_account_cannot_enter_fails_the_build_in_one_line(tmp_path):
-    from coursehub.courseenv.build import build_environment, env_paths, read_state
+    from coursehub.courseenv.build import build_environment
+    from coursehub.courseenv.layout import env_paths, read_state
 
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
@@ -278,7 +274,8 @@ def test_a_shared_root_the_sandbox_account_cannot_enter_fails_the_build_in_one_l
 def test_a_site_index_url_with_a_password_fails_the_build_and_the_secret_is_not_shown(
     open_tmp, monkeypatch
 ):
-    from coursehub.courseenv.build import build_environment, env_paths, read_log_tail, read_state
+    from coursehub.courseenv.build import build_environment
+    from coursehub.courseenv.layout import env_paths, read_log_tail, read_state
 
     monkeypatch.setenv("PIP_INDEX_URL", "https://deploy:s3cret@pypi.example/simple")
     paths = env_paths(open_tmp / "shared", "a-2025")
@@ -302,7 +299,7 @@ def test_a_site_index_url_with_a_password_fails_the_build_and_the_secret_is_not_
     ],
 )
 def test_a_package_that_replaces_the_interpreter_is_found(before, after, changed):
-    from coursehub.courseenv.build import plan_interpreter_change
+    from coursehub.courseenv.seal import plan_interpreter_change
 
     assert plan_interpreter_change(before, before if after is None else after) == changed
 
@@ -313,7 +310,7 @@ def test_a_wheel_replacing_bin_python_fails_the_build_and_the_previous_one_stays
     open_tmp, sqlite_template, monkeypatch
 ):
     from coursehub.cli import main
-    from coursehub.courseenv.build import env_paths, read_state
+    from coursehub.courseenv.layout import env_paths, read_state
 
     course_id, common = env_build_setup(open_tmp, sqlite_template, monkeypatch)
     root = open_tmp / "shared"

@@ -24,7 +24,7 @@ from hubfixture import RunningHub, find_proxy
 
 #: The culler's timeout (s): a server without activity this long is stopped.
 TIMEOUT_S = 20
-#: The culler's own scopes, as in the rendered hub config (coursehub.hub.config).
+#: The culler's own scopes, as in the rendered hub config (coursehub.hub.render).
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
 
 EXTRA = f"""

@@ -11,7 +11,7 @@ from traitlets.config import Config
 
 from coursehub.demo.accounts import DemoAccount, list_accounts, render_accounts
 from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER, ensure_staff, seed_catalog
-from coursehub.hub.config import render_service_names
+from coursehub.hub.render import render_service_names
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples/pendulum/double_pendulum.ipynb"
 

@@ -11,7 +11,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.config import HubSettings, render_hub_config, render_idle_notice
+from coursehub.hub.render import HubSettings, render_hub_config, render_idle_notice
 from coursehub.spawn.busyactivity import SERVER_ARG
 from coursehub.spawn.identity import hub_id_for_db_url
 from helpers import assert_matches_golden

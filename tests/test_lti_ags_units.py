@@ -215,7 +215,7 @@ def test_a_token_url_over_plain_http_is_refused():
 
 
 def test_the_hub_forwards_the_token_url_with_the_claims():
-    from coursehub.spawn.lti import launch_body, parse_platform
+    from coursehub.spawn.ltiregistration import launch_body, parse_platform
 
     platform = parse_platform({**parse_registrations(REGISTRATION)[0], "token_url": "https://t"})
     body = launch_body(platform, {"sub": "x"})
@@ -223,7 +223,7 @@ def test_the_hub_forwards_the_token_url_with_the_claims():
 
 
 def test_the_hub_tells_the_course_app_its_admins_with_every_launch():
-    from coursehub.spawn.lti import launch_body, parse_platform
+    from coursehub.spawn.ltiregistration import launch_body, parse_platform
 
     platform = parse_platform(parse_registrations(REGISTRATION)[0])
     assert launch_body(platform, {}, ("root", "hubadmin"))["hub_admins"] == ["hubadmin", "root"]

@@ -9,9 +9,9 @@ import pytest
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.config import HubSettings, render_hub_config
 from coursehub.hub.ltiplatforms import parse_registrations
-from coursehub.spawn.lti import Platform, find_platform, parse_platform
+from coursehub.hub.render import HubSettings, render_hub_config
+from coursehub.spawn.ltiregistration import Platform, find_platform, parse_platform
 from helpers import assert_matches_golden
 
 MOODLE = """

@@ -25,7 +25,8 @@ from coursehub.material.access import (
 )
 from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
 from coursehub.spawn.material import plan_material_env
 from material_gitserver import allow_loopback, serve_git, teacher_repo
 

@@ -23,6 +23,7 @@ from coursehub.material.credential import (
 from coursehub.material.credential import (
     parse_credential as parse,
 )
+from coursehub.material.fetch import is_fetch_garbage, plan_fetch_config
 from coursehub.material.hosts import (
     HostPolicy,
     Origin,
@@ -34,7 +35,6 @@ from coursehub.material.hosts import (
     repo_origin,
 )
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import is_fetch_garbage, plan_fetch_config
 
 LOOPBACK = parse_host_policy("127.0.0.1")
 

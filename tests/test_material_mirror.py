@@ -31,7 +31,9 @@ from coursehub.material.credential import parse_credential, store_credential
 from coursehub.material.gitcmd import UNREADABLE
 from coursehub.material.hosts import parse_host_policy
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import MirrorSource, published_head, update_mirror
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MirrorSource
+from coursehub.material.publish import published_head
 from coursehub.material.service import run_update, set_course_material
 from coursehub.spawn.material import plan_material_env
 from coursehub.web.testing import seed_web_catalog

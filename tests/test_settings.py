@@ -158,10 +158,10 @@ def test_data_dir_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -
         {"XDG_DATA_HOME": "~/x", "COURSEHUB_DATA_DIR": ""},
     ],
 )
-def test_data_dir_agrees_with_the_catalog(env: dict[str, str]) -> None:
-    from coursehub.catalog.db import data_dir as catalog_data_dir
+def test_the_catalog_file_lies_in_the_data_dir(env: dict[str, str]) -> None:
+    from coursehub.catalog.db import SQLITE_FILENAME, database_url
 
-    assert data_dir(env) == catalog_data_dir(env)
+    assert database_url(env) == f"sqlite:///{data_dir(env) / SQLITE_FILENAME}"
 
 
 def test_runs_dir_rule() -> None:

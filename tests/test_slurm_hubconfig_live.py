@@ -1,6 +1,6 @@
 """What ``coursehub hub config --spawner slurm`` renders runs: a real hub on the test cluster.
 
-The configuration is rendered by :func:`coursehub.hub.config.render_hub_config`
+The configuration is rendered by :func:`coursehub.hub.render.render_hub_config`
 with this cluster's ports and partition, and started as is, with three
 test-only lines appended (below): the student's server is a Slurm job with
 the course's CPU and memory request and thread variables, survives a restart
@@ -27,8 +27,8 @@ import requests
 
 from coursehub.contract import make_profile, profile_to_json, student_group
 from coursehub.demo.slurm import leftover_job_ids
-from coursehub.hub.config import HubSettings, render_hub_config
 from coursehub.hub.process import start_hub, wait_until_up
+from coursehub.hub.render import HubSettings, render_hub_config
 from helpers import free_port, wait_until
 from hubfixture import TEST_SCOPES, find_proxy
 

@@ -10,7 +10,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.config import HubSettings, plan_hub_bind_url, render_hub_config
+from coursehub.hub.render import HubSettings, plan_hub_bind_url, render_hub_config
 
 
 def load(text: str, tmp_path: Path):

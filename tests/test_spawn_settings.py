@@ -9,7 +9,7 @@ import yaml
 
 from coursehub.demo.hub import demo_spawn_limit
 from coursehub.errors import UsageError
-from coursehub.hub.config import HubSettings, plan_spawn_limit, render_hub_config
+from coursehub.hub.render import HubSettings, plan_spawn_limit, render_hub_config
 
 
 @pytest.mark.parametrize(

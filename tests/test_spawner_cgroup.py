@@ -17,11 +17,8 @@ import pytest
 from tornado import web
 
 from cgrouptree import remove_cgroup_tree
-from coursehub.spawn.cgroupspawner import (
-    CgroupSimpleLocalProcessSpawner,
-    cgroup_name_for,
-    servers_parent_for,
-)
+from coursehub.spawn.cgrouprecord import cgroup_name_for, servers_parent_for
+from coursehub.spawn.cgroupspawner import CgroupSimpleLocalProcessSpawner
 from coursehub.spawn.devices import nvidia_access
 from coursehub.spawn.identity import HubIdentityError
 

@@ -351,7 +351,7 @@ def hub_id_for_db_url(db_url: str | None = None, cwd: str | None = None) -> str:
 def hub_id_of_data_dir(data_dir: str) -> str:
     """Return the hub id of a hub rendered with ``data_dir`` (its ``jupyterhub.sqlite`` there).
 
-    The rendered hub configuration (``coursehub.hub.config``) and the demo
+    The rendered hub configuration (``coursehub.hub.render``) and the demo
     put the hub's database in its data folder (``c.JupyterHub.db_url = "sqlite:///<data_dir>/jupyterhub.sqlite"``).
     """
     path = os.path.abspath(data_dir)

@@ -53,7 +53,7 @@ from coursehub.resources import (
     thread_env,
 )
 from coursehub.resources.cgroups import job_cgroup_bases
-from coursehub.runner.job import Job
+from coursehub.runner.job import Backend, Job
 
 #: Trajectories of the shared dataset (about 40 for training; ~1 s to make).
 N_TRAJECTORIES = 64
@@ -205,10 +205,6 @@ def run_managed(
     thread that waits for that job, one call at a time).
     """
     from coursehub.runner.api import submit
-    from coursehub.runner.job import Backend
-    from coursehub.runner.local import LocalBackend
-    from coursehub.runner.slots import SlotPool
-    from coursehub.runner.slurm.backend import SlurmBackend
 
     n_threads = scenario.n_threads or 1
     demand = scenario.n_students * n_threads
@@ -222,17 +218,7 @@ def run_managed(
         "gpus": gpus,
         "timeout_s": settings.timeout_s,
     }
-    backend: Backend
-    if settings.backend == "slurm":  # Slurm admits by whole cores (--cpus-per-task)
-        backend = SlurmBackend(runs_dir=work / "runs", poll_s=0.5)
-    else:
-        pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), 0.02)
-        backend = LocalBackend(
-            runs_dir=work / "runs",
-            slots=pool,
-            sample_s=SAMPLE_S,
-            cgroup_parent=settings.cgroup_parent,
-        )
+    backend = _bench_backend(scenario, settings, work, budget, gpus, tag)
     t0 = time.monotonic()
     jobs: list[Job] = []
     ends: dict[int, float] = {}
@@ -263,6 +249,29 @@ def run_managed(
                 job.wait()
     students = tuple(_student_of(job, ends[i]) for i, job in enumerate(jobs))
     return ScenarioResult(scenario, students, max(ends.values()))
+
+
+def _bench_backend(
+    scenario: Scenario, settings: BenchSettings, work: Path, budget: int, gpus: int, tag: str
+) -> Backend:
+    """Return the runner backend of a managed scenario, its runs kept under ``work``.
+
+    Slurm (it admits by whole cores, ``--cpus-per-task``), or local jobs
+    admitted by a slot pool of ``budget`` CPUs and ``gpus`` GPUs.
+    """
+    from coursehub.runner.local import LocalBackend
+    from coursehub.runner.slots import SlotPool
+    from coursehub.runner.slurm.backend import SlurmBackend
+
+    if settings.backend == "slurm":  # Slurm admits by whole cores (--cpus-per-task)
+        return SlurmBackend(runs_dir=work / "runs", poll_s=0.5)
+    pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), 0.02)
+    return LocalBackend(
+        runs_dir=work / "runs",
+        slots=pool,
+        sample_s=SAMPLE_S,
+        cgroup_parent=settings.cgroup_parent,
+    )
 
 
 def _student_of(job: Job, end_s: float) -> StudentResult:

@@ -283,50 +283,78 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
     modes = list(dict.fromkeys(r.mode for r in rows))
     for k, mode in enumerate(modes):
         own = [r for r in rows if r.mode == mode]
-        x = [r.n_students for r in own]
-        y = [r.elapsed_median_s for r in own]
-        spread = [[0.0] * len(own), [r.elapsed_max_s - r.elapsed_median_s for r in own]]
-        line = ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=mode)
-        color = line.lines[0].get_color()
-        offset = (k - (len(modes) - 1) / 2) * 0.12
-        for r in own:
-            if r.summary is None:
-                continue
-            ratios = r.summary.ratios
-            jitter = [offset + 0.04 * ((j % 5) - 2) for j in range(len(ratios))]
-            sx.scatter(
-                [r.n_students + d for d in jitter],
-                ratios,
-                s=14,
-                alpha=0.6,
-                color=color,
-                edgecolors="none",
-                zorder=3,
-            )
-            bar = [[r.slowdown - r.summary.low], [r.summary.high - r.slowdown]]
-            sx.errorbar(
-                [r.n_students + offset],
-                [r.slowdown],
-                yerr=bar,
-                marker="D",
-                capsize=4,
-                color=color,
-                label=mode if r is own[0] else None,
-            )
+        _plot_mode(ax, sx, own, mode, offset=(k - (len(modes) - 1) / 2) * 0.12)
+    _style_elapsed_axes(ax, rows, title, FormatStrFormatter)
+    _style_slowdown_axes(sx, rows, FormatStrFormatter)
+    try:
+        with atomic_path(path, mode=None) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _plot_mode(ax: Any, sx: Any, own: Sequence[Row], mode: str, offset: float) -> None:
+    """Draw one mode's rows: elapsed per student on ``ax``, slowdowns on ``sx``.
+
+    ``offset`` shifts the mode's slowdown markers along x (in students) so
+    that modes at the same count do not hide each other.
+    """
+    x = [r.n_students for r in own]
+    y = [r.elapsed_median_s for r in own]
+    spread = [[0.0] * len(own), [r.elapsed_max_s - r.elapsed_median_s for r in own]]
+    line = ax.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=mode)
+    color = line.lines[0].get_color()
+    for r in own:
+        if r.summary is None:
+            continue
+        ratios = r.summary.ratios
+        jitter = [offset + 0.04 * ((j % 5) - 2) for j in range(len(ratios))]
+        sx.scatter(
+            [r.n_students + d for d in jitter],
+            ratios,
+            s=14,
+            alpha=0.6,
+            color=color,
+            edgecolors="none",
+            zorder=3,
+        )
+        bar = [[r.slowdown - r.summary.low], [r.summary.high - r.slowdown]]
+        sx.errorbar(
+            [r.n_students + offset],
+            [r.slowdown],
+            yerr=bar,
+            marker="D",
+            capsize=4,
+            color=color,
+            label=mode if r is own[0] else None,
+        )
+
+
+def _style_x_axis(axis: Any, rows: Sequence[Row]) -> None:
+    """Margins, one tick per student count, and the x label shared by both panels."""
+    axis.margins(x=0.1)
+    axis.set_xticks(sorted({r.n_students for r in rows}))
+    axis.set_xlabel("students training at once")
+
+
+def _style_elapsed_axes(ax: Any, rows: Sequence[Row], title: str, formatter: Any) -> None:
+    """The left panel: the baseline line (managed, 1 student), log y axis, labels, legend."""
     baseline = next(r for r in rows if r.mode == "managed" and r.n_students == 1)
     ax.axhline(baseline.elapsed_median_s, linestyle=":", color="grey", label="1 student alone")
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-    for axis in (ax, sx):
-        axis.margins(x=0.1)
-        axis.set_xticks(sorted({r.n_students for r in rows}))
-        axis.set_xlabel("students training at once")
+    ax.yaxis.set_major_formatter(formatter("%g"))
+    ax.yaxis.set_minor_formatter(formatter("%g"))
+    _style_x_axis(ax, rows)
     ax.set_ylabel("elapsed per student (s, median; bar to max)")
     ax.set_title(title, fontsize=9)
     ax.legend()
+
+
+def _style_slowdown_axes(sx: Any, rows: Sequence[Row], formatter: Any) -> None:
+    """The right panel: log y axis, dashed lines at the benchmark's targets, labels, legend."""
+    _style_x_axis(sx, rows)
     sx.set_yscale("log")
-    sx.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    sx.yaxis.set_major_formatter(formatter("%g"))
     for bound, text in (
         (MANAGED_MAX_SLOWDOWN, "managed target"),
         (NAIVE_MIN_SLOWDOWN, "naive target"),
@@ -341,12 +369,7 @@ def save_plot(rows: Sequence[Row], path: Path, title: str) -> None:
             textcoords="offset points",
             color="grey",
         )
-    sx.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    sx.yaxis.set_minor_formatter(formatter("%g"))
     sx.set_ylabel("slowdown (dots: repeats; bar: 95% interval)")
     sx.set_title("slowdown per repeat, median and bootstrap interval", fontsize=10)
     sx.legend()
-    try:
-        with atomic_path(path, mode=None) as tmp:
-            fig.savefig(tmp, format="png", dpi=120)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -28,7 +28,7 @@ import math
 import statistics
 from dataclasses import dataclass, field, replace
 
-from coursehub.bench.scenarios import ScenarioResult, StudentResult
+from coursehub.bench.scenarios import Scenario, ScenarioResult, StudentResult
 from coursehub.bench.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SEED,
@@ -197,6 +197,54 @@ def _median_cpu(result: ScenarioResult) -> float | None:
     return statistics.median(cpu) if cpu else None
 
 
+def _slowdown_summary(
+    scenario: Scenario,
+    runs: list[tuple[ScenarioResult, ScenarioResult]],
+    usable: list[tuple[ScenarioResult, ScenarioResult]],
+    goal: tuple[str, float, bool] | None,
+    confidence: float,
+    seed: int,
+) -> Summary | None:
+    """Return the paired slowdowns of the ``usable`` runs and their warnings; None if none.
+
+    The baseline compares each run with the median of its own runs, and its
+    spread is that of those runs.
+    """
+    if not usable:
+        return None
+    alone_s = [statistics.median(student_elapsed(s) for s in a.students) for a, _ in usable]
+    run_s = [statistics.median(student_elapsed(s) for s in r.students) for _, r in usable]
+    if scenario.is_baseline:
+        alone_s = [statistics.median(run_s)] * len(run_s)
+    summary = summarise_slowdowns(
+        alone_s, run_s, goal[1] if goal else None, goal[2] if goal else True, confidence, seed
+    )
+    notes = list(summary.warnings)
+    if scenario.is_baseline:  # its spread is that of its own runs
+        summary = replace(summary, baseline=describe_spread(run_s))
+        notes += [w for w in [check_spread(summary.baseline)] if w]
+    if len(usable) < len(runs):
+        notes.append(
+            f"{len(runs) - len(usable)} of {len(runs)} runs of {scenario.label} "
+            "left out of the slowdown: a student failed"
+        )
+    return replace(summary, warnings=tuple(notes))
+
+
+def _cpu_ratio(
+    scenario: Scenario, usable: list[tuple[ScenarioResult, ScenarioResult]]
+) -> float | None:
+    """Return the median ratio of CPU seconds per student, run over alone; None if unknown."""
+    cpu_pairs = [(_median_cpu(a), _median_cpu(r)) for a, r in usable]
+    cpu_alone = [a for a, r in cpu_pairs if a is not None and r is not None]
+    cpu_run = [r for a, r in cpu_pairs if a is not None and r is not None]
+    if scenario.is_baseline and cpu_run:
+        cpu_alone = [statistics.median(cpu_run)] * len(cpu_run)
+    if not cpu_run:
+        return None
+    return statistics.median(r / a for a, r in zip(cpu_alone, cpu_run, strict=True))
+
+
 def plan_row(
     runs: list[tuple[ScenarioResult, ScenarioResult]],
     baseline: ScenarioResult,
@@ -220,33 +268,8 @@ def plan_row(
     slots = baseline.scenario.n_threads or 1
     goal = plan_target(scenario.mode, scenario.n_students, slots, cpu_budget)
     usable = [(a, r) for a, r in runs if not crashed(a) and not crashed(r)]
-    summary = None
-    if usable:
-        alone_s = [statistics.median(student_elapsed(s) for s in a.students) for a, _ in usable]
-        run_s = [statistics.median(student_elapsed(s) for s in r.students) for _, r in usable]
-        if scenario.is_baseline:
-            alone_s = [statistics.median(run_s)] * len(run_s)
-        summary = summarise_slowdowns(
-            alone_s, run_s, goal[1] if goal else None, goal[2] if goal else True, confidence, seed
-        )
-        notes = list(summary.warnings)
-        if scenario.is_baseline:  # its spread is that of its own runs
-            summary = replace(summary, baseline=describe_spread(run_s))
-            notes += [w for w in [check_spread(summary.baseline)] if w]
-        if len(usable) < len(runs):
-            notes.append(
-                f"{len(runs) - len(usable)} of {len(runs)} runs of {scenario.label} "
-                "left out of the slowdown: a student failed"
-            )
-        summary = replace(summary, warnings=tuple(notes))
-    cpu_pairs = [(_median_cpu(a), _median_cpu(r)) for a, r in usable]
-    cpu_alone = [a for a, r in cpu_pairs if a is not None and r is not None]
-    cpu_run = [r for a, r in cpu_pairs if a is not None and r is not None]
-    if scenario.is_baseline and cpu_run:
-        cpu_alone = [statistics.median(cpu_run)] * len(cpu_run)
-    cpu_ratio = None
-    if cpu_run:
-        cpu_ratio = statistics.median(r / a for a, r in zip(cpu_alone, cpu_run, strict=True))
+    summary = _slowdown_summary(scenario, runs, usable, goal, confidence, seed)
+    cpu_ratio = _cpu_ratio(scenario, usable)
     return Row(
         mode=scenario.mode,
         n_students=scenario.n_students,

@@ -1,7 +1,7 @@
 """The runner job of a book build: ``python -m coursehub.books.job -- SANDBOX_COMMAND...``.
 
 The runner (thread and memory limits, a timeout) starts this module with the
-sandbox command made by :func:`coursehub.books.build._run_job`
+sandbox command made by :func:`coursehub.books.sandboxjob.run_build_job`
 (:func:`coursehub.sandbox.command.plan_sandbox_command`); it runs that command
 with an allow-listed environment and exits with its status. Inside the
 sandbox the same module runs as ``python -m coursehub.books.job BOOK OUT``:
@@ -50,7 +50,7 @@ def refuse_substitutions() -> None:
     so ``{{ ... }}`` in a page runs code at build time whatever the course's
     execute setting; a page's own front matter (``myst: enable_extensions``)
     can turn the extension on even where ``_config.yml`` does not
-    (:func:`coursehub.books.plan.plan_myst_extensions`). Each one becomes its
+    (:func:`coursehub.books.bookconfig.plan_myst_extensions`). Each one becomes its
     own text, with a build warning that names its line.
     """
     from docutils import nodes

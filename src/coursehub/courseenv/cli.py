@@ -44,7 +44,7 @@ def _paths(args: argparse.Namespace) -> Any:
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.db import session_factory
-    from coursehub.courseenv.build import env_paths
+    from coursehub.courseenv.layout import env_paths
     from coursehub.courselayout import check_shared_root, shared_root
     from coursehub.settings import check_course_id
 
@@ -94,7 +94,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print the environment's state, and with ``--log`` the last build log."""
-    from coursehub.courseenv.build import read_log_tail, read_state
+    from coursehub.courseenv.layout import read_log_tail, read_state
 
     _root, paths = _paths(args)
     state = read_state(paths)

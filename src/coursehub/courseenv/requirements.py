@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from coursehub.errors import UsageError
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import read_published_file
+from coursehub.material.publish import read_published_file
 
 #: Most requirement lines a course may declare.
 MAX_REQUIREMENTS = 200
@@ -78,11 +78,11 @@ def material_requirements(layout: MaterialLayout, course_id: str) -> tuple[str, 
     published material (the root of its sub-folder), or None when it has none.
 
     The published head is the last good material, what the students pull
-    (:func:`coursehub.material.mirror.read_published_file`).
+    (:func:`coursehub.material.publish.read_published_file`).
 
     Raises
     ------
-    coursehub.material.mirror.MaterialError
+    coursehub.material.mirrortypes.MaterialError
         If the file is too large or not UTF-8.
     """
     found = read_published_file(layout, course_id, MATERIAL_REQUIREMENTS)

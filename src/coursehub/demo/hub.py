@@ -6,7 +6,7 @@ Layout of the data directory (kept across restarts; nothing is re-seeded):
 ``catalog.sqlite``             the course catalog (migrated, seeded once)
 ``demo-secrets.json``          the demo password and the course app's hub token
 ``jupyterhub.sqlite``          the hub's database (and its cookie secret next to it)
-``hub/jupyterhub_config.py``   rendered at each start (:mod:`coursehub.hub.config`)
+``hub/jupyterhub_config.py``   rendered at each start (:mod:`coursehub.hub.render`)
 ``hub/jupyterhub.log``         the hub's, proxy's and services' output
 ``nbgrader/courses/{course_id}`` a course set up for grading; its formgrader runs
                                as the hub service ``{course_id}``

@@ -108,7 +108,7 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
 def demo_spawn_limit(override: str | None = None) -> int:
     """Return the demo's ``concurrent_spawn_limit``: ``override``, else this machine's rule.
 
-    The rule is :func:`coursehub.hub.config.plan_spawn_limit` of the CPUs this
+    The rule is :func:`coursehub.hub.render.plan_spawn_limit` of the CPUs this
     process may use (:func:`coursehub.resources.cpus.effective_cpus`), as the
     demo's servers run here.
 
@@ -117,7 +117,7 @@ def demo_spawn_limit(override: str | None = None) -> int:
     UsageError
         If ``override`` (``$COURSEHUB_SPAWN_LIMIT``) is not a positive integer.
     """
-    from coursehub.hub.config import plan_spawn_limit
+    from coursehub.hub.render import plan_spawn_limit
     from coursehub.resources.cpus import effective_cpus
 
     if override is None or override == "":
@@ -193,7 +193,7 @@ def render_demo_config(
     """
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
     from coursehub.grading.formgrader.service import full_server_enabled, render_formgrader_config
-    from coursehub.hub.config import HubSettings, render_hub_config, render_service_names
+    from coursehub.hub.render import HubSettings, render_hub_config, render_service_names
 
     ports = ports or pick_ports(ip, port, len(formgraders))
     settings = replace(

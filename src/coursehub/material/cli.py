@@ -137,7 +137,7 @@ def run_update_command(
 
     ``on_published`` is called after each good update (:func:`run_update`).
     """
-    from coursehub.material.mirror import MaterialError
+    from coursehub.material.mirrortypes import MaterialError
     from coursehub.material.service import courses_to_update, run_update
 
     if bool(args.all) == bool(args.course):

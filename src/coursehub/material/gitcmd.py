@@ -87,6 +87,14 @@ def plan_git_env(
     return env
 
 
+def plan_local_git_env(home: Path) -> dict[str, str]:
+    """Return git's environment for work on the host's own mirrors (``file`` protocol only).
+
+    :func:`plan_git_env` with ``home`` and no credential.
+    """
+    return plan_git_env(home, protocols="file")
+
+
 def run_git(
     args: Sequence[str],
     env: Mapping[str, str],
@@ -184,3 +192,17 @@ def explain_git_error(
         if needle in low:
             return message.format(url=url, branch=branch, credential=advice)
     return UNREADABLE.format(url=url)
+
+
+def rev_parse(repo: Path, name: str, env: dict[str, str], missing_ok: bool = False) -> str:
+    """Return the object id ``name`` names in ``repo`` (``git rev-parse --verify``).
+
+    With ``missing_ok``, "" when ``name`` names nothing.
+
+    Raises
+    ------
+    GitCommandError
+        If ``name`` names nothing (without ``missing_ok``) or git fails.
+    """
+    done = run_git(["rev-parse", "--verify", "--quiet", name], env, cwd=repo, check=not missing_ok)
+    return done.stdout.strip() if done.returncode == 0 else ""

@@ -40,12 +40,8 @@ from coursehub.material.credential import (
 )
 from coursehub.material.hosts import HostPolicy, Resolver, check_repo_host, repo_origin, resolve
 from coursehub.material.layout import MaterialLayout
-from coursehub.material.mirror import (
-    MaterialError,
-    MirrorSource,
-    UpdateRunningError,
-    update_mirror,
-)
+from coursehub.material.mirror import update_mirror
+from coursehub.material.mirrortypes import MaterialError, MirrorSource, UpdateRunningError
 
 
 @dataclass(frozen=True)

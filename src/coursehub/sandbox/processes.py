@@ -35,7 +35,7 @@ class ProcessRow:
 PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "JupyterHub",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account (root on a department host, for the spawners)",
         "hub database, its configuration, the course profiles",
         "hub database, servers' cgroups and units",
@@ -43,7 +43,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "configurable-http-proxy",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account",
         "its routes (from the hub)",
         "nothing",
@@ -51,7 +51,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "course app (hub service)",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account (a hub-managed service)",
         "catalog, material mirrors and credentials, books, course directories",
         "catalog, course directories, mirrors",
@@ -80,7 +80,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ),
     ProcessRow(
         "idle culler (hub service)",
-        "coursehub.hub.config:render_hub_config",
+        "coursehub.hub.render:render_hub_config",
         "the hub's account",
         "the hub API (its token's scopes)",
         "nothing",
@@ -134,7 +134,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "a private copy of the book (allow-listed configuration keys); the installation, read-only",
         "that private copy; the HTML is copied back without following links",
         "no (own network namespace)",
-        "coursehub.books.build:_run_job",
+        "coursehub.books.sandboxjob:run_build_job",
     ),
     ProcessRow(
         "course environment build (venv, pip install)",
@@ -143,7 +143,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "the course's requirements, the site's package index",
         "the new build folder, then sealed root's and read-only",
         "only when the package index is remote",
-        "coursehub.courseenv.build:_run_step",
+        "coursehub.courseenv.sandboxjob:_run_step",
     ),
     ProcessRow(
         "material update (git fetch)",

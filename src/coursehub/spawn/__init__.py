@@ -9,7 +9,10 @@ the course app or the command line. Imports only :mod:`coursehub.resources`,
 * :mod:`.spawner` - :class:`~coursehub.spawn.spawner.CourseProfiles`, the
   spawner hooks (profile choice, GPU assignment);
 * :mod:`.profiles` - pure rules: choices, spawn form, traits per spawner kind;
-* :mod:`.cgroupspawner` - local process spawners with per-server cgroups;
+* :mod:`.cgroupspawner` - local process spawners with per-server cgroups
+  (:mod:`.cgrouprecord`: a server's cgroup name and its record in the state);
+* :mod:`.lti` - LTI 1.3 sign-in from the LMS (:mod:`.ltiregistration`: the
+  platform registrations it accepts);
 * :mod:`.devices` - which NVIDIA devices a server may open;
 * :mod:`.identity` - this hub's id on the host;
 * :mod:`.busyactivity` - the busy-kernel jupyter_server extension.

@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, render_template
 
-from coursehub.courseenv.build import env_paths, read_log_tail, read_state
+from coursehub.courseenv.layout import env_paths, read_log_tail, read_state
 from coursehub.courselayout import check_shared_root, shared_root
 from coursehub.errors import UsageError
 from coursehub.web.access import Access
