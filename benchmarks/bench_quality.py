@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from coursehub.resources import effective_cpus, thread_env
+from coursehub.resources.cpus import effective_cpus
+from coursehub.resources.threads import thread_env
 
 # figure -> (better is "lower" or "higher", goal or None); goals apply to the medians.
 FIGURES = {

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from coursehub.resources import thread_env
+from coursehub.resources.threads import thread_env
 
 THREADS = (1, 2)
 BATCH_SIZES = (1, 64, 256)

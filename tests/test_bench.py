@@ -54,7 +54,7 @@ from coursehub.bench.workload import (
     run_queue_wait_s,
 )
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.resources import GpuInfo
+from coursehub.resources.gpus import GpuInfo
 from helpers import assert_matches_golden
 
 # --- plan ------------------------------------------------------------------

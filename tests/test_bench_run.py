@@ -13,8 +13,8 @@ from coursehub.bench.scenarios import Scenario
 from coursehub.bench.students import BenchSettings
 from coursehub.bench.workload import main as workload_main
 from coursehub.cli import main
-from coursehub.resources import affinity_cpus
 from coursehub.resources.cgroups import CgroupUnavailableError, job_cgroup_bases
+from coursehub.resources.cpus import affinity_cpus
 
 
 def cgroups_usable() -> bool:

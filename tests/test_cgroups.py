@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.resources import CgroupUnavailableError, JobCgroup, systemd_run_command
-from coursehub.resources.cgroups import job_cgroup_bases, plan_job_cgroup
+from coursehub.resources.cgroups import (
+    CgroupUnavailableError,
+    JobCgroup,
+    job_cgroup_bases,
+    plan_job_cgroup,
+    systemd_run_command,
+)
 
 
 def test_plan_v1_writes_quota_memory_and_swap():

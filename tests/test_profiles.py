@@ -11,7 +11,7 @@ from coursehub.contract import (
 from coursehub.contract import profile_from_json as parse_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.errors import UsageError
-from coursehub.resources import N_THREAD_VARS
+from coursehub.resources.threads import N_THREAD_VARS
 from coursehub.spawn.profiles import (
     choose_profile,
     parse_options_form,

@@ -11,20 +11,23 @@ from types import SimpleNamespace
 import pytest
 
 from coursehub.errors import UsageError
-from coursehub.resources import (
-    ResourceSpec,
+from coursehub.resources.cgroupfs import locate_controller, parse_proc_cgroup
+from coursehub.resources.cpus import (
     affinity_cpus,
+    effective_cpus,
+    parse_cfs_quota,
+    parse_cpu_list,
+    parse_cpu_max,
+)
+from coursehub.resources.gpus import gpu_inventory, gpu_memory_of
+from coursehub.resources.spec import ResourceSpec
+from coursehub.resources.units import (
     describe_duration,
     describe_mem,
-    effective_cpus,
     format_mem,
-    gpu_inventory,
-    gpu_memory_of,
     parse_duration,
     parse_mem,
 )
-from coursehub.resources.cgroupfs import locate_controller, parse_proc_cgroup
-from coursehub.resources.cpus import parse_cfs_quota, parse_cpu_list, parse_cpu_max
 
 GiB = 1024**3
 
@@ -213,7 +216,7 @@ def test_effective_cpus_real_matches_affinity_or_less():
 @pytest.mark.root
 def test_effective_cpus_real_quota_in_a_child_cgroup(cgroup_parent):
     """A child process moved into a 0.5-CPU job cgroup reports 0.5 CPUs."""
-    from coursehub.resources import JobCgroup
+    from coursehub.resources.cgroups import JobCgroup
 
     job = JobCgroup.create("quota-probe", 0.5, None, parent=cgroup_parent)
     try:
@@ -221,7 +224,7 @@ def test_effective_cpus_real_quota_in_a_child_cgroup(cgroup_parent):
         code = (
             "import os\n"
             "for p in os.environ['PROCS'].split(os.pathsep): open(p, 'w').write(str(os.getpid()))\n"
-            "from coursehub.resources import effective_cpus\nprint(effective_cpus())\n"
+            "from coursehub.resources.cpus import effective_cpus\nprint(effective_cpus())\n"
         )
         out = subprocess.run(
             [sys.executable, "-c", code],

@@ -15,7 +15,7 @@ import pytest
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.resources import ResourceSpec
+from coursehub.resources.spec import ResourceSpec
 from coursehub.runner.api import make_spec, run, submit
 from coursehub.runner.job import JobSpec, JobState
 from coursehub.runner.jobenv import plan_command, plan_env
@@ -409,7 +409,7 @@ def test_configure_torch_caps_threads_and_shared_gpu_memory():
 
 @pytest.mark.gpu
 def test_gpu_job_sees_one_gpu_and_reports_its_memory(tmp_path):
-    from coursehub.resources import gpu_inventory
+    from coursehub.resources.gpus import gpu_inventory
 
     if not gpu_inventory():
         pytest.skip("no NVIDIA GPU here")

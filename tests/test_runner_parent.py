@@ -195,7 +195,7 @@ def slots_free(slots_dir: Path) -> bool:
 
 
 def test_a_daemon_forked_by_a_job_does_not_keep_the_slots_after_the_job_ends(tmp_path):
-    from coursehub.resources import ResourceSpec
+    from coursehub.resources.spec import ResourceSpec
     from coursehub.runner.local import LocalBackend
     from coursehub.runner.slots import SlotPool
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from coursehub.errors import UsageError
-from coursehub.resources import ResourceSpec
+from coursehub.resources.spec import ResourceSpec
 from coursehub.runner.api import backend_name, make_backend
 from coursehub.runner.control import is_slurm_job_id, job_status
 from coursehub.runner.job import JobSpec

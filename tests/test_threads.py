@@ -1,7 +1,7 @@
 import pytest
 
 from coursehub.errors import UsageError
-from coursehub.resources import N_THREAD_VARS, thread_env, threads_for_cpu_limit
+from coursehub.resources.threads import N_THREAD_VARS, thread_env, threads_for_cpu_limit
 
 
 def test_thread_env_sets_every_variable():

@@ -17,7 +17,7 @@ from coursehub.pendulum.checkpoint import load_checkpoint
 from coursehub.pendulum.config import ModelConfig, TrainConfig
 from coursehub.pendulum.dataset import generate_dataset, load_dataset, save_dataset
 from coursehub.pendulum.fitting import WARMUP_STEPS, TrainData, fit, plan_epoch, plan_lr
-from coursehub.resources import effective_cpus
+from coursehub.resources.cpus import effective_cpus
 from coursehub.usecases.pendulum_pipeline import plan_train_args
 from helpers import wait_until
 

@@ -186,10 +186,10 @@ def make_profile(
         CPUs per user, > 0 and finite (fractions allowed, e.g. 0.5).
     mem_limit
         Bytes, or a specification such as ``"4G"`` (JupyterHub's
-        ``ByteSpecification``: ``"4G"`` = 4 GiB, :func:`coursehub.resources.parse_mem`).
+        ``ByteSpecification``: ``"4G"`` = 4 GiB, :func:`coursehub.resources.units.parse_mem`).
     n_threads
         Threads per process, >= 1; None means ``floor(cpu_limit)`` (at least
-        1), :func:`coursehub.resources.threads_for_cpu_limit`.
+        1), :func:`coursehub.resources.threads.threads_for_cpu_limit`.
     gpus, jobs_per_gpu
         GPUs per user (>= 0) and servers or jobs sharing one GPU (>= 1).
     partition, account, qos

@@ -121,7 +121,7 @@ def plan_settings(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         On any bad option, naming it.
     """
     from coursehub.bench import contention, scenarios, students
-    from coursehub.resources import parse_duration
+    from coursehub.resources.units import parse_duration
 
     users = scenarios.parse_users(args.users)
     modes = scenarios.parse_modes(args.modes)
@@ -206,7 +206,7 @@ def gpu_check(
     import dataclasses
 
     from coursehub.bench import gpu
-    from coursehub.resources import gpu_inventory
+    from coursehub.resources.gpus import gpu_inventory
 
     inventory = [] if args.no_gpu else gpu_inventory()
     has_cuda = bool(inventory) and gpu.torch_has_cuda()

@@ -47,12 +47,9 @@ from coursehub.bench.students import (
     read_report,
 )
 from coursehub.errors import CoursehubError
-from coursehub.resources import (
-    CgroupUnavailableError,
-    effective_cpus,
-    thread_env,
-)
-from coursehub.resources.cgroups import job_cgroup_bases
+from coursehub.resources.cgroups import CgroupUnavailableError, job_cgroup_bases
+from coursehub.resources.cpus import effective_cpus
+from coursehub.resources.threads import thread_env
 from coursehub.runner.job import Backend, Job
 
 #: Trajectories of the shared dataset (about 40 for training; ~1 s to make).

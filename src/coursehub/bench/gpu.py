@@ -22,7 +22,8 @@ from pathlib import Path
 from coursehub.bench.contention import run_managed
 from coursehub.bench.scenarios import Scenario
 from coursehub.bench.students import BenchSettings
-from coursehub.resources import GpuInfo, describe_mem, gpu_inventory
+from coursehub.resources.gpus import GpuInfo, gpu_inventory
+from coursehub.resources.units import describe_mem
 
 #: Used memory above the level before the run still counted as "returned", bytes.
 RELEASE_TOLERANCE_BYTES = 64 * 1024**2

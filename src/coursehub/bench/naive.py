@@ -4,7 +4,7 @@ Each student is ``python -m coursehub.bench.workload`` started with every
 thread variable removed from its environment (:func:`plan_naive_env`), so
 torch and OpenMP start one thread per host core and libgomp spin-waits at
 each barrier; each is moved into its own cgroup with the CPU quota
-(:class:`coursehub.resources.JobCgroup`) where the machine allows it. All
+(:class:`coursehub.resources.cgroups.JobCgroup`) where the machine allows it. All
 start at once. The runner is not used: it always sets the thread count.
 """
 
@@ -28,13 +28,14 @@ from coursehub.bench.students import (
     plan_workload_args,
     read_report,
 )
-from coursehub.resources import CgroupUnavailableError, JobCgroup, thread_env
+from coursehub.resources.cgroups import CgroupUnavailableError, JobCgroup
+from coursehub.resources.threads import thread_env
 
 
 def plan_naive_env(base_env: Mapping[str, str]) -> dict[str, str]:
     """Return ``base_env`` without any thread setting, as a notebook kernel would see it.
 
-    Removed: every variable of :func:`coursehub.resources.thread_env`
+    Removed: every variable of :func:`coursehub.resources.threads.thread_env`
     (``OMP_NUM_THREADS``... ``OMP_WAIT_POLICY``, ``KMP_BLOCKTIME``), any other
     ``OMP_*``, ``GOMP_*`` or ``KMP_*`` variable, and the runner's bootstrap
     variables (``COURSEHUB_N_THREADS``...). ``base_env`` is not modified.

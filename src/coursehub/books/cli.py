@@ -97,7 +97,7 @@ def run_settings(args: argparse.Namespace) -> int:
     from dataclasses import asdict, replace
 
     from coursehub.books.settings import parse_settings, read_settings, write_settings
-    from coursehub.resources import parse_duration
+    from coursehub.resources.units import parse_duration
 
     paths = _paths(args)
     changes: dict[str, Any] = {}

@@ -27,7 +27,7 @@ from typing import Any
 
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.resources import parse_mem
+from coursehub.resources.units import parse_mem
 from coursehub.settings import check_course_id, data_dir
 
 #: Default wall-clock limit of one build (seconds).

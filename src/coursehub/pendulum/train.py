@@ -12,7 +12,7 @@ This module is the command only: it parses the command line (only
 the ``--arch`` preset; :mod:`coursehub.pendulum.resume` for ``--resume``) and
 hands them to the loop, :func:`coursehub.pendulum.fitting.fit`.
 
-The thread variables (:func:`coursehub.resources.thread_env`) are put into
+The thread variables (:func:`coursehub.resources.threads.thread_env`) are put into
 this process's environment before torch is imported, and
 ``torch.set_num_threads`` runs before any torch work: a CPU quota is
 invisible to torch, which would otherwise start one thread per host core
@@ -71,7 +71,8 @@ from coursehub.pendulum.trainsettings import (
     plan_configs,
     render_preset_help,
 )
-from coursehub.resources import effective_cpus, thread_env
+from coursehub.resources.cpus import effective_cpus
+from coursehub.resources.threads import thread_env
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

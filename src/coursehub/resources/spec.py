@@ -33,7 +33,7 @@ class ResourceSpec:
         ``n_threads``, or 1 when neither is given.
     mem_limit
         Memory limit in bytes (RAM + swap), or None for no limit. Build it
-        from text with :func:`coursehub.resources.parse_mem` (``"4G"``).
+        from text with :func:`coursehub.resources.units.parse_mem` (``"4G"``).
     n_threads
         Threads per numerical library; defaults to ``floor(cpu_limit)``
         (at least 1): one thread per CPU of the quota (PyTorch docs, "CPU

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from coursehub.errors import UsageError
-from coursehub.resources import ResourceSpec, parse_duration, parse_mem
+from coursehub.resources.spec import ResourceSpec
+from coursehub.resources.units import parse_duration, parse_mem
 from coursehub.runner.job import Backend, Job, JobSpec, OutputSink
 from coursehub.runner.local import LocalBackend
 from coursehub.runner.result import RunResult

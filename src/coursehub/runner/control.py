@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 
 from coursehub.errors import UsageError
-from coursehub.resources import ResourceSpec
+from coursehub.resources.spec import ResourceSpec
 from coursehub.runner.job import JobSpec
 from coursehub.runner.result import RunResult, render_summary
 from coursehub.runner.resultfile import read_result, result_path

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from coursehub.errors import UsageError
 from coursehub.meter.sampler import record_job_end
-from coursehub.resources import ResourceSpec
+from coursehub.resources.spec import ResourceSpec
 from coursehub.runner.result import RunResult, render_summary
 from coursehub.runner.resultfile import result_path, write_result
 

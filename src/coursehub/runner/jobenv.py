@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from coursehub.resources import thread_env
+from coursehub.resources.threads import thread_env
 from coursehub.runner.job import JobSpec
 
 #: The module every job's interpreter starts with.

@@ -2,7 +2,7 @@
 
 :func:`confine` picks the strongest confinement this machine allows:
 ``systemd-run --scope`` where systemd is PID 1 and we are root, else a job
-cgroup (:class:`coursehub.resources.JobCgroup`, v1 or v2) where the cgroup
+cgroup (:class:`coursehub.resources.cgroups.JobCgroup`, v1 or v2) where the cgroup
 filesystem is writable, else none (the runner's memory watchdog samples the
 job's tree instead: ``"watchdog"``). After the job's end,
 :func:`kernel_kill_reason` and :func:`plan_backstop_reason` say why a job the
@@ -15,17 +15,16 @@ import os
 import signal
 from collections.abc import Callable
 
-from coursehub.resources import (
+from coursehub.resources.cgroups import (
     CgroupStats,
     CgroupUnavailableError,
     JobCgroup,
-    ResourceSpec,
-    describe_duration,
-    describe_mem,
     systemd_available,
     systemd_run_command,
+    systemd_scope_result,
 )
-from coursehub.resources.cgroups import systemd_scope_result
+from coursehub.resources.spec import ResourceSpec
+from coursehub.resources.units import describe_duration, describe_mem
 from coursehub.runner.jobenv import CGROUP_PROCS_VAR
 
 

@@ -6,7 +6,7 @@ returns at once):
 1. wait for CPU and GPU slots in arrival order (:mod:`coursehub.runner.slots`);
 2. make its limits (:mod:`coursehub.runner.limits`): ``systemd-run --scope``
    where systemd is PID 1 and we are root, else a job cgroup
-   (:class:`coursehub.resources.JobCgroup`, v1 or v2) where the cgroup
+   (:class:`coursehub.resources.cgroups.JobCgroup`, v1 or v2) where the cgroup
    filesystem is writable, else the memory watchdog of
    :mod:`coursehub.runner.monitor` (the run then says ``watchdog``);
 3. start ``[python, -m, coursehub.runner.bootstrap, ...]`` in its own session
@@ -42,14 +42,9 @@ from pathlib import Path
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.meter.sampler import JobMeter
-from coursehub.resources import (
-    CgroupStats,
-    JobCgroup,
-    describe_duration,
-    describe_mem,
-    gpu_inventory,
-)
-from coursehub.resources.cgroups import JOBS_PARENT
+from coursehub.resources.cgroups import JOBS_PARENT, CgroupStats, JobCgroup
+from coursehub.resources.gpus import gpu_inventory
+from coursehub.resources.units import describe_duration, describe_mem
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
 from coursehub.runner.jobenv import plan_command, plan_env, plan_watchdog_env
 from coursehub.runner.limits import confine, kernel_kill_reason, plan_backstop_reason

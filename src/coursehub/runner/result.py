@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursehub.resources import CgroupStats, describe_mem
+from coursehub.resources.cgroups import CgroupStats
+from coursehub.resources.units import describe_mem
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursehub.resources import effective_cpus
+from coursehub.resources.cpus import effective_cpus
 
 #: Default directory of the slot files.
 DEFAULT_SLOTS_DIR = Path("/tmp/coursehub-slots")

@@ -4,7 +4,7 @@ For machines where systemd is not PID 1 (containers, CI, ``coursehub demo``),
 where SystemdSpawner cannot run. Each server gets the cgroup
 ``{cgroup_parent}-{hub_id}/jupyter-{user}[-{server}]`` with a CFS quota of
 ``cpu_limit`` CPUs and a memory limit of ``mem_limit`` bytes (RAM + swap),
-made by :class:`coursehub.resources.JobCgroup` (Linux kernel documentation:
+made by :class:`coursehub.resources.cgroups.JobCgroup` (Linux kernel documentation:
 ``Documentation/admin-guide/cgroup-v1/`` and ``cgroup-v2.rst`` for the
 controllers, ``Documentation/scheduler/sched-bwc.rst`` for the CFS quota), and
 on cgroup v1 a devices cgroup that lets it open only its own GPUs

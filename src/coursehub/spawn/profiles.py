@@ -34,7 +34,7 @@ kind          traits set
 ============  =============================================================
 
 ``environment`` always carries the thread variables of
-:func:`coursehub.resources.thread_env` for ``n_threads`` (``floor(cpu_limit)``
+:func:`coursehub.resources.threads.thread_env` for ``n_threads`` (``floor(cpu_limit)``
 by default), so that numerical libraries do not start one thread per host
 core inside a small CPU quota (the OpenMP specification, environment
 variable ``OMP_NUM_THREADS``; PyTorch documentation, "CPU threading and

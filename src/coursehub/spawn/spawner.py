@@ -206,7 +206,7 @@ class CourseProfiles:
         Profile of a user in no course with a profile.
     gpu_ids
         GPU indices of this machine; None: ask NVML at the first GPU request
-        (:func:`coursehub.resources.gpu_inventory`). Used by ``local`` and
+        (:func:`coursehub.resources.gpus.gpu_inventory`). Used by ``local`` and
         ``systemd`` only.
     state_path
         JSON file of the GPU assignments (see :class:`GpuAssignments`).

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import CoursehubError, UsageError
-from coursehub.resources import effective_cpus
+from coursehub.resources.cpus import effective_cpus
 
 #: The training module, run by the runner as ``python -m``.
 TRAIN_MODULE = "coursehub.pendulum.train"

@@ -38,7 +38,7 @@ def plan_workers(requested: str, cpus: float) -> int:
     requested : str
         ``"auto"`` (one per usable CPU, at least 1) or a positive integer.
     cpus : float
-        CPUs this process may use (:func:`coursehub.resources.effective_cpus`).
+        CPUs this process may use (:func:`coursehub.resources.cpus.effective_cpus`).
 
     Raises
     ------

@@ -118,7 +118,7 @@ class ResourceProfile(Base):
 
     ``cpu_limit`` in CPUs (may be fractional), ``mem_limit`` in bytes,
     ``n_threads`` threads per process (default ``floor(cpu_limit)``, see
-    :func:`coursehub.resources.threads_for_cpu_limit`), ``gpus`` GPUs per user
+    :func:`coursehub.resources.threads.threads_for_cpu_limit`), ``gpus`` GPUs per user
     and ``jobs_per_gpu`` concurrent runner jobs sharing one GPU; ``partition``,
     ``account`` and ``qos`` place its Slurm jobs (NULL: the cluster's default).
     """

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.atomicfile import write_atomically
-from coursehub.resources import describe_duration
+from coursehub.resources.units import describe_duration
 from coursehub.runner.monitor import TreeMonitor
 from coursehub.runner.processgroup import kill_group
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import UsageError
-from coursehub.resources import describe_duration, describe_mem
+from coursehub.resources.units import describe_duration, describe_mem
 from coursehub.runner.job import JobSpec
 from coursehub.runner.jobenv import plan_command, plan_env
 from coursehub.runner.result import RunResult
