@@ -194,3 +194,46 @@ class PageActions:
         """Post ``data`` to ``path`` as ``who``, with the token of ``form_page`` (or ``path``)."""
         token = self.csrf(form_page or path, who)
         return self.client.post(path, data={"csrf_token": token, **data}, headers=self.headers(who))
+
+
+# --- spawners -------------------------------------------------------------------------
+
+
+def local_spawner(
+    groups: Any = (),
+    *,
+    name: str = "alice",
+    admin: bool = False,
+    server: str = "",
+    home: Path | None = None,
+) -> Any:
+    """A real :class:`jupyterhub.spawner.SimpleLocalProcessSpawner` for a stand-in user.
+
+    Parameters
+    ----------
+    groups
+        The user's hub groups: names, or ``(name, properties)`` pairs (a course
+        group carries its profile in ``properties["profile"]``).
+    name, admin
+        The user's name and whether they are a hub admin.
+    server
+        The named server ("" for the default one).
+    home
+        Folder whose ``<username>`` child is the user's home (``home_dir_template``);
+        None: the spawner's default.
+    """
+    from types import SimpleNamespace
+
+    from jupyterhub.spawner import SimpleLocalProcessSpawner
+
+    hub_groups = [
+        SimpleNamespace(name=g, properties={})
+        if isinstance(g, str)
+        else SimpleNamespace(name=g[0], properties=dict(g[1]))
+        for g in groups
+    ]
+    user = SimpleNamespace(name=name, admin=admin, groups=hub_groups, url=f"/user/{name}/")
+    spawner = SimpleLocalProcessSpawner(user=user, name=server)
+    if home is not None:
+        spawner.home_dir_template = str(home / "{username}")
+    return spawner

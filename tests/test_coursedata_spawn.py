@@ -6,13 +6,13 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from jupyterhub.spawner import SimpleLocalProcessSpawner
 
 from coursehub.contract import make_profile
 from coursehub.courselayout import data_dir, jupyter_data_dir
 from coursehub.spawn.coursespaces import CourseSpaces, apply_data_links
 from coursehub.spawn.profiles import spawner_override
 from coursehub.spawn.spawner import apply_override
+from helpers import local_spawner
 from test_spawner_classes import make_spawner
 
 ROOT = "/srv/coursehub"
@@ -23,11 +23,8 @@ def groups(*names):
     return [SimpleNamespace(name=n, properties={}) for n in names]
 
 
-def local_spawner(tmp_path, *group_names):
-    user = SimpleNamespace(name="alice", groups=groups(*group_names), url="/user/alice/")
-    spawner = SimpleLocalProcessSpawner(user=user, name="")
-    spawner.home_dir_template = str(tmp_path / "homes" / "{username}")
-    return spawner
+def spawner_for(tmp_path, *group_names):
+    return local_spawner(group_names, home=tmp_path / "homes")
 
 
 def shared_root(tmp_path, *course_ids):
@@ -40,7 +37,7 @@ def shared_root(tmp_path, *course_ids):
 
 def test_a_local_server_gets_a_link_to_each_of_its_courses_data_folder(tmp_path):
     root = shared_root(tmp_path, "a-2025", "b-2025")
-    spawner = local_spawner(tmp_path, "nbgrader-a-2025", "formgrade-b-2025", "other")
+    spawner = spawner_for(tmp_path, "nbgrader-a-2025", "formgrade-b-2025", "other")
     CourseSpaces("local", root=root)(spawner)
     home = tmp_path / "homes" / "alice"
     assert os.readlink(home / "a-2025-data") == str(data_dir(root, "a-2025"))
@@ -65,7 +62,7 @@ def test_a_course_without_its_data_folder_gets_no_dangling_link(tmp_path):
 
 def test_leaving_a_course_removes_its_link_and_kernel_path_at_the_next_start(tmp_path):
     root = shared_root(tmp_path, "a-2025", "b-2025")
-    spawner = local_spawner(tmp_path, "nbgrader-a-2025", "nbgrader-b-2025")
+    spawner = spawner_for(tmp_path, "nbgrader-a-2025", "nbgrader-b-2025")
     spaces = CourseSpaces("local", root=root)
     spaces(spawner)
     spawner.user.groups = groups("nbgrader-b-2025")

@@ -10,7 +10,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from jupyterhub.spawner import SimpleLocalProcessSpawner
 
 from coursehub.spawn.jupytertools import (
     STUDENT,
@@ -21,7 +20,7 @@ from coursehub.spawn.jupytertools import (
     shipped_files,
 )
 from coursehub.spawn.spawner import CourseProfiles
-from helpers import free_port, wait_until
+from helpers import free_port, local_spawner, wait_until
 
 
 @pytest.mark.parametrize(
@@ -54,13 +53,7 @@ def test_the_shipped_config_files_are_the_rendered_ones():
 
 
 def make_spawner(groups, admin=False):
-    user = SimpleNamespace(
-        name="alice",
-        admin=admin,
-        groups=[SimpleNamespace(name=g, properties={}) for g in groups],
-        url="/user/alice/",
-    )
-    return SimpleLocalProcessSpawner(user=user, name="")
+    return local_spawner(groups, admin=admin)
 
 
 def test_the_spawner_gives_a_student_the_student_directory_and_keeps_the_admins(tmp_path):

@@ -6,13 +6,13 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 
 from coursehub.contract import DEFAULT_PROFILE, make_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.errors import UsageError
 from coursehub.spawn.spawner import CourseProfiles, GpuAssignments, chain_hooks
+from helpers import local_spawner
 
 GIB = 1024**3
 M2 = make_profile("m2", cpu_limit=2, mem_limit="4G", n_threads=2)
@@ -21,13 +21,8 @@ GPU = make_profile("gpu", cpu_limit=2, mem_limit="8G", gpus=1, jobs_per_gpu=2)
 
 
 def make_spawner(name="alice", profiles=(), server=""):
-    groups = [
-        SimpleNamespace(name=f"nbgrader-{course_id}", properties={"profile": render_profile(p)})
-        for course_id, p in profiles
-    ]
-    groups.append(SimpleNamespace(name="other", properties={}))
-    user = SimpleNamespace(name=name, groups=groups, url=f"/user/{name}/")
-    return SimpleLocalProcessSpawner(user=user, name=server)
+    groups = [(f"nbgrader-{c}", {"profile": render_profile(p)}) for c, p in profiles]
+    return local_spawner([*groups, "other"], name=name, server=server)
 
 
 def hooks(tmp_path, kind="local", gpu_ids=(0, 1), hub_id="hubA", no_course="default"):
