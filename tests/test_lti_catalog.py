@@ -45,7 +45,7 @@ from coursehub.catalog.ltilaunch import (
 from coursehub.catalog.models import Course, CourseMaterial, Person, Role
 from coursehub.catalog.people import add_member, find_person, get_membership
 from coursehub.catalog.seed import seed_demo
-from coursehub.web.ltiapi import render_deep_link
+from coursehub.web.api.lti import render_deep_link
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 ISSUER = "https://moodle.univ.example.fr"

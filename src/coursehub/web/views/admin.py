@@ -10,7 +10,6 @@ nothing and says why (a flash message on the page it came from).
 from __future__ import annotations
 
 from flask import Blueprint, flash, g, redirect, render_template, request, url_for
-from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.admin import (
@@ -22,10 +21,10 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models import Course
+from coursehub.catalog.queries import count_courses_by_year
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
-from coursehub.web.views import commit_or_show
+from coursehub.web.saving import commit_or_show
 from coursehub.web.views.portals import run_rollover
 
 bp = Blueprint("admin", __name__)
@@ -46,10 +45,7 @@ def field(name: str) -> str:
 def index() -> str:
     """Years (state, number of courses) and portals (managers), with their forms."""
     session = get_session()
-    counts = dict(
-        (pk, n)
-        for pk, n in session.execute(select(Course.year_pk, func.count()).group_by(Course.year_pk))
-    )
+    counts = count_courses_by_year(session)
     years = list_years(session)
     return render_template(
         "admin/index.html",

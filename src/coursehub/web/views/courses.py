@@ -32,7 +32,8 @@ from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
 from coursehub.web.forms import CourseForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome, hub_sync_settings
-from coursehub.web.views import back_to_course, commit_or_show, form_status, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import back_to_course, form_status, load_course
 
 bp = Blueprint("courses", __name__)
 

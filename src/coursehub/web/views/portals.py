@@ -28,7 +28,8 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, may_copy, require_admin, require_portal
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.views import commit_or_show, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import load_course
 
 bp = Blueprint("portals", __name__)
 
