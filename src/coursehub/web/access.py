@@ -78,6 +78,23 @@ def may_copy(access: Access, role: str | None) -> bool:
     return access >= Access.PORTAL or role == Role.LEAD.value
 
 
+def require_copy(course: Course, access: Access, role: str | None) -> None:
+    """Refuse (403, saying who may) one who may not copy ``course`` (:func:`may_copy`).
+
+    Raises
+    ------
+    werkzeug.exceptions.Forbidden
+        Unless ``access`` and ``role`` make one of its leads, its portal's managers or an
+        admin.
+    """
+    if not may_copy(access, role):
+        abort(
+            403,
+            description=f"only a lead of {course.course_id}, a manager of portal "
+            f"{course.portal.code} or an admin can copy this course",
+        )
+
+
 def may_create_courses(identity: Identity | None, creator_groups: Iterable[str]) -> bool:
     """Return whether ``identity`` may create a course (admin or in a creator hub group)."""
     if identity is None:

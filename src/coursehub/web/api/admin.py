@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, abort, g, jsonify, request
+from flask import Response, g, jsonify, request
 from sqlalchemy.orm import Session
 
 from coursehub.admin.carry import carry_course, carry_year
@@ -30,7 +30,7 @@ from coursehub.catalog.courses import get_portal, get_year, list_portals, list_y
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.models import Portal
 from coursehub.catalog.queries import count_courses_by_year
-from coursehub.web.access import Access, may_copy, require, require_admin, require_portal
+from coursehub.web.access import Access, require, require_admin, require_copy, require_portal
 from coursehub.web.api.base import api_blueprint, created, read_body, synced
 from coursehub.web.api.payloads import PayloadError
 from coursehub.web.coursepage import load_course_access
@@ -204,12 +204,7 @@ def copy_course(course_id: str) -> Response:
     session = get_session()
     seen = load_course_access(session, course_id, g.identity)
     require(seen.access, Access.VIEW)
-    if not may_copy(seen.access, seen.own.role.value if seen.own else None):
-        abort(
-            403,
-            description=f"only a lead of {course_id}, a manager of portal "
-            f"{seen.course.portal.code} or an admin can copy this course",
-        )
+    require_copy(seen.course, seen.access, seen.own.role.value if seen.own else None)
     data = read_body({"to_year": str}, {"with_team": bool})
     new = carry_course(session, course_id, data["to_year"], with_team=bool(data.get("with_team")))
     outcome = apply_hub_sync(session, new.course_id)

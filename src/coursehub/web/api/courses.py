@@ -12,12 +12,10 @@ from typing import Any
 
 from flask import Response, g, jsonify, render_template, request, url_for
 
-from coursehub.catalog.admin import open_course
 from coursehub.catalog.courses import get_group, get_portal
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.enrolment import apply_roster, check_confirmed
 from coursehub.catalog.errors import IdentityError, NotFoundError
-from coursehub.catalog.models import Role
 from coursehub.catalog.people import add_member, check_username, remove_member, visible_courses
 from coursehub.catalog.readmodel import (
     load_groups,
@@ -35,7 +33,7 @@ from coursehub.web.access import (
     require_move,
     require_portal,
 )
-from coursehub.web.actions import apply_course_changes, apply_material
+from coursehub.web.actions import apply_course_changes, apply_new_course
 from coursehub.web.api.apidoc import openapi_text, plan_api_doc
 from coursehub.web.api.base import api_blueprint, api_course, synced
 from coursehub.web.api.material import bp as material_bp
@@ -90,19 +88,7 @@ def create_course() -> tuple[Response, dict[str, str]]:
     if (new.lead or new.profile) and not g.identity.admin:
         require_portal(session, g.identity, portal, "name a course's lead or profile")
     with committing(session):
-        course = open_course(
-            session,
-            new.code,
-            new.title,
-            new.year,
-            new.portal,
-            lead=new.lead,
-            profile=new.profile,
-            description=new.description,
-        )
-        if not new.lead:
-            add_member(session, course, g.identity.name, Role.LEAD)
-        apply_material(session, course, new.material)
+        course = apply_new_course(session, new, g.identity.name)
     location = url_for("api.get_course", course_id=course.course_id)
     outcome = apply_hub_sync(session, course.course_id)
     return synced(render_course(course), outcome, 201), {"Location": location}

@@ -25,6 +25,7 @@ from coursehub.catalog.queries import count_courses_by_year
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_field
 from coursehub.web.views.portals import run_rollover
 
 bp = Blueprint("admin", __name__)
@@ -34,11 +35,6 @@ bp = Blueprint("admin", __name__)
 def admins_only() -> None:
     """Every page here is for hub admins; the refusal says so."""
     require_admin(g.get("identity"), "administer academic years and portals")
-
-
-def field(name: str) -> str:
-    """Return a posted text field, stripped (``""`` when absent)."""
-    return (request.form.get(name) or "").strip()
 
 
 @bp.get("/admin/")
@@ -64,7 +60,7 @@ def back() -> Response:
 def create_year() -> Response:
     """Create an academic year, optionally the current one."""
     session = get_session()
-    label = field("label")
+    label = form_field("label")
     with commit_or_show(session) as saved:
         year, created = ensure_year(session, label, current=bool(request.form.get("current")))
         if not created:
@@ -114,7 +110,7 @@ def restore(year: str) -> Response:
 @bp.post("/admin/years/<year>/rollover")
 def rollover(year: str) -> Response:
     """Copy every course of a year (every portal) to the year posted as ``to``."""
-    run_rollover(year, field("to"), None, bool(request.form.get("with_team")))
+    run_rollover(year, form_field("to"), None, bool(request.form.get("with_team")))
     return back()
 
 
@@ -122,9 +118,11 @@ def rollover(year: str) -> Response:
 def create_portal() -> Response:
     """Create a portal, with an optional first manager."""
     session = get_session()
-    code, manager = field("code"), field("manager")
+    code, manager = form_field("code"), form_field("manager")
     with commit_or_show(session) as saved:
-        portal, created = ensure_portal(session, code, field("title"), [manager] if manager else [])
+        portal, created = ensure_portal(
+            session, code, form_field("title"), [manager] if manager else []
+        )
         if not created:
             raise ConflictError(f"portal {portal.code} already exists")
     if saved:
@@ -137,7 +135,7 @@ def rename(code: str) -> Response:
     """Give a portal a new title."""
     session = get_session()
     with commit_or_show(session) as saved:
-        portal = rename_portal(session, get_portal(session, code), field("title"))
+        portal = rename_portal(session, get_portal(session, code), form_field("title"))
     if saved:
         flash(f"Portal {portal.code} is now {portal.name}.", "success")
     return redirect(url_for("portals.show", code=code))

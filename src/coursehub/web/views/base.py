@@ -12,7 +12,8 @@ helpers from here (:func:`load_course`, :func:`form_status`,
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from flask import current_app, flash, g, redirect, request, url_for
@@ -28,6 +29,8 @@ from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.identity import Identity
 from coursehub.web.readonly import refuse_changes_to_read_only_courses
+
+T = TypeVar("T")
 
 #: Seconds the header keeps "is on a teaching team" per user (a role change shows after it).
 TEAM_CACHE_S = 60.0
@@ -89,14 +92,24 @@ def navigation() -> dict[str, Any]:
 def my_portals(identity: Identity) -> list[str]:
     """Return the codes of the portals ``identity`` manages, kept :data:`TEAM_CACHE_S` seconds
     per user for the header (refusals never use this cache)."""
-    cache = current_app.extensions.setdefault("coursehub_portal_managers", {})
+    codes = cached_per_user(
+        "coursehub_portal_managers",
+        identity.name,
+        lambda: [p.code for p in managed_portals(get_session(), identity.name)],
+    )
+    return list(codes)
+
+
+def cached_per_user(key: str, username: str, compute: Callable[[], T]) -> T:
+    """Return ``compute()`` for ``username``, kept :data:`TEAM_CACHE_S` seconds (monotonic
+    clock) in the app's extension ``key`` (one dict per app: username -> (expiry, value))."""
+    cache = current_app.extensions.setdefault(key, {})
     now = time.monotonic()
-    known = cache.get(identity.name)
+    known = cache.get(username)
     if known is None or known[0] < now:
-        codes = [p.code for p in managed_portals(get_session(), identity.name)]
-        known = (now + TEAM_CACHE_S, codes)
-        cache[identity.name] = known
-    return list(known[1])
+        known = (now + TEAM_CACHE_S, compute())
+        cache[username] = known
+    return cast(T, known[1])
 
 
 def may_find_people(identity: Identity | None) -> bool:
@@ -117,13 +130,11 @@ def may_find_people(identity: Identity | None) -> bool:
         return True
     if g.get("refused"):  # a refusal page's header reads nothing more
         return False
-    cache = current_app.extensions.setdefault("coursehub_team_members", {})
-    now = time.monotonic()
-    known = cache.get(identity.name)
-    if known is None or known[0] < now:
-        known = (now + TEAM_CACHE_S, bool(team_course_pks(get_session(), identity.name)))
-        cache[identity.name] = known
-    return known[1]
+    return cached_per_user(
+        "coursehub_team_members",
+        identity.name,
+        lambda: bool(team_course_pks(get_session(), identity.name)),
+    )
 
 
 def load_course(course_id: str, needed: Access) -> tuple[Course, Access]:
@@ -137,6 +148,11 @@ def load_course(course_id: str, needed: Access) -> tuple[Course, Access]:
     if seen.access >= Access.READ_ROSTER:
         g.on_a_teaching_team = True  # spares navigation() its query
     return seen.course, seen.access
+
+
+def form_field(name: str) -> str:
+    """Return a posted text field, stripped (``""`` when absent)."""
+    return (request.form.get(name) or "").strip()
 
 
 def form_status(form: Form) -> int:

@@ -21,23 +21,14 @@ from flask import Blueprint, g, render_template
 from coursehub.catalog.queries import course_students
 from coursehub.contract import team_group
 from coursehub.errors import CoursehubError
-from coursehub.hub.hubclient import HubClient
 from coursehub.teamaccess.servers import read_server_rows
 from coursehub.teamaccess.shares import read_server_sharers, sync_team_shares
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
-from coursehub.web.hubsync import hub_sync_settings
+from coursehub.web.hubsync import hub_client, hub_sync_settings
 from coursehub.web.views.base import load_course
 
 bp = Blueprint("teamaccess", __name__)
-
-
-def hub_client() -> HubClient | None:
-    """Return a client with the app's hub token, or None when the app has no hub."""
-    settings = hub_sync_settings()
-    if settings.api_url is None:
-        return None
-    return HubClient(settings.api_url, settings.token, retry=settings.retry())
 
 
 @bp.get("/courses/<course_id>/servers")

@@ -46,9 +46,8 @@ from coursehub.usage.yearly import (
 )
 from coursehub.web.access import Access, require_portal
 from coursehub.web.database import get_session
-from coursehub.web.hubsync import hub_sync_settings
+from coursehub.web.hubsync import hub_client, hub_sync_settings
 from coursehub.web.views.base import load_course
-from coursehub.web.views.teamaccess import hub_client
 
 bp = Blueprint("usage", __name__)
 
