@@ -58,9 +58,8 @@ from coursehub.web.views.base import (
 )
 
 #: Every blueprint of the app, in the order registered: sign-in, the pages (course books:
-#: docs/books.md, usage: docs/usage.md, grades to the LMS: docs/lti.md), then the JSON API
-#: (its material routes are nested in ``courses_api.bp``: endpoints ``api.material.*``) and the LMS
-#: link pages.
+#: docs/books.md, usage: docs/usage.md, grades to the LMS: docs/lti.md), the JSON API (its
+#: material routes nested in ``courses_api.bp``: endpoints ``api.material.*``), the LMS links.
 BLUEPRINTS: tuple[Blueprint, ...] = (
     auth.bp,
     browse.bp,
