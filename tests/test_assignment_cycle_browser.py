@@ -21,7 +21,7 @@ import pytest
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import fetch_assignment, fetch_feedback, submit_assignment
 from coursehub.grading.layout import layout_from_env
-from coursehub.web import create_app
+from coursehub.web.app import create_app
 from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
 CHROMIUM = "/usr/bin/chromium"

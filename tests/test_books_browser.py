@@ -11,7 +11,7 @@ import pytest
 
 from coursehub.books.build import build_book
 from coursehub.demo.book import prepare_demo_book
-from coursehub.web import create_app
+from coursehub.web.app import create_app
 from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coursehub.web import create_app
+from coursehub.web.app import create_app
 from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
 CHROMIUM = "/usr/bin/chromium"

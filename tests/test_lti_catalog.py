@@ -47,7 +47,7 @@ from coursehub.catalog.models.courses import Course, CourseMaterial, Person, Rol
 from coursehub.catalog.models.lti import LtiAccount
 from coursehub.catalog.people import find_person
 from coursehub.catalog.seed import seed_demo
-from coursehub.web.ltiapi import render_deep_link
+from coursehub.web.api.lti import render_deep_link
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 ISSUER = "https://moodle.univ.example.fr"

@@ -10,7 +10,7 @@ import pytest
 
 from coursehub.catalog.errors import SchemaError
 from coursehub.errors import UsageError
-from coursehub.web import create_app
+from coursehub.web.app import create_app
 from coursehub.web.config import plan_auth_mode, plan_prefix, read_hub_env
 from coursehub.web.identity import Identity, identity_from_hub
 from coursehub.web.testing import (

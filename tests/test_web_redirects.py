@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from flask import Flask, jsonify, request
 
-from coursehub.web import create_app
+from coursehub.web.app import create_app
 from coursehub.web.redirects import MAX_NEXT, plan_location, safe_next
 from coursehub.web.testing import dispose_app, live_server
 

@@ -32,7 +32,7 @@ from coursehub.resources.units import format_mem
 
 #: The course app's name in the hub's Services menu.
 COURSE_APP_DISPLAY_NAME = "Courses"
-#: Path of the course app's LTI launch API below its service URL (coursehub.web.ltiapi).
+#: Path of the course app's LTI launch API below its service URL (coursehub.web.api.lti).
 LTI_LAUNCH_PATH = "/services/coursehub/api/v1/lti/launch"
 #: Port of the course app service on the hub machine.
 SERVICE_PORT = 10101

@@ -78,6 +78,23 @@ def may_copy(access: Access, role: str | None) -> bool:
     return access >= Access.PORTAL or role == Role.LEAD.value
 
 
+def require_copy(course: Course, access: Access, role: str | None) -> None:
+    """Refuse (403, saying who may) one who may not copy ``course`` (:func:`may_copy`).
+
+    Raises
+    ------
+    werkzeug.exceptions.Forbidden
+        Unless ``access`` and ``role`` make one of its leads, its portal's managers or an
+        admin.
+    """
+    if not may_copy(access, role):
+        abort(
+            403,
+            description=f"only a lead of {course.course_id}, a manager of portal "
+            f"{course.portal.code} or an admin can copy this course",
+        )
+
+
 def may_create_courses(identity: Identity | None, creator_groups: Iterable[str]) -> bool:
     """Return whether ``identity`` may create a course (admin or in a creator hub group)."""
     if identity is None:
@@ -95,13 +112,6 @@ def role_in_course(session: Session, identity: Identity | None, course: Course) 
         .where(Membership.course_pk == course.id, Person.username == identity.name)
     )
     return session.scalar(query)
-
-
-def course_access(session: Session, identity: Identity | None, course: Course) -> Access:
-    """Return the access of ``identity`` in ``course``, reading its role from the catalog."""
-    if identity is not None and identity.admin:
-        return Access.ADMIN
-    return plan_access(identity, role_in_course(session, identity, course))
 
 
 def course_actor(session: Session, identity: Identity, course: Course) -> Actor:

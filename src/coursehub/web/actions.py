@@ -10,12 +10,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.courses import (
-    create_course,
-    get_portal,
-    get_year,
-    update_course,
-)
+from coursehub.catalog.admin import open_course
+from coursehub.catalog.courses import get_portal, update_course
 from coursehub.catalog.members import add_member
 from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.profiles import get_profile
@@ -47,21 +43,31 @@ class NewCourse:
 
 
 def apply_new_course(session: Session, new: NewCourse, creator: str) -> Course:
-    """Create the course, make ``new.lead`` (default ``creator``) its lead, set its material.
+    """Create the course in an open year, make ``new.lead`` (a known person; empty: the
+    username ``creator``) its lead, and set its material (the course page's form and
+    ``POST /api/v1/courses``).
 
     Raises
     ------
     coursehub.catalog.errors.NotFoundError
-        Unknown year, portal or profile.
-    coursehub.catalog.errors.ValidationError, ConflictError
-        From :func:`coursehub.catalog.courses.create_course` and friends.
+        Unknown year, portal or profile, or a lead who is not a known person.
+    coursehub.catalog.errors.ValidationError, ReadOnlyError, ConflictError
+        From :func:`coursehub.catalog.admin.open_course`.
+    coursehub.errors.CoursehubError
+        From :func:`apply_material`.
     """
-    year, portal = get_year(session, new.year), get_portal(session, new.portal)
-    profile = get_profile(session, new.profile) if new.profile else None
-    course = create_course(
-        session, new.code, new.title, year, portal, description=new.description, profile=profile
+    course = open_course(
+        session,
+        new.code,
+        new.title,
+        new.year,
+        new.portal,
+        lead=new.lead,
+        profile=new.profile,
+        description=new.description,
     )
-    add_member(session, course, new.lead or creator, Role.LEAD)
+    if not new.lead:
+        add_member(session, course, creator, Role.LEAD)
     apply_material(session, course, new.material)
     return course
 

@@ -3,8 +3,10 @@
 ``create_app(test_config=None)`` layers its configuration (defaults, then
 ``COURSEHUB_*`` variables, then the ``JUPYTERHUB_*`` variables a hub gives to
 its services, then ``test_config``), refuses to start without a way to
-identify users or on an outdated catalog schema, and registers the
-blueprints. Nothing is read from the environment at import time.
+identify users or on an outdated catalog schema, and registers every
+blueprint here: :data:`BLUEPRINTS` (sign-in, pages, JSON API), of which
+:data:`CSRF_EXEMPT` (the API: tokens, never cookies) skips the CSRF check.
+Nothing is read from the environment at import time.
 """
 
 from __future__ import annotations
@@ -14,15 +16,75 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask, request
+from flask import Blueprint, Flask, request
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import NotFound
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.wrappers import Response
 
-from coursehub.web import adminapi, api, auth, database, errors, hubsync, ltiapi, materialapi, views
+import coursehub.web.auth as auth
+import coursehub.web.database as database
+import coursehub.web.errors as errors
+import coursehub.web.hubsync as hubsync
+from coursehub.web.api import admin as admin_api
+from coursehub.web.api import courses as courses_api
+from coursehub.web.api import lti as lti_api
+from coursehub.web.api import material as material_api
 from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
 from coursehub.web.redirects import plan_location
+from coursehub.web.views import (
+    admin,
+    books,
+    browse,
+    courseenv,
+    courses,
+    grading,
+    groups,
+    lti,
+    ltigrades,
+    material,
+    people,
+    portals,
+    profiles,
+    roster,
+    team,
+    teamaccess,
+    usage,
+)
+from coursehub.web.views.base import (
+    navigation,
+    refuse_page_changes_to_read_only_courses,
+    require_login,
+)
+
+#: Every blueprint of the app, in the order registered: sign-in, the pages (course books:
+#: docs/books.md, usage: docs/usage.md, grades to the LMS: docs/lti.md), the JSON API (its
+#: material routes nested in ``courses_api.bp``: endpoints ``api.material.*``), the LMS links.
+BLUEPRINTS: tuple[Blueprint, ...] = (
+    auth.bp,
+    browse.bp,
+    courses.bp,
+    groups.bp,
+    team.bp,
+    roster.bp,
+    profiles.bp,
+    people.bp,
+    grading.bp,
+    material.bp,
+    admin.bp,
+    portals.bp,
+    courseenv.bp,
+    teamaccess.bp,
+    books.bp,
+    usage.bp,
+    ltigrades.bp,
+    courses_api.bp,
+    admin_api.bp,
+    lti_api.bp,
+    lti.bp,
+)
+#: The blueprints read a token, never a cookie: no CSRF check.
+CSRF_EXEMPT: tuple[Blueprint, ...] = (courses_api.bp, admin_api.bp, lti_api.bp, material_api.bp)
 
 
 def create_app(
@@ -64,14 +126,14 @@ def create_app(
     database.init_app(app)
     hubsync.init_app(app)
     csrf = CSRFProtect(app)
-    csrf.exempt(api.bp)
-    csrf.exempt(adminapi.bp)
+    for blueprint in CSRF_EXEMPT:
+        csrf.exempt(blueprint)
     auth.init_app(app, mode)
-    views.init_app(app)
-    api.init_app(app)
-    adminapi.init_app(app)
-    ltiapi.init_app(app)
-    materialapi.init_app(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    app.before_request(require_login)
+    app.before_request(refuse_page_changes_to_read_only_courses)
+    app.context_processor(navigation)
     errors.init_app(app)
     app.after_request(relative_redirect)
     return app

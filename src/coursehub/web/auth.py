@@ -42,13 +42,13 @@ HUB_AUTH_KEY = "coursehub.hub_auth"
 
 
 def init_app(app: Flask, mode: str) -> None:
-    """Set up sign-in for ``mode`` (``"hub"``, ``"dev"`` or ``"test"``)."""
+    """Set up sign-in for ``mode`` (``"hub"``, ``"dev"`` or ``"test"``); the app registers
+    :data:`bp` (:data:`coursehub.web.app.BLUEPRINTS`)."""
     app.extensions[MODE_KEY] = mode
     if mode == "hub":
         app.extensions[HUB_AUTH_KEY] = make_hub_auth(app.config)
     app.before_request(load_identity)
     app.context_processor(lambda: {"identity": g.get("identity")})
-    app.register_blueprint(bp)
 
 
 def make_hub_auth(config: Any) -> Any:
@@ -90,13 +90,8 @@ def auth_mode() -> str:
     return str(current_app.extensions[MODE_KEY])
 
 
-def current_identity() -> Identity | None:
-    """Return the identity of the request's user, None when anonymous."""
-    return g.get("identity")
-
-
 def load_identity() -> None:
-    """Before each request: find who is asking (API requests: see :mod:`coursehub.web.api`)."""
+    """Before each request: find who is asking (API requests: see :mod:`coursehub.web.api.base`)."""
     mode = auth_mode()
     if mode == "dev":
         g.identity = dev_identity(current_app.config)

@@ -76,7 +76,7 @@ def plan_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run_serve(args: argparse.Namespace) -> int:
     """Create the app (refusing bad configuration or schema) and serve it until interrupted."""
     from coursehub.resources.cpus import effective_cpus
-    from coursehub.web import create_app
+    from coursehub.web.app import create_app
     from coursehub.web.config import plan_prefix
     from coursehub.web.serving import ServerPlan, plan_workers, serve_gunicorn, serve_waitress
 

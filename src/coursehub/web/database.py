@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 from flask import Flask, current_app, g
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from coursehub.catalog.db import database_url, make_engine, session_factory
@@ -35,11 +34,6 @@ def init_app(app: Flask) -> None:
     app.extensions[ENGINE_KEY] = engine
     app.extensions[SESSIONS_KEY] = session_factory(engine)
     app.teardown_appcontext(close_session)
-
-
-def get_engine() -> Engine:
-    """Return the current app's engine."""
-    return cast(Engine, current_app.extensions[ENGINE_KEY])
 
 
 def get_session() -> Session:

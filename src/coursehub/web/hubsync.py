@@ -183,6 +183,15 @@ def hub_sync_settings() -> HubSyncSettings:
     return cast(HubSyncSettings, current_app.extensions[SETTINGS_KEY])
 
 
+def hub_client() -> HubClient | None:
+    """Return a client of the hub's REST API with the app's hub token (the sync's URL,
+    token and retries of :func:`hub_sync_settings`), or None when the app has no hub."""
+    settings = hub_sync_settings()
+    if settings.api_url is None:
+        return None
+    return HubClient(settings.api_url, settings.token, retry=settings.retry())
+
+
 def run_sync(
     settings: HubSyncSettings,
     session: Session,

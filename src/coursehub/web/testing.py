@@ -37,7 +37,7 @@ def live_server(app: Any, host: str = "127.0.0.1", threaded: bool = True) -> Ite
     Parameters
     ----------
     app : WSGI application
-        Usually a :func:`coursehub.web.create_app` app.
+        Usually a :func:`coursehub.web.app.create_app` app.
     threaded : bool
         One thread per request (werkzeug's ``ThreadedWSGIServer``).
     """
@@ -177,7 +177,7 @@ def seed_web_catalog(url: str) -> str:
 
 def make_test_app(url: str, **overrides: Any) -> Any:
     """Return a ``TESTING`` app on ``url`` (no hub variables), API tokens ``tok-<part>``."""
-    from coursehub.web import create_app
+    from coursehub.web.app import create_app
 
     tokens = {f"tok-{part}": who for part, who in IDENTITIES.items() if who is not None}
     config = {

@@ -10,7 +10,6 @@ nothing and says why (a flash message on the page it came from).
 from __future__ import annotations
 
 from flask import Blueprint, flash, g, redirect, render_template, request, url_for
-from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.admin import (
@@ -22,10 +21,11 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.models.courses import Course
+from coursehub.catalog.queries import count_courses_by_year
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
-from coursehub.web.views import commit_or_show
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_field
 from coursehub.web.views.portals import run_rollover
 
 bp = Blueprint("admin", __name__)
@@ -37,19 +37,11 @@ def admins_only() -> None:
     require_admin(g.get("identity"), "administer academic years and portals")
 
 
-def field(name: str) -> str:
-    """Return a posted text field, stripped (``""`` when absent)."""
-    return (request.form.get(name) or "").strip()
-
-
 @bp.get("/admin/")
 def index() -> str:
     """Years (state, number of courses) and portals (managers), with their forms."""
     session = get_session()
-    counts = dict(
-        (pk, n)
-        for pk, n in session.execute(select(Course.year_pk, func.count()).group_by(Course.year_pk))
-    )
+    counts = count_courses_by_year(session)
     years = list_years(session)
     return render_template(
         "admin/index.html",
@@ -68,7 +60,7 @@ def back() -> Response:
 def create_year() -> Response:
     """Create an academic year, optionally the current one."""
     session = get_session()
-    label = field("label")
+    label = form_field("label")
     with commit_or_show(session) as saved:
         year, created = ensure_year(session, label, current=bool(request.form.get("current")))
         if not created:
@@ -118,7 +110,7 @@ def restore(year: str) -> Response:
 @bp.post("/admin/years/<year>/rollover")
 def rollover(year: str) -> Response:
     """Copy every course of a year (every portal) to the year posted as ``to``."""
-    run_rollover(year, field("to"), None, bool(request.form.get("with_team")))
+    run_rollover(year, form_field("to"), None, bool(request.form.get("with_team")))
     return back()
 
 
@@ -126,9 +118,11 @@ def rollover(year: str) -> Response:
 def create_portal() -> Response:
     """Create a portal, with an optional first manager."""
     session = get_session()
-    code, manager = field("code"), field("manager")
+    code, manager = form_field("code"), form_field("manager")
     with commit_or_show(session) as saved:
-        portal, created = ensure_portal(session, code, field("title"), [manager] if manager else [])
+        portal, created = ensure_portal(
+            session, code, form_field("title"), [manager] if manager else []
+        )
         if not created:
             raise ConflictError(f"portal {portal.code} already exists")
     if saved:
@@ -141,7 +135,7 @@ def rename(code: str) -> Response:
     """Give a portal a new title."""
     session = get_session()
     with commit_or_show(session) as saved:
-        portal = rename_portal(session, get_portal(session, code), field("title"))
+        portal = rename_portal(session, get_portal(session, code), form_field("title"))
     if saved:
         flash(f"Portal {portal.code} is now {portal.name}.", "success")
     return redirect(url_for("portals.show", code=code))

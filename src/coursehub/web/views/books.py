@@ -60,7 +60,7 @@ from coursehub.resources.processes import pid_running
 from coursehub.web.access import Access, require
 from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
-from coursehub.web.views import back_to_course, load_course
+from coursehub.web.views.base import back_to_course, load_course
 
 bp = Blueprint("books", __name__)
 

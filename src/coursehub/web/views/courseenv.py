@@ -16,7 +16,7 @@ from coursehub.courseenv.layout import env_paths, read_log_tail, read_state
 from coursehub.courselayout import check_shared_root, shared_root
 from coursehub.errors import UsageError
 from coursehub.web.access import Access
-from coursehub.web.views import load_course
+from coursehub.web.views.base import load_course
 
 bp = Blueprint("courseenv", __name__)
 

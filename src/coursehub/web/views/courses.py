@@ -11,12 +11,10 @@ from coursehub.catalog.admin import (
     get_known_person,
     managed_portals,
     next_year_label,
-    open_course,
     plan_read_only,
 )
 from coursehub.catalog.courses import get_portal, list_portals, list_years
-from coursehub.catalog.members import add_member
-from coursehub.catalog.models.courses import Course, Portal, Role
+from coursehub.catalog.models.courses import Course, Portal
 from coursehub.catalog.profiles import list_profiles
 from coursehub.errors import CoursehubError
 from coursehub.web.access import (
@@ -27,12 +25,13 @@ from coursehub.web.access import (
     require_creator_in,
     require_move,
 )
-from coursehub.web.actions import Material, apply_course_changes, apply_material
+from coursehub.web.actions import Material, NewCourse, apply_course_changes, apply_new_course
 from coursehub.web.coursepage import load_course_page
 from coursehub.web.database import get_session
 from coursehub.web.forms import CourseForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome, hub_sync_settings
-from coursehub.web.views import back_to_course, commit_or_show, form_status, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import back_to_course, form_status, load_course
 
 bp = Blueprint("courses", __name__)
 
@@ -125,20 +124,18 @@ def apply_create(session: Session, form: CourseForm) -> Course | None:
         except CoursehubError as exc:
             form.lead.errors = [*form.lead.errors, str(exc)]
             return None
+    new = NewCourse(
+        code=form.code.data or "",
+        title=form.title.data or "",
+        year=form.year.data or "",
+        portal=form.portal.data or "",
+        description=form.description.data or "",
+        profile=(form.profile.data or "") if "profile" in form else "",
+        lead=lead,
+        material=form_material(form),
+    )
     with commit_or_show(session, form, "code") as saved:
-        course = open_course(
-            session,
-            form.code.data or "",
-            form.title.data or "",
-            form.year.data or "",
-            form.portal.data or "",
-            lead=lead,
-            profile=(form.profile.data or "") if "profile" in form else "",
-            description=form.description.data or "",
-        )
-        if not lead:
-            add_member(session, course, g.identity.name, Role.LEAD)
-        apply_material(session, course, form_material(form))
+        course = apply_new_course(session, new, g.identity.name)
     return course if saved else None
 
 

@@ -41,7 +41,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from coursehub.errors import CoursehubError
 from coursehub.grading.layout import CourseLayout, layout_from_env
 from coursehub.web.access import Access
-from coursehub.web.views import load_course
+from coursehub.web.views.base import load_course
 from coursehub.web.views.grading_forms import NewAssignmentForm, ScheduleForm
 
 bp = Blueprint("grading", __name__)

@@ -11,7 +11,8 @@ from coursehub.catalog.readmodel import load_groups
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.forms import GroupForm
-from coursehub.web.views import commit_or_show, form_status, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_status, load_course
 
 bp = Blueprint("groups", __name__)
 

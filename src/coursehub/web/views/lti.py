@@ -33,7 +33,8 @@ from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, role_in_course
 from coursehub.web.database import get_session
-from coursehub.web.views import commit_or_show, load_course, show_error
+from coursehub.web.saving import commit_or_show, show_error
+from coursehub.web.views.base import load_course
 
 bp = Blueprint("lti", __name__)
 

@@ -37,9 +37,9 @@ from coursehub.errors import CoursehubError
 from coursehub.lti.keys import ToolKeyError, load_private_key, public_jwks, tool_key_path
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
-from coursehub.web.views import load_course
+from coursehub.web.views.base import load_course
 
-#: ``lti_grades.jwks`` is in :data:`coursehub.web.views.PUBLIC_ENDPOINTS` (anonymous).
+#: ``lti_grades.jwks`` is in :data:`coursehub.web.views.base.PUBLIC_ENDPOINTS` (anonymous).
 bp = Blueprint("lti_grades", __name__)
 #: Seconds a platform may cache the key set.
 JWKS_MAX_AGE_S = 300

@@ -16,7 +16,8 @@ from coursehub.material.service import set_course_material
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.materialjobs import material_layout, start_update
-from coursehub.web.views import back_to_course, commit_or_show, form_status, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import back_to_course, form_status, load_course
 
 bp = Blueprint("material", __name__)
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import Blueprint, abort, g, render_template, request
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from coursehub.catalog.models.courses import TEAM_ROLES, Course, Membership, Person, PortalManager
+from coursehub.catalog.models.courses import TEAM_ROLES, Person
 from coursehub.catalog.people import PersonCourse, courses_of, search_people
+from coursehub.catalog.queries import managed_course_pks, team_course_pks
 from coursehub.web.database import get_session
 from coursehub.web.forms import SearchForm
 from coursehub.web.identity import Identity
-from coursehub.web.views import form_status
+from coursehub.web.views.base import form_status
 
 bp = Blueprint("people", __name__)
 
@@ -49,37 +49,12 @@ class SearchScope:
         return self.team_anywhere and membership.role in TEAM_ROLES
 
 
-def team_course_pks(session: Session, identity: Identity) -> set[int]:
-    """Return the ids of the courses where ``identity`` is lead, teacher or grader."""
-    query = (
-        select(Membership.course_pk)
-        .join(Membership.person)
-        .where(Person.username == identity.name, Membership.role.in_(list(TEAM_ROLES)))
-    )
-    return set(session.scalars(query))
-
-
-def managed_course_pks(session: Session, identity: Identity) -> set[int] | None:
-    """Return the ids of the courses in the portals ``identity`` manages; None if it manages
-    no portal (a portal without courses gives an empty set)."""
-    query = (
-        select(PortalManager.portal_pk, Course.id)
-        .join(Person, Person.id == PortalManager.person_pk)
-        .outerjoin(Course, Course.portal_pk == PortalManager.portal_pk)
-        .where(Person.username == identity.name)
-    )
-    rows = session.execute(query).all()
-    if not rows:
-        return None
-    return {course_pk for _portal, course_pk in rows if course_pk is not None}
-
-
 def load_scope(session: Session, identity: Identity) -> SearchScope | None:
     """Return what ``identity`` sees in a search (None: everything, for admins); two queries."""
     if identity.admin:
         return None
-    portal_courses = managed_course_pks(session, identity)
-    own = team_course_pks(session, identity)
+    portal_courses = managed_course_pks(session, identity.name)
+    own = team_course_pks(session, identity.name)
     return SearchScope(frozenset(own | (portal_courses or set())), portal_courses is not None)
 
 

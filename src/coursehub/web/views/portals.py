@@ -25,10 +25,11 @@ from coursehub.catalog.models.courses import Portal
 from coursehub.catalog.readmodel import load_course as read_course
 from coursehub.catalog.readmodel import load_own
 from coursehub.errors import CoursehubError
-from coursehub.web.access import Access, may_copy, require_admin, require_portal
+from coursehub.web.access import Access, require_admin, require_copy, require_portal
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.views import commit_or_show, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_field, load_course
 
 bp = Blueprint("portals", __name__)
 
@@ -72,16 +73,12 @@ def show(code: str) -> str:
     )
 
 
-def field(name: str) -> str:
-    return (request.form.get(name) or "").strip()
-
-
 @bp.post("/portals/<code>/managers")
 def add_portal_manager(code: str) -> Response:
     """Make a user a manager of the portal (admins)."""
     require_admin(g.identity, "name a portal's managers")
     session = get_session()
-    username = field("username")
+    username = form_field("username")
     with commit_or_show(session) as saved:
         retry_on_conflict(
             session,
@@ -129,7 +126,9 @@ def run_rollover(from_year: str, to_year: str, portal: str | None, with_team: bo
 def rollover(code: str) -> Response:
     """Copy the portal's courses of year ``from`` to year ``to``."""
     portal = portal_for(code, "roll its courses over")
-    run_rollover(field("from"), field("to"), portal.code, bool(request.form.get("with_team")))
+    run_rollover(
+        form_field("from"), form_field("to"), portal.code, bool(request.form.get("with_team"))
+    )
     return redirect(url_for("portals.show", code=portal.code))
 
 
@@ -171,16 +170,11 @@ def copy_course(course_id: str) -> Response:
     admins), with its teachers and graders if ``with_team``."""
     course, access = load_course(course_id, Access.VIEW)
     role = course_role(course_id)
-    if not may_copy(access, role):
-        abort(
-            403,
-            description=f"only a lead of {course_id}, a manager of portal {course.portal.code} "
-            "or an admin can copy this course",
-        )
+    require_copy(course, access, role)
     session = get_session()
     try:
         new = carry_course(
-            session, course_id, field("to_year"), with_team=bool(request.form.get("with_team"))
+            session, course_id, form_field("to_year"), with_team=bool(request.form.get("with_team"))
         )
     except CoursehubError as exc:
         flash(str(exc), "error")

@@ -12,7 +12,8 @@ from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.forms import ProfileForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.views import commit_or_show, form_status
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_status
 
 bp = Blueprint("profiles", __name__)
 

@@ -24,7 +24,8 @@ from coursehub.web.rosterflow import (
     read_preview,
     sign_preview,
 )
-from coursehub.web.views import back_to_course, form_status, load_course, show_error
+from coursehub.web.saving import show_error
+from coursehub.web.views.base import back_to_course, form_status, load_course
 
 bp = Blueprint("roster", __name__)
 

@@ -23,7 +23,8 @@ from coursehub.web.access import Access, course_actor
 from coursehub.web.database import get_session
 from coursehub.web.forms import MemberForm
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.views import commit_or_show, form_status, load_course
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_status, load_course
 
 bp = Blueprint("team", __name__)
 

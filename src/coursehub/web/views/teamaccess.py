@@ -17,40 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, g, render_template
-from sqlalchemy import select
 
-from coursehub.catalog.models.courses import Membership, Person, Role
-from coursehub.catalog.people import normalize_username
+from coursehub.catalog.queries import course_students
 from coursehub.contract import team_group
 from coursehub.errors import CoursehubError
-from coursehub.hub.hubclient import HubClient
 from coursehub.teamaccess.servers import read_server_rows
 from coursehub.teamaccess.shares import read_server_sharers, sync_team_shares
 from coursehub.web.access import Access
 from coursehub.web.database import get_session
-from coursehub.web.hubsync import hub_sync_settings
-from coursehub.web.views import load_course
+from coursehub.web.hubsync import hub_client, hub_sync_settings
+from coursehub.web.views.base import load_course
 
 bp = Blueprint("teamaccess", __name__)
-
-
-def hub_client() -> HubClient | None:
-    """Return a client with the app's hub token, or None when the app has no hub."""
-    settings = hub_sync_settings()
-    if settings.api_url is None:
-        return None
-    return HubClient(settings.api_url, settings.token, retry=settings.retry())
-
-
-def course_students(course_pk: int) -> dict[str, str]:
-    """Return the hub usernames of the course's students, each with the person's name."""
-    people = get_session().scalars(
-        select(Person)
-        .join(Membership.person)
-        .where(Membership.course_pk == course_pk, Membership.role == Role.STUDENT)
-    )
-    names = {normalize_username(p.username): p.display_name for p in people}
-    return dict(sorted(names.items()))
 
 
 @bp.get("/courses/<course_id>/servers")
@@ -59,7 +37,7 @@ def servers(course_id: str) -> str:
     course, access = load_course(course_id, Access.READ_ROSTER)
     client = hub_client()
     rows: list[Any] = []
-    students = course_students(course.id)
+    students = course_students(get_session(), course.id)
     problem = "" if client else f"no hub: {hub_sync_settings().off_reason}"
     share_errors: list[tuple[str, str]] = []
     if client is not None:

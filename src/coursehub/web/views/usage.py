@@ -22,12 +22,11 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, g, render_template, request
 from markupsafe import Markup
-from sqlalchemy import select
 
 from coursehub.catalog.admin import current_year, managed_portals
 from coursehub.catalog.courses import get_portal, list_courses, list_portals, list_years
 from coursehub.catalog.models.courses import AcademicYear, Portal
-from coursehub.catalog.models.usage import UsageUnit
+from coursehub.catalog.queries import running_units
 from coursehub.errors import CoursehubError
 from coursehub.usage.chart import render_bar_svg
 from coursehub.usage.idlegpu import (
@@ -47,9 +46,8 @@ from coursehub.usage.yearly import (
 )
 from coursehub.web.access import Access, require_portal
 from coursehub.web.database import get_session
-from coursehub.web.hubsync import hub_sync_settings
-from coursehub.web.views import load_course
-from coursehub.web.views.teamaccess import hub_client
+from coursehub.web.hubsync import hub_client, hub_sync_settings
+from coursehub.web.views.base import load_course
 
 bp = Blueprint("usage", __name__)
 
@@ -67,15 +65,7 @@ def show(course_id: str) -> str:
     students = usage_report(session, course.course_id, by="student")
     days = usage_report(session, course.course_id, since=since, by="day")
     fresh = now - timedelta(seconds=STALE_S)
-    running = session.scalars(
-        select(UsageUnit)
-        .where(
-            UsageUnit.course_id == course.course_id,
-            UsageUnit.ended_at.is_(None),
-            UsageUnit.last_at >= fresh,
-        )
-        .order_by(UsageUnit.username)
-    ).all()
+    running = running_units(session, course.course_id, fresh)
     idle_gpus, gpu_problem = idle_gpu_servers(course.course_id, now)
     chart = render_bar_svg([(d.day, d.cpu_hours) for d in days], "CPU-hours per day")
     return render_template(

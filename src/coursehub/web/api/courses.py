@@ -1,38 +1,21 @@
-"""The JSON API under ``/api/v1/``, described by ``openapi.yaml`` in this package.
+"""The course API under ``/api/v1/``: courses, their members, roster and sync, and the
+description itself (``openapi.yaml`` in this package, also shown as a page).
 
-Every call but the description itself needs a hub token (``Authorization:
-token T`` or ``Bearer T``), resolved through ``HubOAuth.user_for_token`` (or,
-in tests, the ``API_TOKEN_RESOLVER`` callable of the config). Cookies are
-ignored, so the API is exempt from CSRF. Errors are ``{"error": "..."}`` with
-400 (plus ``fields``), 401, 403, 404 or 409.
+The calls, tokens and error bodies are :mod:`coursehub.web.api.base`'s. The
+material routes (:mod:`coursehub.web.api.material`) are nested in :data:`bp`:
+their endpoints are ``api.material.*`` and they share its token check.
 """
 
 from __future__ import annotations
 
-import re
-from importlib import resources
 from typing import Any
 
-from flask import (
-    Blueprint,
-    Flask,
-    Response,
-    abort,
-    current_app,
-    g,
-    jsonify,
-    render_template,
-    request,
-    url_for,
-)
-from sqlalchemy.orm import Session
+from flask import Response, g, jsonify, render_template, request, url_for
 
-from coursehub.catalog.admin import open_course
 from coursehub.catalog.courses import get_group, get_portal
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.errors import IdentityError, NotFoundError
 from coursehub.catalog.members import add_member, remove_member, visible_courses
-from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.people import check_username
 from coursehub.catalog.readmodel import (
     load_groups,
@@ -42,25 +25,20 @@ from coursehub.catalog.readmodel import (
     load_team,
 )
 from coursehub.catalog.roster.apply import apply_roster, check_confirmed
-from coursehub.web import auth
 from coursehub.web.access import (
     Access,
     course_actor,
-    require,
     require_admin,
     require_creator,
     require_creator_in,
     require_move,
     require_portal,
 )
-from coursehub.web.actions import apply_course_changes, apply_material
-from coursehub.web.apidoc import plan_api_doc
-from coursehub.web.coursepage import load_course_access
-from coursehub.web.database import get_session
-from coursehub.web.hubsync import HubSyncOutcome, apply_hub_sync
-from coursehub.web.identity import Identity
-from coursehub.web.payloads import (
-    PayloadError,
+from coursehub.web.actions import apply_course_changes, apply_new_course
+from coursehub.web.api.apidoc import openapi_text, plan_api_doc
+from coursehub.web.api.base import api_blueprint, api_course, synced
+from coursehub.web.api.material import bp as material_bp
+from coursehub.web.api.payloads import (
     parse_course_changes,
     parse_new_course,
     parse_new_member,
@@ -69,83 +47,14 @@ from coursehub.web.payloads import (
     render_member,
     render_profile,
 )
-from coursehub.web.readonly import refuse_changes_to_read_only_courses
+from coursehub.web.database import get_session
+from coursehub.web.hubsync import apply_hub_sync
+from coursehub.web.identity import Identity
 from coursehub.web.rosterflow import plan_import, render_plan_json
 from coursehub.web.saving import committing
 
-bp = Blueprint("api", __name__, url_prefix="/api/v1")
-
-#: The description and its HTML view: readable without a token.
-PUBLIC_ENDPOINTS = frozenset({"api.openapi", "api.openapi_html"})
-TOKEN_PATTERN = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
-#: Response header of every change: the hub sync's status for the course.
-SYNC_HEADER = "Coursehub-Hub-Sync"
-
-
-def init_app(app: Flask) -> None:
-    """Register the API blueprint."""
-    app.register_blueprint(bp)
-
-
-def parse_authorization(header: str | None) -> str | None:
-    """Return the token of an ``Authorization: token T`` / ``Bearer T`` header, else None."""
-    match = TOKEN_PATTERN.match(header or "")
-    return match.group(1) if match else None
-
-
-def resolve_token(token: str) -> Identity | None:
-    """Return who owns ``token``: the configured resolver, else the hub."""
-    resolver = current_app.config.get("API_TOKEN_RESOLVER")
-    if resolver is not None:
-        return resolver(token)  # type: ignore[no-any-return,unused-ignore]
-    return auth.resolve_hub_token(token)
-
-
-@bp.before_request
-def authenticate() -> None:
-    """Identify the caller by token (never by cookie); 401 without a valid one."""
-    g.identity = None
-    if request.endpoint in PUBLIC_ENDPOINTS:
-        return
-    token = parse_authorization(request.headers.get("Authorization"))
-    if token is None:
-        abort(401, description="send a hub token: Authorization: token <token>")
-    g.identity = resolve_token(token)
-    if g.identity is None:
-        abort(401, description="the token is not valid for this service")
-    refuse_changes_to_read_only_courses()
-
-
-@bp.errorhandler(PayloadError)
-def payload_error(exc: PayloadError) -> tuple[Response, int]:
-    """Answer a malformed body: 400 with the problem of each field."""
-    return jsonify(error=str(exc), fields=exc.fields), 400
-
-
-def api_course(course_id: str, needed: Access) -> tuple[Session, Course, Access]:
-    """Return the session, the course and the caller's access; 404 or 403 as needed
-    (two queries: :func:`coursehub.web.coursepage.load_course_access`)."""
-    session = get_session()
-    seen = load_course_access(session, course_id, g.identity)
-    require(seen.access, needed)
-    return session, seen.course, seen.access
-
-
-def synced(body: dict[str, Any] | None, outcome: HubSyncOutcome, status: int = 200) -> Response:
-    """Answer a change with the sync's outcome: ``hub_sync`` in the JSON body (None: 204,
-    no body) and the :data:`SYNC_HEADER` header."""
-    if body is None:
-        response = Response(status=204)
-    else:
-        response = jsonify(body | {"hub_sync": outcome.to_json()})
-        response.status_code = status
-    response.headers[SYNC_HEADER] = outcome.header()
-    return response
-
-
-def openapi_text() -> str:
-    """The text of ``openapi.yaml``, shipped in this package."""
-    return resources.files("coursehub.web").joinpath("openapi.yaml").read_text("utf-8")
+bp = api_blueprint("api", __name__)
+bp.register_blueprint(material_bp)  # endpoints "api.material.*"
 
 
 @bp.get("/openapi.yaml")
@@ -180,19 +89,7 @@ def create_course() -> tuple[Response, dict[str, str]]:
     if (new.lead or new.profile) and not g.identity.admin:
         require_portal(session, g.identity, portal, "name a course's lead or profile")
     with committing(session):
-        course = open_course(
-            session,
-            new.code,
-            new.title,
-            new.year,
-            new.portal,
-            lead=new.lead,
-            profile=new.profile,
-            description=new.description,
-        )
-        if not new.lead:
-            add_member(session, course, g.identity.name, Role.LEAD)
-        apply_material(session, course, new.material)
+        course = apply_new_course(session, new, g.identity.name)
     location = url_for("api.get_course", course_id=course.course_id)
     outcome = apply_hub_sync(session, course.course_id)
     return synced(render_course(course), outcome, 201), {"Location": location}

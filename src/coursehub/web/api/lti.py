@@ -29,7 +29,7 @@ import hmac
 import logging
 from typing import Any
 
-from flask import Blueprint, Flask, Response, abort, current_app, jsonify, request
+from flask import Blueprint, Response, abort, current_app, jsonify, request
 
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.lti.claims import Launch, LaunchError, LaunchRefusedError, parse_launch
@@ -40,26 +40,14 @@ from coursehub.catalog.models.courses import Course
 from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.hub.hubclient import HubClient, HubError
-from coursehub.web.api import parse_authorization
+from coursehub.web.api.base import API_PREFIX, json_error, parse_authorization
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync, hub_sync_settings
 from coursehub.web.redirects import safe_next
 
 log = logging.getLogger(__name__)
 
-bp = Blueprint("lti_api", __name__, url_prefix="/api/v1/lti")
-
-
-def init_app(app: Flask) -> None:
-    """Register the launch API (exempt from CSRF: it reads a token, never a cookie) and the
-    LMS link pages (:mod:`coursehub.web.views.lti`)."""
-    from coursehub.web.views import lti
-
-    csrf = app.extensions.get("csrf")
-    if csrf is not None:
-        csrf.exempt(bp)
-    app.register_blueprint(bp)
-    app.register_blueprint(lti.bp)
+bp = Blueprint("lti_api", __name__, url_prefix=f"{API_PREFIX}/lti")
 
 
 def hub_prefix(config: Any) -> str:
@@ -125,11 +113,6 @@ def check_token() -> None:
         abort(401, description="send the hub's LTI launch token: Authorization: token <token>")
 
 
-def refusal(message: str, status: int = 403, **extra: Any) -> tuple[Response, int]:
-    """Answer a refused launch: ``{"error": message, ...}``."""
-    return jsonify(error=message, **extra), status
-
-
 def unlinked_message(link: LtiLink, launch: Launch) -> str:
     """Tell the person what to do about an LMS course not linked yet (pure): the code only to
     the Instructor it belongs to, everyone else only that it is not linked."""
@@ -154,7 +137,7 @@ def launch() -> Response | tuple[Response, int]:
     check_token()
     payload = request.get_json(silent=True)
     if not isinstance(payload, dict):
-        return refusal("send the launch as a JSON object", 400)
+        return json_error("send the launch as a JSON object", 400)
     session = get_session()
     try:
         parsed = parse_launch(payload)
@@ -162,10 +145,10 @@ def launch() -> Response | tuple[Response, int]:
         session.commit()
     except LaunchError as exc:
         session.rollback()
-        return refusal(str(exc), 400)
+        return json_error(str(exc), 400)
     except LaunchRefusedError as exc:
         session.rollback()
-        return refusal(str(exc))
+        return json_error(str(exc), 403)
     try:
         account = hub_account(parsed.username)
         result = retry_on_conflict(
@@ -177,14 +160,14 @@ def launch() -> Response | tuple[Response, int]:
         course: Course | None = result.link.course if result.link is not None else None
         if result.refused is not None:
             session.commit()  # the account request, for the lead or an admin
-            return refusal(result.refused)
+            return json_error(result.refused, 403)
         if result.course_id is None or course is None:
             assert result.link is not None
             session.commit()
             message = unlinked_message(result.link, parsed)
             if result.link.code in message:
-                return refusal(message, code=result.link.code)
-            return refusal(message)
+                return json_error(message, 403, code=result.link.code)
+            return json_error(message, 403)
         next_url = None
         if parsed.notebook:
             next_url = render_deep_link(
@@ -193,7 +176,7 @@ def launch() -> Response | tuple[Response, int]:
         session.commit()
     except CoursehubError as exc:
         session.rollback()
-        return refusal(str(exc))
+        return json_error(str(exc), 403)
     # Every accepted launch syncs its course: the person may be new to the hub, or a
     # roster import's sync may have failed; one course's sync reads three groups.
     outcome = apply_hub_sync(session, result.course_id)

@@ -6,34 +6,28 @@ and the last error only for the course's team and admins; ``PUT`` (the course's 
 set the repository and its credential (sent in the body over the hub's
 HTTPS, stored as a private file, never answered back); ``POST .../update``
 (the teaching team): start an update in the background (202). A blueprint
-nested in :data:`coursehub.web.api.bp`: same tokens, errors and read-only
-rule.
+nested in :data:`coursehub.web.api.courses.bp`: same tokens, errors and
+read-only rule (:mod:`coursehub.web.api.base`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify
 
 from coursehub.catalog.material import render_pull_link, render_state
 from coursehub.catalog.models.courses import Course
 from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential
 from coursehub.material.service import set_course_material
-from coursehub.web import api
 from coursehub.web.access import Access
+from coursehub.web.api.base import api_course, json_error, read_body
 from coursehub.web.materialjobs import material_layout, start_update
-from coursehub.web.payloads import parse_fields
 from coursehub.web.saving import committing
 
+#: Nested in the course API's blueprint (endpoints ``api.material.*``).
 bp = Blueprint("material", __name__)
-api.bp.register_blueprint(bp)  # before the app registers api.bp: endpoints "api.material.*"
-
-
-def init_app(app: Flask) -> None:
-    """Exempt the blueprint from CSRF (token-authenticated, like its parent)."""
-    app.extensions["csrf"].exempt(bp)
 
 
 def render_material(course: Course, team: bool = True) -> dict[str, Any]:
@@ -48,18 +42,16 @@ def render_material(course: Course, team: bool = True) -> dict[str, Any]:
 @bp.get("/courses/<course_id>/material")
 def show(course_id: str) -> Response:
     """The course's material and its mirror's state (the repository and error: its team)."""
-    _session, course, access = api.api_course(course_id, Access.VIEW)
+    _session, course, access = api_course(course_id, Access.VIEW)
     return jsonify(render_material(course, team=access >= Access.READ_ROSTER))
 
 
 @bp.put("/courses/<course_id>/material")
 def put(course_id: str) -> Response:
     """Set the repository, branch, folder and (``credential``: its text) credential."""
-    session, course, _access = api.api_course(course_id, Access.MANAGE)
-    data = parse_fields(
-        request.get_json(silent=True),
-        {"repo": str},
-        {"branch": str, "subdir": str, "credential": str, "drop_credential": bool},
+    session, course, _access = api_course(course_id, Access.MANAGE)
+    data = read_body(
+        {"repo": str}, {"branch": str, "subdir": str, "credential": str, "drop_credential": bool}
     )
     secret = data.get("credential")
     credential = parse_credential(secret.encode(), "the request") if secret else None
@@ -82,11 +74,10 @@ def put(course_id: str) -> Response:
 @bp.post("/courses/<course_id>/material/update")
 def update(course_id: str) -> tuple[Response, int]:
     """Start an update now (202); 409 if one runs, or the course has no repository."""
-    session, course, _access = api.api_course(course_id, Access.READ_ROSTER)
-    raw = request.get_json(silent=True)
-    data = parse_fields(raw if raw is not None else {}, {}, {"accept_rewrite": bool})
+    session, course, _access = api_course(course_id, Access.READ_ROSTER)
+    data = read_body({}, {"accept_rewrite": bool}, default={})
     if course.material is None:
-        return jsonify(error=f"course {course_id} has no repository yet"), 409
+        return json_error(f"course {course_id} has no repository yet", 409)
     if not start_update(session, course, bool(data.get("accept_rewrite"))):
-        return jsonify(error=f"an update of {course_id}'s material is already running"), 409
+        return json_error(f"an update of {course_id}'s material is already running", 409)
     return jsonify(render_material(course)), 202

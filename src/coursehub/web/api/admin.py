@@ -1,17 +1,17 @@
-"""The JSON API of catalog administration, under ``/api/v1/`` like :mod:`coursehub.web.api`.
+"""The JSON API of catalog administration, under ``/api/v1/`` like the course API.
 
 Years (list, create, make current, archive, restore, roll over), portals
 (list, create, rename, managers), and per course: archive, restore, copy to
 another year. Same tokens, error bodies and statuses as the rest of the API
-(``openapi.yaml``); who may do what is :mod:`coursehub.web.access`'s.
+(:mod:`coursehub.web.api.base`, ``openapi.yaml``); who may do what is
+:mod:`coursehub.web.access`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, Response, abort, g, jsonify, request
-from sqlalchemy import func, select
+from flask import Response, g, jsonify, request
 from sqlalchemy.orm import Session
 
 from coursehub.admin.carry import carry_course, carry_year
@@ -28,43 +28,24 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.dberrors import retry_on_conflict
-from coursehub.catalog.models.courses import Course, Portal
-from coursehub.web.access import Access, may_copy, require, require_admin, require_portal
-from coursehub.web.api import authenticate, payload_error, synced
+from coursehub.catalog.models.courses import Portal
+from coursehub.catalog.queries import count_courses_by_year
+from coursehub.web.access import Access, require, require_admin, require_copy, require_portal
+from coursehub.web.api.base import api_blueprint, created, read_body, synced
+from coursehub.web.api.payloads import PayloadError
 from coursehub.web.coursepage import load_course_access
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync
-from coursehub.web.payloads import PayloadError, parse_fields
 from coursehub.web.saving import committing
 
-bp = Blueprint("api_admin", __name__, url_prefix="/api/v1")
-bp.before_request(authenticate)
-bp.register_error_handler(PayloadError, payload_error)
-
-
-def init_app(app: Flask) -> None:
-    """Register the blueprint."""
-    app.register_blueprint(bp)
-
-
-def body(required: dict[str, type], optional: dict[str, type]) -> dict[str, Any]:
-    """The request's JSON object, checked (:func:`coursehub.web.payloads.parse_fields`)."""
-    return parse_fields(request.get_json(silent=True), required, optional)
-
-
-def created(value: dict[str, Any], is_new: bool) -> tuple[Response, int]:
-    """201 for a new object, 200 for one that was already there (idempotent creation)."""
-    return jsonify(value), 201 if is_new else 200
+bp = api_blueprint("api_admin", __name__)
 
 
 @bp.get("/years")
 def years() -> Response:
     """The academic years, newest first, with their state and number of courses."""
     session = get_session()
-    counts = dict(
-        (pk, n)
-        for pk, n in session.execute(select(Course.year_pk, func.count()).group_by(Course.year_pk))
-    )
+    counts = count_courses_by_year(session)
     return jsonify(years=[render_year(y, counts.get(y.id, 0)) for y in list_years(session)])
 
 
@@ -72,7 +53,7 @@ def years() -> Response:
 def create_year() -> tuple[Response, int]:
     """Create a year (admins); 200 if it exists. ``current``: make it the current one."""
     require_admin(g.identity, "create academic years")
-    data = body({"label": str}, {"current": bool})
+    data = read_body({"label": str}, {"current": bool})
     session = get_session()
     with committing(session):
         year, is_new = ensure_year(session, data["label"], current=bool(data.get("current")))
@@ -116,7 +97,7 @@ def rollover(year: str) -> Response:
         require_portal(session, g.identity, get_portal(session, portal), "roll it over")
     else:
         require_admin(g.identity, "roll a whole year over (a portal's managers roll their portal)")
-    data = body({"to": str}, {"portal": str, "with_team": bool, "dry_run": bool})
+    data = read_body({"to": str}, {"portal": str, "with_team": bool, "dry_run": bool})
     dry_run = bool(data.get("dry_run"))
     steps = carry_year(
         session,
@@ -146,7 +127,7 @@ def portals() -> Response:
 def create_portal() -> tuple[Response, int]:
     """Create a portal (admins), with its ``managers``; 200 if it exists."""
     require_admin(g.identity, "create portals")
-    data = body({"code": str}, {"title": str, "managers": list})
+    data = read_body({"code": str}, {"title": str, "managers": list})
     managers = data.get("managers") or []
     if not all(isinstance(m, str) for m in managers):
         raise PayloadError({"managers": "must be a list of usernames"})
@@ -160,7 +141,7 @@ def create_portal() -> tuple[Response, int]:
 def update_portal(code: str) -> Response:
     """Rename a portal (admins)."""
     require_admin(g.identity, "rename portals")
-    data = body({"title": str}, {})
+    data = read_body({"title": str}, {})
     session = get_session()
     with committing(session):
         portal = rename_portal(session, get_portal(session, code), data["title"])
@@ -223,13 +204,8 @@ def copy_course(course_id: str) -> Response:
     session = get_session()
     seen = load_course_access(session, course_id, g.identity)
     require(seen.access, Access.VIEW)
-    if not may_copy(seen.access, seen.own.role.value if seen.own else None):
-        abort(
-            403,
-            description=f"only a lead of {course_id}, a manager of portal "
-            f"{seen.course.portal.code} or an admin can copy this course",
-        )
-    data = body({"to_year": str}, {"with_team": bool})
+    require_copy(seen.course, seen.access, seen.own.role.value if seen.own else None)
+    data = read_body({"to_year": str}, {"with_team": bool})
     new = carry_course(session, course_id, data["to_year"], with_team=bool(data.get("with_team")))
     outcome = apply_hub_sync(session, new.course_id)
     return synced(render_course_row(session, new), outcome, 201)

@@ -4,12 +4,14 @@
 ``GET /api/v1/`` shows: for each path and method its summary, parameters,
 request body, responses, and every schema with its fields. The document
 follows OpenAPI 3.0 (https://spec.openapis.org/oas/v3.0.3): ``paths`` ->
-path item -> operation, ``$ref`` to ``#/components/...``.
+path item -> operation, ``$ref`` to ``#/components/...``. :func:`openapi_text`
+reads the document, ``openapi.yaml`` beside this module.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 import yaml
@@ -42,6 +44,11 @@ class ApiDoc:
     description: str
     operations: list[Operation]
     schemas: dict[str, list[tuple[str, str, bool, str]]]
+
+
+def openapi_text() -> str:
+    """The text of ``openapi.yaml``, shipped in this package (:mod:`coursehub.web.api`)."""
+    return resources.files("coursehub.web.api").joinpath("openapi.yaml").read_text("utf-8")
 
 
 def ref_name(ref: str) -> str:

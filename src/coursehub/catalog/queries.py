@@ -1,0 +1,85 @@
+"""The catalog questions of the course app's pages and API that are not a course's read model.
+
+:mod:`coursehub.catalog.readmodel` reads one course as it is shown; the
+queries here answer questions across courses: how many courses each academic
+year holds, which courses a person teaches or manages through a portal, a
+course's students as hub usernames, the usage units running now. Each runs
+one ``SELECT``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from coursehub.catalog.models.courses import (
+    TEAM_ROLES,
+    Course,
+    Membership,
+    Person,
+    PortalManager,
+    Role,
+)
+from coursehub.catalog.models.usage import UsageUnit
+from coursehub.catalog.people import normalize_username
+
+
+def count_courses_by_year(session: Session) -> dict[int, int]:
+    """Return the number of courses of each academic year, by the year's id (years without
+    courses are absent)."""
+    rows = session.execute(select(Course.year_pk, func.count()).group_by(Course.year_pk))
+    return dict((pk, n) for pk, n in rows)
+
+
+def team_course_pks(session: Session, username: str) -> set[int]:
+    """Return the ids of the courses where ``username`` is lead, teacher or grader."""
+    query = (
+        select(Membership.course_pk)
+        .join(Membership.person)
+        .where(Person.username == username, Membership.role.in_(list(TEAM_ROLES)))
+    )
+    return set(session.scalars(query))
+
+
+def managed_course_pks(session: Session, username: str) -> set[int] | None:
+    """Return the ids of the courses in the portals ``username`` manages; None if they manage
+    no portal (a portal without courses gives an empty set)."""
+    query = (
+        select(PortalManager.portal_pk, Course.id)
+        .join(Person, Person.id == PortalManager.person_pk)
+        .outerjoin(Course, Course.portal_pk == PortalManager.portal_pk)
+        .where(Person.username == username)
+    )
+    rows = session.execute(query).all()
+    if not rows:
+        return None
+    return {course_pk for _portal, course_pk in rows if course_pk is not None}
+
+
+def course_students(session: Session, course_pk: int) -> dict[str, str]:
+    """Return the hub usernames of the course's students, each with the person's name, sorted
+    by username."""
+    people = session.scalars(
+        select(Person)
+        .join(Membership.person)
+        .where(Membership.course_pk == course_pk, Membership.role == Role.STUDENT)
+    )
+    names = {normalize_username(p.username): p.display_name for p in people}
+    return dict(sorted(names.items()))
+
+
+def running_units(session: Session, course_id: str, fresh: datetime) -> list[UsageUnit]:
+    """Return the course's usage units (servers, jobs) not ended and seen since ``fresh``
+    (a timezone-aware time), by username."""
+    query = (
+        select(UsageUnit)
+        .where(
+            UsageUnit.course_id == course_id,
+            UsageUnit.ended_at.is_(None),
+            UsageUnit.last_at >= fresh,
+        )
+        .order_by(UsageUnit.username)
+    )
+    return list(session.scalars(query).all())
