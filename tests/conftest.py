@@ -160,13 +160,16 @@ class PostgresServer:
         self.execute(sql)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep each test file on one pytest-xdist worker, and every Slurm test on one.
 
     With ``--dist loadgroup`` a file's tests then share its module- and
     session-scoped set-ups (a hub, a built notebook) as they do in a serial run;
     the Slurm tests share one single-node cluster, since its daemons and munge
-    are host-wide. Without xdist the marker is inert.
+    are host-wide. Without xdist the marker is inert. ``tryfirst``: pytest-xdist's
+    worker reads the markers in its own ``pytest_collection_modifyitems``
+    (``xdist/remote.py``), so they must be on the items before it runs.
     """
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
