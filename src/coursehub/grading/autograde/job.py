@@ -216,8 +216,12 @@ def finish_grading(
 def failed_outcome(
     layout: CourseLayout, assignment: str, student_id: str, returncode: int | None
 ) -> SubmissionOutcome:
-    """Return the outcome of a job where nbgrader failed (it scores 0), naming the cell the
-    kernel died in when it did (:func:`coursehub.grading.autograde.cells.kernel_died_cell`)."""
+    """Return the outcome of a job where nbgrader failed (its ungraded cells score 0).
+
+    When the kernel died in a cell, the message names it
+    (:func:`coursehub.grading.autograde.cells.kernel_died_cell`) and gives the
+    gradebook's score: notebooks graded before it keep theirs.
+    """
     log_path = job_log_path(layout, assignment, student_id)
     died = kernel_died_cell(log_path.read_text(errors="replace") if log_path.is_file() else "")
     if died is not None:
