@@ -17,6 +17,15 @@ directory shipped with coursehub first on the server's ``JUPYTER_CONFIG_PATH``
 
 - ``jupyter_config/student``: the instructor extensions off (formgrader, course
   list, create assignment); the assignment list and validation stay;
+- ``jupyter_config/team`` (team members and hub admins): nbgrader's local
+  formgrader off (its server extension and its Lab plugin, the Nbgrader menu's
+  "Formgrader"), the course list and create assignment on. Each course's
+  formgrader is a hub service (nbgrader "Using nbgrader with JupyterHub",
+  multiple classes, which disables the local formgrader in user servers):
+  a local one would be an empty course in the teacher's home, and the Course
+  List (``GET /user/<name>/formgraders``) would show it as an unnamed
+  ``local`` entry (jupyter/nbgrader#1857). The list is then exactly the
+  services of the person's team groups;
 - ``jupyter_config/common`` (every server): JupyterLab's news and update
   check off (``@jupyterlab/apputils-extension:announcements``, which asks
   "Would you like to get notified about official Jupyter news?"; ``LabApp.news_url``
@@ -46,17 +55,26 @@ from coursehub.contract import parse_course_group
 
 #: Tools of a course team member (or a hub admin) and of everyone else.
 TEAM, STUDENT = "team", "student"
+#: nbgrader's local formgrader: its server extension and its JupyterLab plugin
+#: (nbgrader 0.9.6 ``jupyter-config``, ``@jupyter/nbgrader``'s lab extension).
+FORMGRADER_SERVER_EXTENSION = "nbgrader.server_extensions.formgrader"
+FORMGRADER_LAB_PLUGIN = "@jupyter/nbgrader:formgrader"
 #: nbgrader's instructor server extensions (nbgrader 0.9.6 ``jupyter-config``).
 INSTRUCTOR_SERVER_EXTENSIONS = (
-    "nbgrader.server_extensions.formgrader",
+    FORMGRADER_SERVER_EXTENSION,
     "nbgrader.server_extensions.course_list",
 )
 #: nbgrader's instructor JupyterLab plugins (ids in ``@jupyter/nbgrader``'s lab extension).
 INSTRUCTOR_LAB_PLUGINS = (
-    "@jupyter/nbgrader:formgrader",
+    FORMGRADER_LAB_PLUGIN,
     "@jupyter/nbgrader:create-assignment",
     "@jupyter/nbgrader:course-list",
 )
+#: What a team's config directory turns off: the local formgrader (the formgraders are services).
+TEAM_OFF_SERVER_EXTENSIONS = (FORMGRADER_SERVER_EXTENSION,)
+TEAM_OFF_LAB_PLUGINS = (FORMGRADER_LAB_PLUGIN,)
+#: The config directory shared by every server.
+COMMON = "common"
 #: JupyterLab's news and update-check plugin (``@jupyterlab/apputils-extension``).
 NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 #: Where the File menu's "Courses" entry leads (the course app service, hub base URL "/").
@@ -81,7 +99,7 @@ def plan_tools(group_names: Iterable[str], admin: bool = False) -> str:
 
 
 def config_dir(name: str) -> str:
-    """Return the path of the shipped config directory ``name`` (``common``, ``student``).
+    """Return the path of the shipped config directory ``name`` (``common``, ``student``, ``team``).
 
     Raises
     ------
@@ -111,23 +129,32 @@ def plan_config_path(tools: str, current: str | None = None) -> str:
     """
     if tools not in (TEAM, STUDENT):
         raise ValueError(f"tools must be {TEAM!r} or {STUDENT!r}, got {tools!r}")
-    dirs = [config_dir(STUDENT)] if tools == STUDENT else []
-    dirs.append(config_dir("common"))
+    dirs = [config_dir(tools), config_dir(COMMON)]
     return os.pathsep.join([*dirs, *([current] if current else [])])
 
 
-def render_page_config(tools: str) -> dict[str, Any]:
-    """Return ``labconfig/page_config.json`` of a directory: the disabled JupyterLab plugins."""
-    plugins = INSTRUCTOR_LAB_PLUGINS if tools == STUDENT else (NEWS_PLUGIN,)
-    return {"disabledExtensions": {plugin: True for plugin in plugins}}
+#: Directory -> the JupyterLab plugins it disables.
+DISABLED_LAB_PLUGINS = {
+    STUDENT: INSTRUCTOR_LAB_PLUGINS,
+    TEAM: TEAM_OFF_LAB_PLUGINS,
+    COMMON: (NEWS_PLUGIN,),
+}
 
 
-def render_server_config(tools: str) -> dict[str, Any]:
-    """Return ``jupyter_server_config.json`` of a directory (student: extensions off)."""
-    if tools == STUDENT:
-        off = dict.fromkeys(INSTRUCTOR_SERVER_EXTENSIONS, False)
-        return {"ServerApp": {"jpserver_extensions": off}}
-    return {"LabApp": {"news_url": None}}
+def render_page_config(directory: str) -> dict[str, Any]:
+    """Return ``labconfig/page_config.json`` of a directory: the disabled JupyterLab plugins.
+
+    ``directory``: :data:`STUDENT`, :data:`TEAM` or :data:`COMMON`.
+    """
+    return {"disabledExtensions": dict.fromkeys(DISABLED_LAB_PLUGINS[directory], True)}
+
+
+def render_server_config(directory: str) -> dict[str, Any]:
+    """Return ``jupyter_server_config.json`` of a directory (student, team: extensions off)."""
+    if directory == COMMON:
+        return {"LabApp": {"news_url": None}}
+    off = INSTRUCTOR_SERVER_EXTENSIONS if directory == STUDENT else TEAM_OFF_SERVER_EXTENSIONS
+    return {"ServerApp": {"jpserver_extensions": dict.fromkeys(off, False)}}
 
 
 def render_overrides() -> dict[str, Any]:
@@ -152,9 +179,11 @@ def render_overrides() -> dict[str, Any]:
 def shipped_files() -> Mapping[str, dict[str, Any]]:
     """Return ``relative path -> JSON`` of every file under ``jupyter_config`` (what ships)."""
     return {
-        "common/labconfig/page_config.json": render_page_config(TEAM),
-        "common/jupyter_server_config.json": render_server_config(TEAM),
+        "common/labconfig/page_config.json": render_page_config(COMMON),
+        "common/jupyter_server_config.json": render_server_config(COMMON),
         "common/lab-settings/overrides.json": render_overrides(),
         "student/labconfig/page_config.json": render_page_config(STUDENT),
         "student/jupyter_server_config.json": render_server_config(STUDENT),
+        "team/labconfig/page_config.json": render_page_config(TEAM),
+        "team/jupyter_server_config.json": render_server_config(TEAM),
     }

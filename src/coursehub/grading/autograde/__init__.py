@@ -10,7 +10,8 @@ profile's ``n_threads`` and ``mem_limit`` and a wall-clock ``timeout_s``
 limits stop a student's runaway code:
 
 - ``c.Execute.timeout`` (per cell): nbgrader interrupts the cell, records a
-  ``CellTimeoutError`` and grades the rest; the loop scores 0;
+  ``CellTimeoutError`` and grades the rest; the outcome names the cell and
+  the points lost (:mod:`coursehub.grading.autograde.cells`);
 - the runner's ``timeout_s`` and ``mem_limit`` (whole job): the job and its
   kernel are killed; the submission is recorded with a score of 0.
 
@@ -26,7 +27,8 @@ as many at once as the runner's admission slots hold jobs of the course's
 lock (:mod:`coursehub.grading.autograde.gradebook`).
 
 Modules: ``outcomes`` (a submission's outcome, the outcomes file),
-``gradebook`` (busy-timeout URL, students, zero scores), ``job`` (one
+``gradebook`` (busy-timeout URL, students, zero scores), ``cells`` (the
+cells an outcome names, the points lost), ``job`` (one
 submission's limits, spec, start and outcome), ``plan`` (pure plans of a
 batch), ``batch`` (:func:`~coursehub.grading.autograde.batch.autograde_assignment`,
 side by side), ``lock`` (one at a time), ``progress`` (the record the course

@@ -20,6 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import CoursehubError
+from coursehub.grading.autograde.cells import (
+    CellRef,
+    autograded_notebooks,
+    cell_label,
+    cell_labels,
+    kernel_died_cell,
+    lost_points,
+    render_lost_points,
+    timed_out_cells,
+)
 from coursehub.grading.autograde.gradebook import gradebook_url, read_score, record_zero
 from coursehub.grading.autograde.outcomes import HOST_ERROR, SubmissionOutcome
 from coursehub.grading.layout import CourseLayout
@@ -111,20 +121,6 @@ def check_submission(layout: CourseLayout, assignment: str, student_id: str) -> 
     return None
 
 
-def timed_out_cells(layout: CourseLayout, assignment: str, student_id: str) -> list[str]:
-    """Return the grade ids of autograded cells that nbgrader interrupted (CellTimeoutError)."""
-    import nbformat
-
-    folder = layout.course_dir / "autograded" / student_id / assignment
-    names = []
-    for path in sorted(folder.glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            if any(o.get("ename") == "CellTimeoutError" for o in errors):
-                names.append(cell.metadata.get("nbgrader", {}).get("grade_id", path.stem))
-    return names
-
-
 def submitted_at(layout: CourseLayout, assignment: str, student_id: str) -> str:
     """Return the text of the submission's nbgrader ``timestamp.txt`` ("" if it has none)."""
     path = layout.course_dir / "submitted" / student_id / assignment / "timestamp.txt"
@@ -207,20 +203,60 @@ def finish_grading(
             layout, assignment, student_id, "killed", f"stopped: {result.killed_reason}"
         )
     if not result.ok:
-        reason = _last_error(job_log_path(layout, assignment, student_id))
-        reason = reason or f"exit status {result.returncode}"
-        status = HOST_ERROR if any(k in reason for k in KERNEL_START_FAILURES) else "failed"
-        return zero_outcome(layout, assignment, student_id, status, f"nbgrader failed: {reason}")
+        return failed_outcome(layout, assignment, student_id, result.returncode)
     score, max_score = read_score(layout, assignment, student_id)
     stamp = submitted_at(layout, assignment, student_id)
     cells = timed_out_cells(layout, assignment, student_id)
     if cells:
-        message = (
-            f"interrupted after {layout.execute_timeout_s} s in cell(s) {', '.join(cells)} "
-            "(infinite loop?); those cells score 0"
-        )
+        message = timeout_message(layout, assignment, student_id, cells)
         return SubmissionOutcome(student_id, "timeout", score, max_score, message, stamp)
     return SubmissionOutcome(student_id, "graded", score, max_score, "graded", stamp)
+
+
+def failed_outcome(
+    layout: CourseLayout, assignment: str, student_id: str, returncode: int | None
+) -> SubmissionOutcome:
+    """Return the outcome of a job where nbgrader failed (its ungraded cells score 0).
+
+    When the kernel died in a cell, the message names it
+    (:func:`coursehub.grading.autograde.cells.kernel_died_cell`) and gives the
+    gradebook's score: notebooks graded before it keep theirs.
+    """
+    log_path = job_log_path(layout, assignment, student_id)
+    died = kernel_died_cell(log_path.read_text(errors="replace") if log_path.is_file() else "")
+    if died is not None:
+        submitted = layout.course_dir / "submitted" / student_id / assignment
+        several = len(list(submitted.glob("*.ipynb"))) > 1
+        reason = (
+            f"the kernel died in {cell_label(died, several)}: it exited, crashed or ran out "
+            "of memory, and grading stopped there"
+        )
+    else:
+        reason = _last_error(log_path) or f"exit status {returncode}"
+    status = HOST_ERROR if any(k in reason for k in KERNEL_START_FAILURES) else "failed"
+    outcome = zero_outcome(layout, assignment, student_id, status, f"nbgrader failed: {reason}")
+    if died is None:
+        return outcome
+    # the other notebooks were graded: the score is the gradebook's, not always 0
+    score = f"{outcome.score or 0:g}/{outcome.max_score:g}"
+    return replace(outcome, message=f"{outcome.message}; score {score}")
+
+
+def timeout_message(
+    layout: CourseLayout, assignment: str, student_id: str, cells: list[CellRef]
+) -> str:
+    """Return the message of a submission with interrupted ``cells``: which, and the points lost.
+
+    ``interrupted after 10 s (infinite loop?) in your cell 3 (not graded); no points
+    lost`` (cells named by :func:`coursehub.grading.autograde.cells.cell_label`, the
+    points lost read from the gradebook).
+    """
+    several = len(autograded_notebooks(layout, assignment, student_id)) > 1
+    lost = render_lost_points(lost_points(layout, assignment, student_id), several)
+    return (
+        f"interrupted after {layout.execute_timeout_s:g} s (infinite loop?) "
+        f"in {cell_labels(cells, several)}; {lost}"
+    )
 
 
 def runner_failure(

@@ -26,7 +26,8 @@ class SubmissionOutcome:
     """How grading one submission went.
 
     ``status``: ``graded``, ``timeout`` (a cell was interrupted by
-    ``Execute.timeout``; graded, that cell scores 0), ``killed`` (the runner
+    ``Execute.timeout``; graded, the message names the cell and the points lost),
+    ``killed`` (the runner
     stopped the job: score 0), ``failed`` (nbgrader failed: score 0),
     ``corrupt`` (unreadable notebook: score 0), ``error`` (a fault of the host, not of
     the student's code: the runner failed, or the kernel died before it ran a cell;

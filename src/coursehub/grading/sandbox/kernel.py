@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import List, Unicode
 from traitlets.config import Config
 
 from coursehub.errors import CoursehubError
+from coursehub.grading.autograde.cells import CellRef, kernel_died_line
 from coursehub.sandbox.account import SandboxAccount
 from coursehub.sandbox.command import SandboxPlan, chown_tree, plan_sandbox_command, sandbox_mode
 from coursehub.sandbox.env import plan_sandbox_env, sandbox_required
@@ -140,6 +142,16 @@ class SandboxExecute(Execute):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
+
+    def preprocess_cell(self, cell: Any, resources: Any, index: int) -> Any:
+        """Execute one cell; if the kernel dies in it, log which (:func:`kernel_died_line`)."""
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            notebook = str((resources or {}).get("metadata", {}).get("name", ""))
+            grade_id = str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", ""))
+            self.log.error(kernel_died_line(CellRef(notebook, index + 1, grade_id)))
+            raise
 
     def preprocess(self, nb: Any, resources: Any = None, km: Any = None) -> Any:
         """Execute ``nb``; however it ends, remove the kernel's private folder."""
