@@ -9,7 +9,7 @@ import pytest
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.hub.ltiplatforms import parse_registrations
+from coursehub.hub.ltiplatforms import parse_registrations, plan_https_warning
 from coursehub.hub.render import HubSettings, render_hub_config
 from coursehub.spawn.ltiregistration import Platform, find_platform, parse_platform
 from helpers import assert_matches_golden
@@ -111,3 +111,38 @@ def test_a_registration_missing_a_url_stops_the_hub_with_its_name():
     with pytest.raises(ValueError, match="missing jwks_url"):
         parse_platform({**PLATFORM, "jwks_url": ""})
     assert isinstance(parse_platform(PLATFORM), Platform)
+
+
+@pytest.mark.parametrize(
+    ("bind_url", "public_url", "warned"),
+    [
+        ("http://:8000", "", True),
+        ("https://:443", "", False),
+        ("http://127.0.0.1:8000", "https://hub.example.org/", False),  # TLS ends at a proxy
+        ("https://:443", "http://hub.example.org/", True),
+    ],
+)
+def test_lti_on_a_plain_http_public_address_is_reported(bind_url, public_url, warned):
+    warning = plan_https_warning(bind_url, public_url)
+    assert bool(warning) is warned
+    if warned:
+        assert "LMS launches need the hub served over HTTPS" in warning
+        assert (public_url or bind_url) in warning
+
+
+def test_the_command_warns_of_plain_http_and_renders_the_public_url(tmp_path, capsys):
+    path = tmp_path / "moodle.toml"
+    path.write_text(MOODLE, encoding="utf-8")
+    assert main(["hub", "config", "--lti", str(path)]) == 0
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("coursehub: warning: --lti: LMS launches need the hub served over HTTPS")
+    assert "http://:8000" in line
+    assert "c.JupyterHub.public_url" not in captured.out
+    public = ["--public-url", "https://hub.example.org/"]
+    assert main(["hub", "config", "--lti", str(path), *public]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "c.JupyterHub.public_url = 'https://hub.example.org/'" in captured.out
+    assert main(["hub", "config", "--public-url", "hub.example.org"]) == 2
+    assert "--public-url must look like https://HOST/" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """LTI 1.3 launches end to end: a small LMS platform drives the real authenticator in a real hub.
 
-The platform (:class:`Platform`) has its own RSA key pair and serves, on
+The platform (:class:`lti_platform.Platform`) has its own RSA key pair and serves, on
 127.0.0.1, its key set (JWKS) and the OIDC authorization endpoint, which
 answers with the auto-submitted form carrying the signed ``id_token`` (IMS
 Security Framework 1.0, section 5.1.1). The "browser" is a ``requests``
@@ -14,22 +14,15 @@ enrols and syncs the course into the same hub.
 from __future__ import annotations
 
 import html
-import json
 import re
 import secrets
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import jwt
 import pytest
 import requests
-from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import func, select
 
 from coursehub.catalog.courses import get_course
@@ -46,125 +39,21 @@ from coursehub.web.database import ENGINE_KEY
 from coursehub.web.testing import live_server, make_test_app, seed_web_catalog
 from helpers import free_port
 from hubfixture import RunningHub, find_proxy
+from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT_ID,
+    INSTITUTION_INSTRUCTOR,
+    INSTRUCTOR,
+    LEARNER,
+    LINKED_CONTEXT,
+    SYSTEM_ADMIN,
+    TA,
+    TA_SUBROLE,
+    LaunchSpec,
+    Platform,
+)
 
 pytestmark = pytest.mark.integration
-
-CLIENT_ID = "coursehub-tool"
-DEPLOYMENT_ID = "3"
-MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
-LEARNER = f"{MEMBERSHIP}#Learner"
-INSTRUCTOR = f"{MEMBERSHIP}#Instructor"
-TA = f"{MEMBERSHIP}#TeachingAssistant"
-TA_SUBROLE = f"{MEMBERSHIP}/Instructor#TeachingAssistant"
-INSTITUTION_INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"
-SYSTEM_ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"
-LTI = "https://purl.imsglobal.org/spec/lti/claim/"
-LINKED_CONTEXT = "moodle-course-42"
-
-
-@dataclass
-class LaunchSpec:
-    """What the LMS puts in one launch, and how a test tampers with it."""
-
-    username: str
-    roles: list[str]
-    context_id: str = LINKED_CONTEXT
-    context_title: str = "Machine learning for mechanics (Moodle)"
-    email: str | None = None
-    student_number: str | None = None
-    notebook: str | None = None
-    subject: str = field(default_factory=lambda: secrets.token_hex(8))
-    audience: str = CLIENT_ID
-    issuer: str | None = None
-    deployment_id: str = DEPLOYMENT_ID
-    lifetime_s: int = 300
-    foreign_key: bool = False
-
-
-class Platform:
-    """A minimal LTI 1.3 platform: key pair, JWKS endpoint, OIDC authorization endpoint."""
-
-    def __init__(self) -> None:
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.launches: dict[str, LaunchSpec] = {}
-        platform = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = urlsplit(self.path)
-                if parts.path == "/jwks":
-                    self.answer(200, "application/json", json.dumps(platform.jwks()))
-                elif parts.path == "/auth":
-                    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-                    self.answer(200, "text/html", platform.authorize(query))
-                else:
-                    self.answer(404, "text/plain", "not found")
-
-            def answer(self, status: int, kind: str, text: str) -> None:
-                body = text.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.issuer = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def jwks(self) -> dict[str, Any]:
-        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
-        return {"keys": [{**jwk, "kid": "platform-key", "alg": "RS256", "use": "sig"}]}
-
-    def authorize(self, query: dict[str, str]) -> str:
-        """The authorization endpoint: the auto-submitted form with the signed id_token."""
-        spec = self.launches[query["lti_message_hint"]]
-        now = int(time.time())
-        custom = {"username": spec.username}
-        if spec.student_number:
-            custom["student_number"] = spec.student_number
-        if spec.notebook:
-            custom["notebook"] = spec.notebook
-        claims: dict[str, Any] = {
-            "iss": spec.issuer or self.issuer,
-            "aud": spec.audience,
-            "sub": spec.subject,
-            "iat": now - 5,
-            "exp": now + spec.lifetime_s,
-            "nonce": query["nonce"],
-            "email": spec.email,
-            "given_name": spec.username.capitalize(),
-            "family_name": "Testeur",
-            LTI + "message_type": "LtiResourceLinkRequest",
-            LTI + "version": "1.3.0",
-            LTI + "deployment_id": spec.deployment_id,
-            LTI + "target_link_uri": query["redirect_uri"],
-            LTI + "resource_link": {"id": "activity-7"},
-            LTI + "roles": spec.roles,
-            LTI + "context": {
-                "id": spec.context_id,
-                "label": "MLMECA",
-                "title": spec.context_title,
-            },
-            LTI + "custom": custom,
-        }
-        key = self.other_key if spec.foreign_key else self.key
-        token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "platform-key"})
-        return (
-            f'<form method="post" action="{html.escape(query["redirect_uri"])}">'
-            f'<input type="hidden" name="id_token" value="{token}">'
-            f'<input type="hidden" name="state" value="{html.escape(query["state"])}">'
-            "</form><script>document.forms[0].submit()</script>"
-        )
 
 
 @dataclass

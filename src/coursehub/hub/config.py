@@ -7,12 +7,14 @@ The configuration itself is rendered by
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 from coursehub.atomicfile import write_atomically
 from coursehub.contract import NO_COURSE_CHOICES, SPAWNER_KINDS
 from coursehub.errors import UsageError
-from coursehub.hub.ltiplatforms import read_registrations
+from coursehub.hub.ltiplatforms import plan_https_warning, read_registrations
 from coursehub.hub.render import HubSettings, plan_hub_bind_url, render_hub_config
 
 
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--spawner``, ``--data-dir``, ``--bind-url``, ``--database-url``."""
+    """``--spawner``, ``--data-dir``, ``--bind-url``, ``--public-url``, ``--database-url``."""
     parser.add_argument(
         "--spawner",
         choices=SPAWNER_KINDS,
@@ -40,6 +42,13 @@ def _add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         "--bind-url",
         default=HubSettings.bind_url,
         help="public URL the proxy listens on (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        default="",
+        help="the hub's address as browsers reach it, e.g. https://hub.example.org/, when "
+        "TLS ends at a proxy in front of the hub (c.JupyterHub.public_url)",
     )
     parser.add_argument(
         "--database-url",
@@ -105,17 +114,23 @@ def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the configuration asked for on the command line; return 0.
 
+    With ``--lti``, a public address that is plain HTTP (``--public-url``, else
+    ``--bind-url``) is reported on stderr as one warning line
+    (:func:`coursehub.hub.ltiplatforms.plan_https_warning`): LMS launches
+    cannot sign in there. The configuration is still rendered.
+
     Raises
     ------
     UsageError
         If ``--cull-idle`` or ``--spawn-limit`` is not positive, ``--cull-gpu-idle``
-        negative, the ``--lti`` file or ``--hub-connect-url`` refused, or the
+        negative, the ``--lti`` file, ``--public-url`` or ``--hub-connect-url`` refused, or the
         settings not rendered (:func:`coursehub.hub.render.render_hub_config`).
     """
     if args.cull_idle < 1 or args.spawn_limit < 1:
         raise UsageError("--cull-idle and --spawn-limit must be positive")
     if args.cull_gpu_idle < 0:
         raise UsageError("--cull-gpu-idle must be 0 (off) or a number of seconds")
+    public_url = _public_url(args)
     lti = getattr(args, "lti", None)
     platforms = tuple(read_registrations(lti)) if lti else ()
     connect_url = getattr(args, "hub_connect_url", HubSettings.hub_connect_url)
@@ -124,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         kind=args.spawner,
         data_dir=args.data_dir,
         bind_url=args.bind_url,
+        public_url=public_url,
         database_url=args.database_url,
         cull_idle_s=args.cull_idle,
         gpu_cull_idle_s=args.cull_gpu_idle,
@@ -136,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
             settings, hub_connect_url=connect_url, hub_bind_url=plan_hub_bind_url(connect_url)
         )
     text = render_hub_config(settings)
+    warning = plan_https_warning(settings.bind_url, public_url) if platforms else ""
+    if warning:
+        print(f"coursehub: warning: --lti: {warning}", file=sys.stderr)
     if args.output:
         write_atomically(
             args.output, text, mode=0o600
@@ -143,3 +162,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _public_url(args: argparse.Namespace) -> str:
+    """Return ``--public-url`` checked: "" or an http(s) URL with a host, not on Kubernetes."""
+    url = str(getattr(args, "public_url", "") or "")
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--public-url must look like https://HOST/, got {url!r}")
+    if args.spawner == "kubernetes":
+        raise UsageError("--public-url renders for the systemd, local and slurm spawners")
+    return url

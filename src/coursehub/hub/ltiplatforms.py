@@ -19,7 +19,8 @@ platform's authorization and key-set (JWKS) URLs. The file is TOML, one
 
 :func:`parse_registrations` (pure) turns the text into the list of dicts the
 hub's :class:`coursehub.spawn.lti.CoursehubLTIAuthenticator` takes as
-``platforms``.
+``platforms``; :func:`plan_https_warning` (pure) says when the hub's public
+address is plain HTTP, where LMS launches cannot work.
 """
 
 from __future__ import annotations
@@ -128,3 +129,24 @@ def read_registrations(path: str) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--lti {path}: cannot read the registrations: {exc}") from None
     return parse_registrations(text, path)
+
+
+def plan_https_warning(bind_url: str, public_url: str = "") -> str:
+    """Return why LMS launches fail at the hub's public address, or "" when it is HTTPS (pure).
+
+    The public address is ``public_url`` (``c.JupyterHub.public_url``, for TLS
+    ending at a proxy in front of the hub), else ``bind_url``. The platform
+    sends the launch with a cross-site form POST, which browsers send the
+    hub's state cookie with only when it is ``SameSite=None; Secure``, and
+    ``Secure`` needs HTTPS (jupyterhub/ltiauthenticator#157;
+    :func:`coursehub.spawn.lti.plan_state_cookie`).
+    """
+    address = public_url or bind_url
+    if urlsplit(address).scheme == "https":
+        return ""
+    return (
+        f"LMS launches need the hub served over HTTPS, and its public address {address} is "
+        "plain HTTP: browsers keep the launch's state cookie back and the launch ends on a 400 "
+        "page; use an https --bind-url with c.JupyterHub.ssl_cert, or TLS at a proxy in front "
+        "with --public-url https://HUB/ (docs/lti.md)"
+    )

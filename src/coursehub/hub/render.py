@@ -95,6 +95,10 @@ class HubSettings:
         The hub's state directory (its database, cookie secret, GPU state).
     bind_url, hub_bind_url, proxy_api_url
         Public URL (through the proxy), the hub's own URL, the proxy's API.
+    public_url
+        The hub's address as browsers reach it when TLS ends at a proxy in front
+        of it (``JupyterHub.public_url``); "": not rendered, the hub reads it
+        from each request.
     hub_connect_url
         How Slurm compute nodes reach the hub.
     proxy_command
@@ -153,6 +157,7 @@ class HubSettings:
     kind: str = "systemd"
     data_dir: str = "/srv/jupyterhub"
     bind_url: str = "http://:8000"
+    public_url: str = ""
     hub_bind_url: str = "http://127.0.0.1:8081"
     proxy_api_url: str = "http://127.0.0.1:8001"
     hub_connect_url: str = "http://HUB-HOSTNAME:8081"

@@ -77,8 +77,11 @@ def plan_state_cookie(https: bool) -> dict[str, Any]:
     which they accept only with ``Secure`` (RFC 6265bis "SameSite" and
     Chrome's "SameSite=None requires Secure"; jupyterhub/ltiauthenticator#157).
     Over HTTPS the cookies get both; over plain HTTP ``Secure`` is impossible,
-    so the browser's default (``Lax``) stays and the launch can only fail,
-    with :func:`missing_state_message`.
+    so the browser's default (``Lax``) stays: Chromium still sends such a
+    cookie with a cross-site POST while it is less than 2 minutes old (its
+    temporary "Lax+POST" exception, https://www.chromium.org/updates/same-site/faq/),
+    so a quick launch may pass, and any other ends with
+    :func:`missing_state_message`.
     """
     options: dict[str, Any] = {"expires_days": 1, "httponly": True, "encrypted": True}
     if https:
