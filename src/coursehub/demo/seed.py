@@ -9,6 +9,8 @@ gets a 2-CPU / 4 GiB / 2-thread profile.
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -114,7 +116,16 @@ def ensure_notebook(home: str | Path) -> Path | None:
     """Copy the pendulum notebook into ``home`` unless a file of that name is there.
 
     Returns the notebook's path in ``home``, or None when the package ships
-    no notebook. The home directory is created if needed.
+    no notebook. The home directory is created if needed. The copy goes
+    through a temporary file renamed into place, so a copy that fails half
+    way (a full home) leaves no truncated notebook that would stop later
+    copies.
+
+    Raises
+    ------
+    OSError
+        If the home cannot take the copy (``ENOSPC``, ``EDQUOT``...); nothing
+        of it is left behind.
     """
     source = resources.files(NOTEBOOK_PACKAGE) / "notebooks" / NOTEBOOK_FILE
     if not source.is_file():
@@ -122,6 +133,34 @@ def ensure_notebook(home: str | Path) -> Path | None:
     target = Path(home) / NOTEBOOK_FILE
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        with resources.as_file(source) as path:
-            shutil.copyfile(path, target)
+        partial = target.with_name(f".{NOTEBOOK_FILE}.part")
+        try:
+            with resources.as_file(source) as path:
+                shutil.copyfile(path, partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
     return target
+
+
+def copy_notebook_hook(spawner: Any) -> None:
+    """The demo's ``Spawner.pre_spawn_hook``: the notebook in the home on first spawn.
+
+    A home that can take no more (disk full or quota reached: ``ENOSPC``,
+    ``EDQUOT``) gets no copy: the hub logs one line and the server starts
+    without it, so that the student can still open their files and delete
+    some. Other errors stop the spawn as before.
+    """
+    home = spawner.home_dir
+    try:
+        ensure_notebook(home)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        spawner.log.warning(
+            "coursehub: %s: home %s is full (%s): %s not copied, the server starts without it",
+            spawner.user.name,
+            home,
+            exc.strerror,
+            NOTEBOOK_FILE,
+        )
