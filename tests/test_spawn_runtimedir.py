@@ -17,7 +17,6 @@ from coursehub.spawn.runtimedir import (
     RUNTIME_VAR,
     SLURM_MARK,
     ServerRuntime,
-    is_home_full,
     make_runtime_dir,
     render_slurm_lines,
 )
@@ -128,13 +127,6 @@ def test_slurm_lines_without_an_admin_prologue_are_only_this_hooks():
 def test_an_unknown_kind_is_refused():
     with pytest.raises(UsageError, match="unknown spawner kind"):
         ServerRuntime("docker")
-
-
-@pytest.mark.parametrize(
-    ("code", "full"), [(errno.ENOSPC, True), (errno.EDQUOT, True), (errno.EACCES, False)]
-)
-def test_a_full_home_is_a_full_disk_or_a_quota_reached(code, full):
-    assert is_home_full(OSError(code, os.strerror(code))) is full
 
 
 def fail_half_way(code):

@@ -9,12 +9,13 @@ gets a 2-CPU / 4 GiB / 2-thread profile.
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from coursehub.errors import is_storage_refused, storage_full_kind
 
 #: Academic year of the demo catalog.
 DEMO_YEAR = "2025-2026"
@@ -146,21 +147,21 @@ def ensure_notebook(home: str | Path) -> Path | None:
 def copy_notebook_hook(spawner: Any) -> None:
     """The demo's ``Spawner.pre_spawn_hook``: the notebook in the home on first spawn.
 
-    A home that can take no more (disk full or quota reached: ``ENOSPC``,
-    ``EDQUOT``) gets no copy: the hub logs one line and the server starts
-    without it, so that the student can still open their files and delete
-    some. Other errors stop the spawn as before.
+    A home that can take no more (disk full, quota reached, read-only:
+    :func:`coursehub.errors.is_storage_refused`) gets no copy: the hub logs
+    one line and the server starts without it, so that the student can still
+    open their files and delete some. Other errors stop the spawn as before.
     """
     home = spawner.home_dir
     try:
         ensure_notebook(home)
     except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if not is_storage_refused(exc):
             raise
         spawner.log.warning(
             "coursehub: %s: home %s is full (%s): %s not copied, the server starts without it",
             spawner.user.name,
             home,
-            exc.strerror,
+            storage_full_kind(exc),
             NOTEBOOK_FILE,
         )

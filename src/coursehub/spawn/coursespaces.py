@@ -24,7 +24,6 @@ volume options here only never widen them.
 
 from __future__ import annotations
 
-import errno
 import os
 import pwd
 import shlex
@@ -40,7 +39,7 @@ from coursehub.courselayout import (
     data_link_name,
     jupyter_data_dir,
 )
-from coursehub.errors import UsageError
+from coursehub.errors import UsageError, is_storage_refused, storage_full_kind
 from coursehub.settings import COURSE_ID_RE
 
 #: Role of a user in a course, as far as the shared spaces go.
@@ -260,13 +259,13 @@ class CourseSpaces:
             if home is not None:
                 apply_data_links(home, self.root, roles)
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if not is_storage_refused(exc):
                 raise
             spawner.log.warning(
                 "coursehub: %s: home is full (%s): course data links not made, the server "
                 "starts without them",
                 spawner._log_name,
-                exc.strerror,
+                storage_full_kind(exc),
             )
 
 

@@ -24,7 +24,6 @@ filled their home could not even start a server to delete files.
 
 from __future__ import annotations
 
-import errno
 import os
 import pwd
 import shutil
@@ -34,7 +33,7 @@ from typing import Any
 from tornado import web
 
 from coursehub.contract import SPAWNER_KINDS
-from coursehub.errors import UsageError
+from coursehub.errors import UsageError, is_storage_refused
 from coursehub.spawn.cgrouprecord import cgroup_name_for
 from coursehub.spawn.identity import check_hub_id, default_runtime_dir, hub_id_from_config
 
@@ -42,17 +41,10 @@ from coursehub.spawn.identity import check_hub_id, default_runtime_dir, hub_id_f
 RUNTIME_VAR = "JUPYTER_RUNTIME_DIR"
 #: The variable IPython reads for its profile folder (``IPython/paths.py``, ``get_ipython_dir``).
 IPYTHON_VAR = "IPYTHONDIR"
-#: errno values of a home that can take no more data: disk full, quota reached.
-FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: Kubernetes: a folder of the pod's own file system (not the home volume).
 KUBE_RUNTIME_DIR = "/tmp/jupyter-runtime"
 #: Marks the lines of batchspawner's prologue and epilogue that this hook owns.
 SLURM_MARK = "# coursehub: runtime dir"
-
-
-def is_home_full(exc: BaseException) -> bool:
-    """Return True when ``exc`` says the file system or the user's quota is full."""
-    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
 
 
 def servers_runtime_root(hub_id: str, runtime_dir: str | None = None) -> Path:
@@ -211,7 +203,7 @@ def ensure_ipython_dir(home: str, uid: int, gid: int) -> bool:
 
     A kernel needs that folder: jupyter_client lists the kernels of
     ``IPython.paths.get_ipython_dir()``, which makes it, and a failure there
-    (``ENOSPC``, ``EDQUOT``) refuses every kernel start. Made relative to the
+    (``ENOSPC``, ``EDQUOT``, ``EROFS``) refuses every kernel start. Made relative to the
     home opened with ``O_NOFOLLOW``, owned by ``uid:gid``. A home not there
     yet, or any other error, is left to the server (True).
     """
@@ -224,7 +216,7 @@ def ensure_ipython_dir(home: str, uid: int, gid: int) -> bool:
         if os.geteuid() == 0:
             os.chown(".ipython", uid, gid, dir_fd=fd, follow_symlinks=False)
     except OSError as exc:
-        return not is_home_full(exc)
+        return not is_storage_refused(exc)
     finally:
         os.close(fd)
     return True
