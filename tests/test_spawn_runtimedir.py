@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import stat
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -17,10 +18,12 @@ from coursehub.spawn.runtimedir import (
     RUNTIME_VAR,
     SLURM_MARK,
     ServerRuntime,
+    ensure_ipython_dir,
     make_runtime_dir,
     render_slurm_lines,
 )
 from helpers import local_spawner
+from loopfs import fill
 
 HUB = "hubtest1"
 
@@ -172,3 +175,28 @@ def test_course_data_links_on_a_full_home_are_skipped(tmp_path, monkeypatch, cap
         CourseSpaces("local", root=str(tmp_path / "shared"))(spawner)
     assert "home is full" in caplog.text
     assert spawner.environment["JUPYTER_PATH"]
+
+
+def test_a_new_ipython_folder_comes_with_jupyters_migration_marker(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    assert ensure_ipython_dir(str(home), os.geteuid(), os.getegid())
+    assert (home / ".ipython").is_dir()
+    assert (home / ".jupyter" / "migrated").read_text().startswith("20")
+
+
+@pytest.mark.root
+def test_a_home_that_takes_folders_but_no_data_gets_neither(tmp_path):
+    """A full tmpfs: mkdir works, a write fails; the server must not migrate a new ~/.ipython."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
+    try:
+        fill(home)
+        before = sorted(p.name for p in home.iterdir())
+        assert not ensure_ipython_dir(str(home), os.geteuid(), os.getegid())
+        assert sorted(p.name for p in home.iterdir()) == before
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)

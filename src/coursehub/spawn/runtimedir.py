@@ -24,9 +24,11 @@ filled their home could not even start a server to delete files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -203,23 +205,53 @@ def ensure_ipython_dir(home: str, uid: int, gid: int) -> bool:
 
     A kernel needs that folder: jupyter_client lists the kernels of
     ``IPython.paths.get_ipython_dir()``, which makes it, and a failure there
-    (``ENOSPC``, ``EDQUOT``, ``EROFS``) refuses every kernel start. Made relative to the
-    home opened with ``O_NOFOLLOW``, owned by ``uid:gid``. A home not there
-    yet, or any other error, is left to the server (True).
+    (``ENOSPC``, ``EDQUOT``, ``EROFS``) refuses every kernel start. With a new
+    ``.ipython`` goes jupyter_core's marker ``.jupyter/migrated``
+    (``jupyter_core/application.py``, ``migrate_config``): else the server's
+    first start would migrate the new folder and die writing that marker on a
+    home that takes folders but no data (a full tmpfs). Both are made
+    relative to the home opened with ``O_NOFOLLOW``, owned by ``uid:gid``,
+    and removed again when the home is full. A home not there yet, or any
+    other error, is left to the server (True).
     """
     try:
         fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return True
+    made: list[str] = []
     try:
-        os.mkdir(".ipython", 0o755, dir_fd=fd)
-        if os.geteuid() == 0:
-            os.chown(".ipython", uid, gid, dir_fd=fd, follow_symlinks=False)
+        for name in (".ipython", ".jupyter"):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=fd)
+                made.append(name)
+        if ".ipython" in made:
+            _write_marker(fd, made)
+        for name in made:
+            if os.geteuid() == 0:
+                os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
     except OSError as exc:
+        for name in reversed(made):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd) if "/" in name else os.rmdir(name, dir_fd=fd)
         return not is_storage_refused(exc)
     finally:
         os.close(fd)
     return True
+
+
+def _write_marker(fd: int, made: list[str]) -> None:
+    marker = ".jupyter/migrated"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        handle = os.open(marker, flags, 0o644, dir_fd=fd)
+    except FileExistsError:
+        return
+    made.append(marker)
+    try:
+        os.write(handle, datetime.now(tz=UTC).isoformat().encode())
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _server_owner(spawner: Any) -> tuple[int, int, str]:
