@@ -61,10 +61,11 @@ ALLOWED: dict[str, set[str]] = {
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
     "usage": BASE | {"resources", "catalog", "meter"},
+    "homequota": BASE | {"resources", "catalog"},
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
-    | {"usage", "lti", "usecases"},
+    | {"usage", "lti", "usecases", "homequota"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -87,6 +88,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "meter": {"torch", "flask", "sqlalchemy", "jupyterhub"},
     "sandbox": {"torch", "flask", "sqlalchemy", "jupyterhub", "nbgrader"},
     "usage": {"torch", "flask", "jupyterhub"},
+    "homequota": {"torch", "flask", "jupyterhub"},
     "lti": {"torch", "flask", "jupyterhub"},
 }
 

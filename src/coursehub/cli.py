@@ -35,6 +35,7 @@ from coursehub.courseenv import cli as courseenv_cli
 from coursehub.demo import cli as demo_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 from coursehub.grading import cli as grading_cli
+from coursehub.homequota import cli as homequota_cli
 from coursehub.hub import cli as hub_cli
 from coursehub.lti import cli as lti_cli
 from coursehub.material import cli as material_cli
@@ -69,6 +70,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("grading", grading_cli.register),
     ("demo", demo_cli.register),
     ("data", coursedata_cli.register),
+    ("home", homequota_cli.register),
     ("env", courseenv_cli.register),
     ("book", books_cli.register),
     ("usage", usage_cli.register),

@@ -9,10 +9,13 @@ gets a 2-CPU / 4 GiB / 2-thread profile.
 
 from __future__ import annotations
 
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from coursehub.errors import is_storage_refused, storage_full_kind
 
 #: Academic year of the demo catalog.
 DEMO_YEAR = "2025-2026"
@@ -114,7 +117,16 @@ def ensure_notebook(home: str | Path) -> Path | None:
     """Copy the pendulum notebook into ``home`` unless a file of that name is there.
 
     Returns the notebook's path in ``home``, or None when the package ships
-    no notebook. The home directory is created if needed.
+    no notebook. The home directory is created if needed. The copy goes
+    through a temporary file renamed into place, so a copy that fails half
+    way (a full home) leaves no truncated notebook that would stop later
+    copies.
+
+    Raises
+    ------
+    OSError
+        If the home cannot take the copy (``ENOSPC``, ``EDQUOT``...); nothing
+        of it is left behind.
     """
     source = resources.files(NOTEBOOK_PACKAGE) / "notebooks" / NOTEBOOK_FILE
     if not source.is_file():
@@ -122,6 +134,34 @@ def ensure_notebook(home: str | Path) -> Path | None:
     target = Path(home) / NOTEBOOK_FILE
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        with resources.as_file(source) as path:
-            shutil.copyfile(path, target)
+        partial = target.with_name(f".{NOTEBOOK_FILE}.part")
+        try:
+            with resources.as_file(source) as path:
+                shutil.copyfile(path, partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
     return target
+
+
+def copy_notebook_hook(spawner: Any) -> None:
+    """The demo's ``Spawner.pre_spawn_hook``: the notebook in the home on first spawn.
+
+    A home that can take no more (disk full, quota reached, read-only:
+    :func:`coursehub.errors.is_storage_refused`) gets no copy: the hub logs
+    one line and the server starts without it, so that the student can still
+    open their files and delete some. Other errors stop the spawn as before.
+    """
+    home = spawner.home_dir
+    try:
+        ensure_notebook(home)
+    except OSError as exc:
+        if not is_storage_refused(exc):
+            raise
+        spawner.log.warning(
+            "coursehub: %s: home %s is full (%s): %s not copied, the server starts without it",
+            spawner.user.name,
+            home,
+            storage_full_kind(exc),
+            NOTEBOOK_FILE,
+        )

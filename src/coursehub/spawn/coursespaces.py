@@ -39,7 +39,7 @@ from coursehub.courselayout import (
     data_link_name,
     jupyter_data_dir,
 )
-from coursehub.errors import UsageError
+from coursehub.errors import UsageError, is_storage_refused, storage_full_kind
 from coursehub.settings import COURSE_ID_RE
 
 #: Role of a user in a course, as far as the shared spaces go.
@@ -238,9 +238,7 @@ class CourseSpaces:
         env["JUPYTER_PATH"] = plan_jupyter_path(self.root, roles, admin["JUPYTER_PATH"])
         spawner.environment = env
         if self.kind == "local":
-            home = _home_of(spawner)
-            if home is not None:
-                apply_data_links(home, self.root, roles)
+            self._link_local(spawner, roles)
         elif self.kind == "systemd":
             home = _home_of(spawner) or f"/home/{spawner.user.name}"
             props = {k: v for k, v in spawner.unit_extra_properties.items() if k not in BIND_KEYS}
@@ -253,6 +251,22 @@ class CourseSpaces:
             spawner.volumes = [*admin["volumes"], *volumes]
             spawner.volume_mounts = [*admin["volume_mounts"], *mounts]
         spawner.log.info("coursehub: %s course spaces %s", spawner._log_name, roles or "none")
+
+    def _link_local(self, spawner: Any, roles: Mapping[str, str]) -> None:
+        """The data links in a local home; a full home (disk or quota) is logged and skipped."""
+        try:
+            home = _home_of(spawner)
+            if home is not None:
+                apply_data_links(home, self.root, roles)
+        except OSError as exc:
+            if not is_storage_refused(exc):
+                raise
+            spawner.log.warning(
+                "coursehub: %s: home is full (%s): course data links not made, the server "
+                "starts without them",
+                spawner._log_name,
+                storage_full_kind(exc),
+            )
 
 
 def _admin_values(spawner: Any) -> dict[str, Any]:

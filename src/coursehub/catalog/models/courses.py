@@ -85,13 +85,19 @@ class AcademicYear(Base):
 
 
 class Portal(Base):
-    """A discipline portal: ``code`` (e.g. ``"MECA"``) and ``name`` (e.g. ``"Mécanique"``)."""
+    """A discipline portal: ``code`` (e.g. ``"MECA"``) and ``name`` (e.g. ``"Mécanique"``).
+
+    ``home_quota``: bytes a student of the portal's courses may keep in their
+    home, for a course without its own (None: the department's default,
+    :mod:`coursehub.homequota.plan`).
+    """
 
     __tablename__ = "portals"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     code: Mapped[str] = mapped_column(String(32), unique=True)
     name: Mapped[str] = mapped_column(String(200))
+    home_quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     courses: Mapped[list[Course]] = relationship(back_populates="portal")
     managers: Mapped[list[Person]] = relationship(
@@ -157,6 +163,8 @@ class Course(TimestampMixin, Base):
     (:func:`coursehub.catalog.courses.make_course_id`). ``last_sync_at`` and
     ``last_sync_status`` record the last hub synchronisation (None before the
     first). ``copied_from_pk``: the course it was rolled over from, if any.
+    ``home_quota``: bytes each student may keep in their home (None: the
+    portal's, else the department's default; :mod:`coursehub.homequota.plan`).
     """
 
     __tablename__ = "courses"
@@ -176,6 +184,7 @@ class Course(TimestampMixin, Base):
     copied_from_pk: Mapped[int | None] = mapped_column(
         ForeignKey("courses.id", ondelete="SET NULL")
     )
+    home_quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     year: Mapped[AcademicYear] = relationship(back_populates="courses")
     portal: Mapped[Portal] = relationship(back_populates="courses")
