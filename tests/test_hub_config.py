@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,6 +48,11 @@ def test_python_config_loads_with_jupyterhubs_loader(kind, tmp_path, monkeypatch
     services = {s["name"]: s for s in hub.services}
     assert services["coursehub"]["oauth_no_confirm"] is True
     assert "jupyterhub_idle_culler" in services["idle-culler"]["command"]
+    # both end with the hub that loads this file (coursehub.spawn.hubservice)
+    bound = [sys.executable, "-m", "coursehub.spawn.hubservice", str(os.getpid()), "--"]
+    for name in ("coursehub", "idle-culler"):
+        assert services[name]["command"][:5] == bound
+    assert services["coursehub"]["command"][5:] == ["coursehub", "web", "serve"]
     roles = {r["name"]: r for r in hub.load_roles}
     assert {"admin:users", "admin:groups"} <= set(roles["coursehub-sync"]["scopes"])
     assert "access:services!service=coursehub" in roles["user"]["scopes"]
