@@ -385,6 +385,9 @@ class CgroupSimpleLocalProcessSpawner(
 ):
     """SimpleLocalProcessSpawner with a per-server cgroup; demo and tests only (no isolation)."""
 
+    #: Every server runs as the hub's account (coursehub.meter.hubhook).
+    shares_hub_account = True
+
     def get_args(self) -> list[str]:
         """The server's arguments, plus ``--allow-root`` when the hub runs as root."""
         args = list(super().get_args())
