@@ -126,6 +126,53 @@ def test_killed_server_is_noticed_and_restarted(exit_hub: RunningHub) -> None:
         requests.delete(f"{exit_hub.api_url}/users/{user}", headers=_admin(exit_hub))
 
 
+@pytest.fixture(scope="module")
+def keeping_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHub]:
+    """A hub whose servers outlive its restarts (the rendered production setting)."""
+    proxy = find_proxy()
+    if proxy is None:
+        pytest.skip("configurable-http-proxy not found (make setup)")
+    ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
+    extra = EXTRA + "c.JupyterHub.cleanup_servers = False\n"
+    hub = RunningHub(tmp_path_factory.mktemp("keephub"), proxy, ports, extra_config=extra)
+    hub.start()
+    try:
+        yield hub
+    finally:
+        hub.stop()
+
+
+@pytest.mark.integration
+def test_a_server_reattached_after_a_hub_restart_is_watched_too(keeping_hub: RunningHub) -> None:
+    user = f"exit{uuid.uuid4().hex[:8]}"
+    session = _signed_in(keeping_hub, user)
+    try:
+        assert session.get(f"{keeping_hub.url}/hub/spawn/{user}", timeout=60).status_code == 200
+        _wait_ready(keeping_hub, user)
+        pid = _server_pid(keeping_hub, user)
+        # the hub alone stops (RunningHub.stop would kill its servers too)
+        assert keeping_hub.process is not None
+        keeping_hub.process.send_signal(signal.SIGTERM)
+        keeping_hub.process.wait(timeout=30)
+        keeping_hub.start()  # the server is not the new hub's child
+        _wait_ready(keeping_hub, user)
+        assert _server_pid(keeping_hub, user) == pid
+
+        os.kill(pid, signal.SIGKILL)
+        page: dict[str, requests.Response] = {}
+
+        def reload_says_stopped() -> bool:
+            page["lab"] = session.get(f"{keeping_hub.url}/user/{user}/lab", timeout=30)
+            return page["lab"].status_code == 424
+
+        wait_until(reload_says_stopped, timeout_s=NOTICED_WITHIN_S, interval_s=0.5)
+        assert "Your server stopped unexpectedly" in page["lab"].text
+    finally:
+        requests.delete(f"{keeping_hub.api_url}/users/{user}/server", headers=_admin(keeping_hub))
+        wait_until(lambda: not _server(keeping_hub, user), timeout_s=60, interval_s=0.5)
+        requests.delete(f"{keeping_hub.api_url}/users/{user}", headers=_admin(keeping_hub))
+
+
 @pytest.mark.parametrize(
     ("status", "stats", "expected"),
     [
