@@ -175,7 +175,11 @@ class ServerExitWatchMixin(HasTraits):
         except (OSError, AttributeError) as exc:
             self.log.debug("no pidfd for server pid %s (%s): periodic poll only", self.pid, exc)
             return
-        asyncio.get_running_loop().add_reader(fd, self._exited)
+        try:
+            asyncio.get_running_loop().add_reader(fd, self._exited)
+        except RuntimeError:  # no event loop here: the periodic poll only
+            os.close(fd)
+            return
         self._exit_fd = fd
 
     def _unwatch_exit(self) -> None:
