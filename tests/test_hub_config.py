@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from coursehub.errors import UsageError
 from coursehub.hub.render import HubSettings, render_hub_config, render_idle_notice
 from coursehub.spawn.busyactivity import SERVER_ARG
 from coursehub.spawn.identity import hub_id_for_db_url
+from coursehub.spawn.serverexit import server_stop_notices
 from helpers import assert_matches_golden
 
 PYTHON_KINDS = ("systemd", "local", "slurm")
@@ -45,6 +48,11 @@ def test_python_config_loads_with_jupyterhubs_loader(kind, tmp_path, monkeypatch
     services = {s["name"]: s for s in hub.services}
     assert services["coursehub"]["oauth_no_confirm"] is True
     assert "jupyterhub_idle_culler" in services["idle-culler"]["command"]
+    # both end with the hub that loads this file (coursehub.spawn.hubservice)
+    bound = [sys.executable, "-m", "coursehub.spawn.hubservice", str(os.getpid()), "--"]
+    for name in ("coursehub", "idle-culler"):
+        assert services[name]["command"][:5] == bound
+    assert services["coursehub"]["command"][5:] == ["coursehub", "web", "serve"]
     roles = {r["name"]: r for r in hub.load_roles}
     assert {"admin:users", "admin:groups"} <= set(roles["coursehub-sync"]["scopes"])
     assert "access:services!service=coursehub" in roles["user"]["scopes"]
@@ -120,6 +128,17 @@ def test_students_are_told_when_idle_servers_are_stopped(cull_idle_s, said):
     assert "computation still running counts as activity (up to 24 hours)" in notice
 
 
+@pytest.mark.parametrize(
+    ("kind", "section"), [("systemd", "SystemdSpawner"), ("slurm", "SlurmSpawner")]
+)
+def test_dead_servers_are_polled_within_ten_seconds(kind, section, tmp_path, monkeypatch):
+    config = load_python_config(
+        render_hub_config(replace(HubSettings(), kind=kind)), tmp_path, monkeypatch
+    )
+    # JupyterHub's 10 % poll jitter included
+    assert 0 < config[section].poll_interval * 1.1 <= 10
+
+
 @pytest.mark.parametrize("kind", PYTHON_KINDS)
 def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_path, monkeypatch):
     settings = replace(HubSettings(), kind=kind, cull_idle_s=1800)
@@ -130,6 +149,7 @@ def test_servers_count_busy_kernels_and_students_see_the_idle_rule(kind, tmp_pat
     assert config.JupyterHub.template_vars == {
         "announcement_home": notice,
         "announcement_spawn": notice,
+        "server_stop_notices": server_stop_notices,
     }
     culler = {s["name"]: s for s in config.JupyterHub.services}["idle-culler"]
     assert "--timeout=1800" in culler["command"]

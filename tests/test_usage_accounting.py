@@ -141,6 +141,7 @@ def test_a_server_and_a_job_of_two_courses_land_in_their_courses(
         proc_cgroup="/proc/self/cgroup",
         visible_gpus=[],
         environment={"KEEP": "1"},
+        shares_hub_account=True,  # the job below runs as this test's own account
     )
     cgroup = open_server_usage(spawner, cgroup)
     try:

@@ -52,6 +52,11 @@ SPAWN_RETRY_RANGE_S = (10, 30)
 CULL_EVERY_S = 300
 #: Seconds the spawner may take to launch a server, by spawner kind: a Slurm
 #: queue wait or an image pull (z2jh's own default is 300) take longer.
+#: Seconds between the hub's polls of a systemd or Slurm server (``Spawner.poll_interval``,
+#: JupyterHub's default 30 s; 10 % jitter): a server that died is noticed, and the
+#: student's reload gets the "Server not running" page, within 10 s. Local servers are
+#: noticed at once (:mod:`coursehub.spawn.serverexit`).
+POLL_INTERVAL_S = 8
 START_TIMEOUT_S = {"slurm": 300, "kubernetes": 300, "systemd": 120, "local": 120}
 #: Spawner kinds of ``coursehub demo``: local processes, or Slurm jobs on this host's cluster.
 DEMO_SPAWNER_KINDS = ("local", "slurm")
@@ -319,6 +324,7 @@ def render_hub_config(settings: HubSettings) -> str:
         **{f: getattr(settings, f) for f in settings.__dataclass_fields__},
         "default_mem": format_mem(settings.default_profile.mem_limit),
         "start_timeout_s": _start_timeout_s(settings),
+        "poll_interval_s": POLL_INTERVAL_S,
         "idle_notice": render_idle_notice(settings.cull_idle_s),
         "busy_arg": busy_server_arg(),
         "server_args": server_args(settings.cull_idle_s),

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 #: Attribute of the spawner holding its open unit id.
 UNIT_ATTR = "_coursehub_usage_unit"
+#: A spawner class attribute, True where every server runs as the hub's own
+#: account (the demo's): the jobs' folder need not be in other users' reach.
+SHARES_HUB_ACCOUNT_ATTR = "shares_hub_account"
 
 
 def server_unit_id(hub_id: str, user: str, server_name: str, started_at: float) -> str:
@@ -45,7 +48,9 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
     the server's pid joins like the others. The server's environment gets
     ``COURSEHUB_COURSE_ID`` so that its runner jobs name their course, and
     ``COURSEHUB_USAGE_DIR``: the jobs' usage folder (:func:`job_folder`, made
-    here), where its runner jobs write their records while they run.
+    here), where its runner jobs write their records while they run; where
+    the students' jobs cannot reach it (:func:`ensure_job_folder`) the hub
+    log says so and the server gets no ``COURSEHUB_USAGE_DIR``.
     """
     try:
         cgroup = JobCgroup(
@@ -66,9 +71,12 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
             n_gpus,
         )
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
-        env = {USAGE_DIR_VAR: str(ensure_job_folder(job_folder(folder)))}
-        if course_id:
-            env[COURSE_VAR] = course_id
+        env = {COURSE_VAR: course_id} if course_id else {}
+        try:
+            reach_users = not getattr(spawner, SHARES_HUB_ACCOUNT_ATTR, False)
+            env[USAGE_DIR_VAR] = str(ensure_job_folder(job_folder(folder), reach_users))
+        except OSError as exc:
+            log.warning("coursehub: runner jobs of %s not metered: %s", spawner.user.name, exc)
         spawner.environment = {**spawner.environment, **env}
     except Exception as exc:  # accounting must never stop a server
         log.warning("coursehub: usage of %s not recorded: %s", spawner.user.name, exc)

@@ -18,10 +18,12 @@ GPU memory is what NVML reports for the unit's processes
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import os
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -261,21 +263,45 @@ def job_folder(folder: Path) -> Path:
 JOB_FOLDER_MODE = 0o1733
 
 
-def ensure_job_folder(folder: Path) -> Path:
+def ensure_job_folder(folder: Path, reach_users: bool = True) -> Path:
     """Create the jobs' usage folder with :data:`JOB_FOLDER_MODE`; return it.
 
     Each job's file there is its user's own (0o600, :func:`append_record`);
     ``coursehub usage ingest`` takes job records from a file only for the
     file's owner (:mod:`coursehub.catalog.usage.trust`).
 
+    With ``reach_users`` (servers run as the students' own accounts)
+    every user's jobs must reach it: its parent (the hub's runtime
+    directory, e.g. ``/run/coursehub``, made ``0700`` by a hub run under
+    ``umask 077``) gets search permission for group and others (``--x``:
+    they cannot list it) when this process owns it; any other ancestor
+    without search permission for others is refused, since each job would
+    otherwise lose its usage ("Permission denied").
+
     Raises
     ------
     OSError
         If the folder cannot be made or its mode set.
+    PermissionError
+        With ``reach_users``, if an ancestor keeps users out (the message names it and its mode).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, JOB_FOLDER_MODE)
+    if not reach_users:
+        return folder
+    parent = folder.parent
+    info = parent.stat()
+    if not info.st_mode & stat.S_IXOTH and info.st_uid == os.geteuid():
+        os.chmod(parent, stat.S_IMODE(info.st_mode) | stat.S_IXGRP | stat.S_IXOTH)
+    for ancestor in (parent, *parent.parents):
+        mode = ancestor.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            raise PermissionError(
+                errno.EACCES,
+                f"the jobs' usage folder {folder} is out of users' reach: {ancestor} "
+                f"is mode {stat.S_IMODE(mode):04o} and not this process's (others need x)",
+            )
     return folder
 
 

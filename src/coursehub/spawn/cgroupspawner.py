@@ -54,6 +54,7 @@ from traitlets import Enum, HasTraits, Int, List, Unicode, default, validate
 from coursehub.meter.hubhook import close_server_usage, open_server_usage
 from coursehub.resources.cgroupfs import CGROUP_ROOT, PROC_CGROUP, locate_controller
 from coursehub.resources.cgroups import (
+    CgroupStats,
     CgroupUnavailableError,
     JobCgroup,
     JobCgroupPlan,
@@ -76,6 +77,7 @@ from coursehub.spawn.identity import (
     default_runtime_dir,
     hub_id_from_config,
 )
+from coursehub.spawn.serverexit import ServerExitWatchMixin
 
 
 class CgroupSpawnerMixin(HasTraits):
@@ -119,6 +121,7 @@ class CgroupSpawnerMixin(HasTraits):
 
     _cgroup: JobCgroup | None = None
     _cgroup_record: dict[str, Any] | None = None
+    _exit_stats: CgroupStats | None = None
 
     # attributes provided by the Spawner class this is mixed into
     user: Any
@@ -365,19 +368,25 @@ class CgroupSpawnerMixin(HasTraits):
             self.remove_cgroup()
 
     async def poll(self) -> int | None:
-        """Poll the server; once it has exited, remove its cgroup."""
+        """Poll the server; once it has exited, keep its cgroup's counters and remove it."""
         status = await super().poll()  # type: ignore[misc]
         if status is not None and self._cgroup is not None:
+            self._exit_stats = self._cgroup.stats()
             self.remove_cgroup()
         return status
 
 
-class CgroupLocalProcessSpawner(CgroupSpawnerMixin, LocalProcessSpawner):
+class CgroupLocalProcessSpawner(ServerExitWatchMixin, CgroupSpawnerMixin, LocalProcessSpawner):
     """LocalProcessSpawner with a per-server cgroup (CPU quota, memory limit)."""
 
 
-class CgroupSimpleLocalProcessSpawner(CgroupSpawnerMixin, SimpleLocalProcessSpawner):
+class CgroupSimpleLocalProcessSpawner(
+    ServerExitWatchMixin, CgroupSpawnerMixin, SimpleLocalProcessSpawner
+):
     """SimpleLocalProcessSpawner with a per-server cgroup; demo and tests only (no isolation)."""
+
+    #: Every server runs as the hub's account (coursehub.meter.hubhook).
+    shares_hub_account = True
 
     def get_args(self) -> list[str]:
         """The server's arguments, plus ``--allow-root`` when the hub runs as root."""

@@ -45,6 +45,7 @@ from coursehub.runner.slurm.commands import (
     FINAL_STATES,
     SlurmError,
     SlurmUnreachableError,
+    UnreachableDeadline,
     job_info,
     sacct_usage,
     sbatch,
@@ -62,6 +63,9 @@ from coursehub.runner.slurm.plan import (
 from coursehub.runner.validate import check_target
 from coursehub.settings import runs_dir as default_runs_dir
 
+#: Seconds of unreachable Slurm controller after which a followed job gives up (wall clock).
+UNREACHABLE_GIVE_UP_S = 30.0
+
 
 class SlurmBackend(Backend):
     """Run jobs as Slurm batch jobs.
@@ -78,6 +82,9 @@ class SlurmBackend(Backend):
         Seconds between two looks at the output file and the job's state.
     python
         The interpreter the job runs (the same path on the compute nodes).
+    unreachable_give_up_s
+        Seconds of unreachable controller, wall clock, after which following
+        a job gives up (:class:`~coursehub.runner.slurm.commands.UnreachableDeadline`).
     """
 
     def __init__(
@@ -87,10 +94,12 @@ class SlurmBackend(Backend):
         grace_s: float = 5.0,
         poll_s: float = 0.25,
         python: str = sys.executable,
+        unreachable_give_up_s: float = UNREACHABLE_GIVE_UP_S,
     ) -> None:
         self.placement = placement or SlurmPlacement.from_env(os.environ)
         self.runs_dir = Path(runs_dir) if runs_dir else default_runs_dir()
         self.grace_s, self.poll_s, self.python = grace_s, poll_s, python
+        self.unreachable_give_up_s = unreachable_give_up_s
 
     def validate(self, spec: JobSpec) -> None:
         """Check the target here; Slurm checks the resources at submission."""
@@ -163,15 +172,17 @@ class SlurmJob(Job):
         reader = _LogReader(self.log_path)
         info: dict[str, str] = {}
         sstat_peak: int | None = None
-        last_pending, last_sstat, failures = "", 0.0, 0
+        last_pending, last_sstat = "", 0.0
+        unreachable = UnreachableDeadline(self.backend.unreachable_give_up_s)
         while True:
             self._give(reader.read())
+            asked_at = time.monotonic()
             try:
-                latest = job_info(self.job_id)
-                failures = 0
+                latest = job_info(self.job_id, timeout_s=unreachable.call_timeout_s(15))
+                unreachable.answered()
             except SlurmUnreachableError:
-                failures += 1
-                if failures * self.backend.poll_s > 30:
+                unreachable.failed(asked_at)
+                if unreachable.expired():
                     raise
                 time.sleep(self.backend.poll_s)
                 continue

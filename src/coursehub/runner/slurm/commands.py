@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from coursehub.errors import CoursehubError
 
@@ -82,6 +83,51 @@ def run_slurm(argv: Sequence[str], stdin: str | None = None, timeout_s: float = 
             raise SlurmUnreachableError(f"Slurm is unreachable: {message}")
         raise SlurmError(message)
     return done.stdout
+
+
+class UnreachableDeadline:
+    """The wall-clock time a follower keeps asking an unreachable controller before it gives up.
+
+    The time is counted from the start of the first failed call, the calls'
+    own time included: ``scontrol`` waits for the controller before it fails (about
+    ``MessageTimeout``, 10 s by default in slurm.conf(5), each), so counting
+    only the pauses between calls made a 30 s limit last half an hour.
+
+    Parameters
+    ----------
+    give_up_s
+        Seconds of unreachable controller after which :meth:`expired` is True.
+    clock
+        A monotonic clock in seconds (``time.monotonic``; tests give a fake one).
+    """
+
+    def __init__(self, give_up_s: float, clock: Callable[[], float] | None = None) -> None:
+        self.give_up_s = give_up_s
+        self._clock = clock or time.monotonic
+        self._since: float | None = None
+
+    def failed(self, asked_at: float | None = None) -> None:
+        """Note a failed call made at ``asked_at`` (default: now); the first starts the count."""
+        if self._since is None:
+            self._since = self._clock() if asked_at is None else asked_at
+
+    def answered(self) -> None:
+        """Note an answer: the controller is back, the count starts again at the next failure."""
+        self._since = None
+
+    def left_s(self) -> float:
+        """Seconds left before giving up (``give_up_s`` while the controller answers)."""
+        if self._since is None:
+            return self.give_up_s
+        return self.give_up_s - (self._clock() - self._since)
+
+    def expired(self) -> bool:
+        """True once the controller has been unreachable for ``give_up_s`` seconds."""
+        return self.left_s() <= 0
+
+    def call_timeout_s(self, longest_s: float, shortest_s: float = 1.0) -> float:
+        """Seconds the next call may take: ``longest_s`` cut to the time left, >= ``shortest_s``."""
+        return max(shortest_s, min(longest_s, self.left_s()))
 
 
 def last_error_line(stderr: str) -> str:
@@ -190,10 +236,14 @@ def sbatch(script: str, request: str, partition: str | None) -> str:
     return job_id
 
 
-def job_info(job_id: str) -> dict[str, str] | None:
-    """Return ``scontrol show job -o`` fields of the job, or None once Slurm has forgotten it."""
+def job_info(job_id: str, timeout_s: float = 15) -> dict[str, str] | None:
+    """Return ``scontrol show job -o`` fields of the job, or None once Slurm has forgotten it.
+
+    ``timeout_s``: seconds the ``scontrol`` call may take (it waits for the
+    controller, slurm.conf(5) ``MessageTimeout``, before it says it is down).
+    """
     try:
-        out = run_slurm(["scontrol", "show", "job", "-o", job_id], timeout_s=15)
+        out = run_slurm(["scontrol", "show", "job", "-o", job_id], timeout_s=timeout_s)
     except SlurmUnreachableError:
         raise
     except SlurmError as exc:

@@ -1,0 +1,211 @@
+"""A local server that dies is noticed at once, and the student is told why.
+
+JupyterHub notices a server that exited by itself only at its next periodic
+poll (``Spawner.poll_interval``, 30 s by default): until then its route stays
+in the proxy, so ``/user/<name>/lab`` answers "503 Service Unavailable, your
+server appears to be down" and the Start button leads back to the same 503
+(jupyterhub/systemdspawner#87, #7). :class:`ServerExitWatchMixin` watches the
+server's process with a pidfd (``pidfd_open(2)``, Linux >= 5.3; it works for
+a process the hub re-attached after a restart too) and, as soon as it exits,
+runs the spawner's ``poll_and_notify``: the hub's stop callbacks remove the
+route and mark the server stopped, so the next reload shows JupyterHub's
+"Server not running" page and Start starts a new server. Where a pidfd
+cannot be opened the periodic poll stays the only check.
+
+When the hub's own poll (periodic or the watch) finds the server gone,
+:func:`describe_server_exit` says why: out of memory (its cgroup's OOM-kill
+counter, ``memory.events`` on cgroup v2, ``memory.oom_control`` on v1; Linux
+``Documentation/admin-guide/cgroup-v2.rst``), killed by signal N, or exited
+with status N. :data:`STOP_NOTICES` keeps that line for the student's
+"Server not running" page (``hub_templates/not_running.html``, through
+``c.JupyterHub.template_vars["server_stop_notices"]``) until the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+from typing import Any
+
+from traitlets import HasTraits
+
+from coursehub.resources.cgroups import CgroupStats
+from coursehub.resources.units import describe_mem
+
+#: Seconds to wait for the kernel to reap a re-attached (non-child) server
+#: after its pidfd says it exited (it is a zombie until its new parent reaps it).
+REAP_WAIT_S = 5.0
+
+
+def describe_server_exit(
+    status: int | None, stats: CgroupStats | None, mem_limit: int | None
+) -> str:
+    """Return one line on why a server that was not asked to stop ended (pure).
+
+    Parameters
+    ----------
+    status
+        The spawner's poll result: a negative value is the signal that
+        ended a process the hub started (``subprocess.Popen.returncode``), a
+        positive one its exit status; 0 or None when the hub could not know
+        (a server re-attached after a hub restart).
+    stats
+        The server cgroup's counters read before it was removed, or None.
+    mem_limit
+        The server's memory limit in bytes, or None.
+    """
+    oom = bool(stats and stats.oom_kills)
+    if stats is not None and stats.oom_kills is None and status == -signal.SIGKILL:
+        oom = stats.mem_limit_hits > 0
+    if oom:
+        limit = f" of {describe_mem(mem_limit)}" if mem_limit else ""
+        return (
+            f"Your server stopped unexpectedly: out of memory (it reached its memory limit{limit})."
+        )
+    if status is not None and status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "unknown signal"
+        return f"Your server stopped unexpectedly: killed by signal {-status} ({name})."
+    if status:
+        return f"Your server stopped unexpectedly: it exited with status {status}."
+    return "Your server stopped unexpectedly."
+
+
+class StopNotices:
+    """The hub process's notices on servers that stopped by themselves, by user and server name.
+
+    Thread-safe; one instance, :data:`STOP_NOTICES`, per hub process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._notices: dict[tuple[str, str], str] = {}
+
+    def record(self, user_name: str, server_name: str, notice: str) -> None:
+        """Keep ``notice`` for that server until :meth:`clear`."""
+        with self._lock:
+            self._notices[(user_name, server_name)] = notice
+
+    def clear(self, user_name: str, server_name: str) -> None:
+        """Forget that server's notice (it is starting again)."""
+        with self._lock:
+            self._notices.pop((user_name, server_name), None)
+
+    def for_user(self, user: Any) -> dict[str, str]:
+        """Return ``{server_name: notice}`` for a JupyterHub user (None: nobody signed in).
+
+        The form of a callable ``c.JupyterHub.template_vars`` value, which
+        JupyterHub calls with the page's user (``handlers/base.py``,
+        ``template_namespace``).
+        """
+        name = getattr(user, "name", None)
+        if not name:
+            return {}
+        with self._lock:
+            return {server: text for (who, server), text in self._notices.items() if who == name}
+
+
+#: The notices of this hub process.
+STOP_NOTICES = StopNotices()
+
+
+def server_stop_notices(user: Any) -> dict[str, str]:
+    """``c.JupyterHub.template_vars["server_stop_notices"]``: :meth:`StopNotices.for_user`."""
+    return STOP_NOTICES.for_user(user)
+
+
+class ServerExitWatchMixin(HasTraits):
+    """Mix in before a LocalProcessSpawner: notice the server's exit at once, keep why.
+
+    ``start_polling`` (JupyterHub calls it after a spawn and for each server
+    re-attached at hub start) also watches ``self.pid`` with a pidfd;
+    ``stop_polling`` (called before a requested stop) ends the watch, so a
+    stop the hub asked for is never reported as unexpected.
+    """
+
+    _exit_fd: int | None = None
+    _exit_task: asyncio.Future[None] | None = None
+    #: The server cgroup's counters when it was found gone (set by the cgroup mixin).
+    _exit_stats: CgroupStats | None = None
+
+    # attributes provided by the Spawner class this is mixed into
+    pid: int
+    user: Any
+    name: str
+    log: Any
+    mem_limit: int | None
+    _callbacks: list[Any]
+
+    def start_polling(self) -> None:
+        """Start JupyterHub's periodic poll, then watch the server's process."""
+        super().start_polling()  # type: ignore[misc]
+        self._watch_exit()
+
+    def stop_polling(self) -> None:
+        """End the watch, then JupyterHub's periodic poll."""
+        self._unwatch_exit()
+        super().stop_polling()  # type: ignore[misc]
+
+    async def start(self) -> Any:
+        """Forget the last stop's notice, then start the server."""
+        STOP_NOTICES.clear(self.user.name, self.name or "")
+        self._exit_stats = None
+        return await super().start()  # type: ignore[misc]
+
+    async def poll_and_notify(self) -> int | None:
+        """JupyterHub's poll and stop callbacks; a server found gone gets its notice."""
+        status: int | None = await super().poll_and_notify()  # type: ignore[misc]
+        if status is not None:
+            notice = describe_server_exit(status, self._exit_stats, self.mem_limit)
+            STOP_NOTICES.record(self.user.name, self.name or "", notice)
+            self.log.warning("%s: %s", self.user.name, notice)
+        return status
+
+    def _watch_exit(self) -> None:
+        self._unwatch_exit()
+        if not self.pid:
+            return
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (OSError, AttributeError) as exc:
+            self.log.debug("no pidfd for server pid %s (%s): periodic poll only", self.pid, exc)
+            return
+        try:
+            asyncio.get_running_loop().add_reader(fd, self._exited)
+        except RuntimeError:  # no event loop here: the periodic poll only
+            os.close(fd)
+            return
+        self._exit_fd = fd
+
+    def _unwatch_exit(self) -> None:
+        fd, self._exit_fd = self._exit_fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_reader(fd)
+        os.close(fd)
+
+    def _exited(self) -> None:
+        self._unwatch_exit()
+        self._exit_task = asyncio.ensure_future(self._notify_exit())
+
+    async def _notify_exit(self) -> None:
+        """Run the stop callbacks once the poll sees the process gone (never during a spawn)."""
+        if not self._callbacks:
+            # the spawn has not finished (its callbacks are not registered
+            # yet): the spawn itself fails, or the periodic poll sees it
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REAP_WAIT_S
+        delay = 0.05
+        while await self.poll() is None:  # type: ignore[attr-defined]
+            if loop.time() > deadline:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        await self.poll_and_notify()
