@@ -15,5 +15,6 @@ the course app or the command line. Imports only :mod:`coursehub.resources`,
   platform registrations it accepts);
 * :mod:`.devices` - which NVIDIA devices a server may open;
 * :mod:`.identity` - this hub's id on the host;
-* :mod:`.busyactivity` - the busy-kernel jupyter_server extension.
+* :mod:`.busyactivity` - the busy-kernel jupyter_server extension;
+* :mod:`.oomnotice` - the out-of-memory notice in the running cell (loaded with it).
 """
