@@ -4,7 +4,8 @@ Pure rules from tables and fake cgroup trees, then the real thing as root: a
 jupyter server with coursehub's extension inside a memory cgroup of 400 MiB,
 two kernels, one cell that allocates 1 GiB, seen through the server's REST
 API and kernel websockets (both of Jupyter Server's websocket protocols: the
-JSON one and JupyterLab 4's ``v1.kernel.websocket.jupyter.org``).
+JSON one and JupyterLab 4's ``v1.kernel.websocket.jupyter.org``), and in Chromium: JupyterLab
+shows the error under the cell that ran.
 """
 
 from __future__ import annotations
@@ -292,3 +293,51 @@ def test_a_cell_past_the_memory_limit_gets_an_error_naming_the_limit(oom_server,
 
     assert server.process.poll() is None and server.get("/api/status").status_code == 200
     assert other.run("print(y)") == "42\n"
+
+
+CHROMIUM = "/usr/bin/chromium"
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "hog",
+            "metadata": {},
+            "outputs": [],
+            "source": ["x = b'x' * (1024**3)"],
+        }
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+def test_jupyterlab_shows_the_error_in_the_cell_that_ran(oom_server, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    server, _ = oom_server
+    (tmp_path / "oom.ipynb").write_text(json.dumps(NOTEBOOK))
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/lab/tree/oom.ipynb?token={server.token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+            page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=120_000)
+            page.click(".jp-Cell .jp-InputArea-editor")
+            page.click("jp-button[data-command='notebook:run-cell-and-select-next']")
+            error = page.wait_for_selector(
+                ".jp-Cell .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                timeout=120_000,
+            )
+            text = error.inner_text()
+        finally:
+            browser.close()
+    assert f"{OOM_ENAME}: the kernel was stopped" in text
+    assert "memory limit of 400.0 MiB" in text and "teaching team" in text
+    assert server.process.poll() is None
