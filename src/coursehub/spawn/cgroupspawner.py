@@ -76,6 +76,7 @@ from coursehub.spawn.identity import (
     default_runtime_dir,
     hub_id_from_config,
 )
+from coursehub.spawn.oomreason import cgroup_memory_state, server_oom_reason
 
 
 class CgroupSpawnerMixin(HasTraits):
@@ -119,6 +120,8 @@ class CgroupSpawnerMixin(HasTraits):
 
     _cgroup: JobCgroup | None = None
     _cgroup_record: dict[str, Any] | None = None
+    #: Why the server last stopped, when coursehub knows (an OOM kill), for the hub's pages.
+    stop_reason: str | None = None
 
     # attributes provided by the Spawner class this is mixed into
     user: Any
@@ -350,6 +353,7 @@ class CgroupSpawnerMixin(HasTraits):
 
     async def start(self) -> Any:
         """Make the cgroup, then start the server inside it."""
+        self.stop_reason = None
         self._cgroup = self.ensure_cgroup()
         try:
             return await super().start()  # type: ignore[misc]
@@ -368,6 +372,10 @@ class CgroupSpawnerMixin(HasTraits):
         """Poll the server; once it has exited, remove its cgroup."""
         status = await super().poll()  # type: ignore[misc]
         if status is not None and self._cgroup is not None:
+            state = cgroup_memory_state(self._cgroup, self.mem_limit)
+            self.stop_reason = server_oom_reason(status, state)  # shown by the hub's pages
+            if self.stop_reason:
+                self.log.warning("coursehub: %s: %s", self.user.name, self.stop_reason)
             self.remove_cgroup()
         return status
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -56,64 +55,16 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import List
 
 from coursehub.resources.cgroupfs import MemoryState, locate_controller, read_memory_state
-from coursehub.resources.units import describe_mem
+from coursehub.spawn.oomreason import killed_by_oom, oom_error_content
 
-__all__ = [
-    "KERNEL_OOM_SCORE_ADJ",
-    "OOM_ENAME",
-    "OomNoticeConnection",
-    "OomWatch",
-    "killed_by_oom",
-    "oom_error_content",
-]
+__all__ = ["KERNEL_OOM_SCORE_ADJ", "OomNoticeConnection", "OomWatch"]
 
 #: ``oom_score_adj`` of kernel processes (-1000..1000; 0 is the default of every process).
 KERNEL_OOM_SCORE_ADJ = 300
-#: ``ename`` of the error shown in the cell.
-OOM_ENAME = "MemoryLimitExceeded"
 #: Key of ``web_app.settings`` holding this server's :class:`OomWatch`.
 SETTINGS_KEY = "coursehub_oom_watch"
 #: WebSocket subprotocol of JupyterLab 4 (binary frames, ``serialize_msg_to_ws_v1``).
 WS_V1 = "v1.kernel.websocket.jupyter.org"
-
-
-def killed_by_oom(returncode: int | None, seen: int, state: MemoryState) -> bool:
-    """Return True if a kernel that exited with ``returncode`` was stopped by the OOM killer.
-
-    Parameters
-    ----------
-    returncode
-        The kernel's exit status as ``subprocess.Popen.returncode`` gives it
-        (``-9``: SIGKILL, the OOM killer's signal).
-    seen
-        The cgroup's ``oom_kill`` counter (else ``limit_hits``) when last looked at.
-    state
-        The cgroup's counters now.
-    """
-    count = state.oom_kills if state.oom_kills is not None else state.limit_hits
-    return returncode == -signal.SIGKILL and count is not None and count > seen
-
-
-def oom_error_content(state: MemoryState) -> dict[str, Any]:
-    """Return the content of the iopub ``error`` message shown in the cell (Jupyter protocol).
-
-    ``{"ename", "evalue", "traceback"}``: the limit and peak in binary units
-    (:func:`coursehub.resources.units.describe_mem`), "unknown" where unreadable.
-    """
-    limit = describe_mem(state.limit_bytes) if state.limit_bytes else "unknown"
-    peak = describe_mem(state.peak_bytes) if state.peak_bytes else "unknown"
-    evalue = (
-        f"the kernel was stopped because this server went past its memory limit "
-        f"of {limit} (the course's limit; peak reached: {peak})"
-    )
-    traceback = [
-        f"{OOM_ENAME}: {evalue}.",
-        "The kernel restarts: its variables are lost; run the cells you need again.",
-        "What to do: free memory (del large variables, shut down kernels you do not use),",
-        "work on smaller data (a sample, chunks, float32 instead of float64),",
-        "or ask the course's teaching team for a larger memory limit.",
-    ]
-    return {"ename": OOM_ENAME, "evalue": evalue, "traceback": traceback}
 
 
 class OomWatch:
