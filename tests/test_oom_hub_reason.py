@@ -9,6 +9,7 @@ templates rendered the way JupyterHub 6 loads them (``app.py``,
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -60,6 +61,14 @@ def test_the_spawners_poll_tells_an_oom_killed_server(tmp_path, test_parent):  #
         "Your server was stopped because it went past the course's memory limit of 100.0 MiB"
     )
     assert not any(d.exists() for d in dirs)  # the cgroup is removed after being read
+    closing = [  # the usage record carries the kill to the team's servers page
+        json.loads(line)
+        for path in (tmp_path / "run" / "usage").rglob("*")
+        if path.is_file()
+        for line in path.read_text().splitlines()
+        if '"close"' in line
+    ]
+    assert [r["exit_reason"] for r in closing] == ["stopped; 1 OOM kill"]
 
 
 def _render(name: str, **context: object) -> str:

@@ -52,6 +52,7 @@ from tornado import web
 from traitlets import Enum, HasTraits, Int, List, Unicode, default, validate
 
 from coursehub.meter.hubhook import close_server_usage, open_server_usage
+from coursehub.meter.records import with_oom_kills
 from coursehub.resources.cgroupfs import CGROUP_ROOT, PROC_CGROUP, locate_controller
 from coursehub.resources.cgroups import (
     CgroupUnavailableError,
@@ -331,7 +332,7 @@ class CgroupSpawnerMixin(HasTraits):
         self._cgroup_record = None
         if cgroup is None:
             return
-        close_server_usage(self)
+        close_server_usage(self, with_oom_kills("stopped", cgroup.stats().oom_kills))
         try:
             cgroup.remove()
         except OSError as exc:
