@@ -90,3 +90,76 @@ def test_started_for_names_the_course_or_says_none_was_chosen(page):
     assert "mlmeca-2025" in row_of(page, "p2500001")
     assert "no course chosen" in row_of(page, "p2500002")
     assert "no course chosen" not in row_of(page, "p2500003")  # stopped: nothing to say
+
+
+@pytest.fixture
+def page_with_oom_kills(database_url, monkeypatch):
+    from datetime import UTC, datetime
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from coursehub.catalog.models.usage import UsageUnit
+    from coursehub.meter.records import with_oom_kills
+
+    seed_web_catalog(database_url)
+    now = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+    units = [  # username, course, kind, exit reason
+        ("p2500001", "mlmeca-2025", "server", with_oom_kills("stopped", 2)),
+        ("p2500001", "mlmeca-2025", "server", with_oom_kills("stopped", 1)),
+        ("p2500001", "other-2025", "server", with_oom_kills("stopped", 5)),
+        ("p2500002", "mlmeca-2025", "job", "OUT_OF_MEMORY; 4 OOM kills"),
+        ("p2500002", "mlmeca-2025", "server", with_oom_kills("stopped", 0)),
+    ]
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        for n, (username, course, kind, reason) in enumerate(units):
+            session.add(
+                UsageUnit(
+                    unit_id=f"u{n}",
+                    kind=kind,
+                    username=username,
+                    course_id=course,
+                    started_at=now,
+                    last_at=now,
+                    exit_reason=reason,
+                )
+            )
+        session.commit()
+    engine.dispose()
+    monkeypatch.setattr(teamaccess_views(), "hub_client", lambda: StandInHub(USERS))
+    monkeypatch.setattr(
+        teamaccess_views(), "sync_team_shares", lambda *a, **k: SimpleNamespace(errors=[])
+    )
+    app = make_test_app(database_url)
+    try:
+        answer = app.test_client().get("/courses/mlmeca-2025/servers", headers=TEACHER)
+        assert answer.status_code == 200
+        yield html.unescape(answer.get_data(as_text=True))
+    finally:
+        dispose_app(app)
+
+
+def teamaccess_views():
+    from coursehub.web.views import teamaccess
+
+    return teamaccess
+
+
+def test_the_oom_kills_of_each_students_servers_in_this_course_are_counted(page_with_oom_kills):
+    assert "Out of memory" in page_with_oom_kills
+    assert "<td>3</td>" in row_of(page_with_oom_kills, "p2500001")  # not the other course's
+    assert "<td>0</td>" in row_of(page_with_oom_kills, "p2500002")  # a job is not a server
+    assert "<td>0</td>" in row_of(page_with_oom_kills, "p2500003")
+
+
+@pytest.mark.parametrize(
+    ("reason", "kills", "text"),
+    [("stopped", 0, "stopped"), ("stopped", 1, "stopped; 1 OOM kill"), ("x", 3, "x; 3 OOM kills")],
+)
+def test_a_servers_oom_kills_travel_in_its_exit_reason(reason, kills, text):
+    from coursehub.meter.records import oom_kills_of, with_oom_kills
+
+    assert with_oom_kills(reason, kills) == text
+    assert oom_kills_of(text) == kills
+    assert oom_kills_of("OOM kills happened") == 0

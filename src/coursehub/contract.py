@@ -61,6 +61,8 @@ NO_COURSE_CHOICES: tuple[str, ...] = ("default", "refuse")
 #: https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/Content-Security-Policy/sandbox
 SANDBOX_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox"
 BUSY_EXTENSION = "coursehub.spawn.busyactivity"
+#: The out-of-memory notice (:mod:`coursehub.spawn.oomnotice`), loaded with :data:`BUSY_EXTENSION`.
+OOM_EXTENSION = "coursehub.spawn.oomnotice"
 #: The single-user server argument that enables :data:`BUSY_EXTENSION`.
 SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"
 #: The profile's Slurm placement fields, in sbatch(1) option order.

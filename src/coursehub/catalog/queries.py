@@ -3,7 +3,8 @@
 :mod:`coursehub.catalog.readmodel` reads one course as it is shown; the
 queries here answer questions across courses: how many courses each academic
 year holds, which courses a person teaches or manages through a portal, a
-course's students as hub usernames, the usage units running now. Each runs
+course's students as hub usernames, the usage units running now, the OOM
+kills in each student's servers. Each runs
 one ``SELECT``.
 """
 
@@ -24,6 +25,7 @@ from coursehub.catalog.models.courses import (
 )
 from coursehub.catalog.models.usage import UsageUnit
 from coursehub.catalog.people import normalize_username
+from coursehub.meter.records import oom_kills_of
 
 
 def count_courses_by_year(session: Session) -> dict[int, int]:
@@ -83,3 +85,23 @@ def running_units(session: Session, course_id: str, fresh: datetime) -> list[Usa
         .order_by(UsageUnit.username)
     )
     return list(session.scalars(query).all())
+
+
+def oom_kills_by_student(session: Session, course_id: str) -> dict[str, int]:
+    """Return the OOM kills in each student's servers of the course, by username (none: absent).
+
+    Summed over the course's server usage units, from the count their
+    ``exit_reason`` carries (:func:`coursehub.meter.records.oom_kills_of`);
+    what ``coursehub usage ingest`` has read so far.
+    """
+    query = select(UsageUnit.username, UsageUnit.exit_reason).where(
+        UsageUnit.course_id == course_id,
+        UsageUnit.kind == "server",
+        UsageUnit.exit_reason.like("%OOM kill%"),
+    )
+    counts: dict[str, int] = {}
+    for username, exit_reason in session.execute(query):
+        kills = oom_kills_of(exit_reason)
+        if kills:
+            counts[username] = counts.get(username, 0) + kills
+    return counts

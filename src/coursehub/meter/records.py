@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
@@ -144,3 +145,24 @@ def _check(name: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise RecordError(f"{name} must be text, got {value!r}")
     return value[:MAX_TEXT]
+
+
+#: How a server's ``exit_reason`` carries its cgroup's OOM kills (``stopped; 2 OOM kills``).
+OOM_KILLS_RE = re.compile(r"; (\d+) OOM kills?$")
+
+
+def with_oom_kills(exit_reason: str, oom_kills: int | None) -> str:
+    """Return ``exit_reason`` with the server cgroup's OOM kill count, when there were any.
+
+    The count is the cgroup's ``oom_kill`` (kernels and the server together,
+    :class:`coursehub.resources.cgroups.CgroupStats`); :func:`oom_kills_of` reads it back.
+    """
+    if not oom_kills or oom_kills <= 0:
+        return exit_reason
+    return f"{exit_reason}; {oom_kills} OOM kill{'s' if oom_kills > 1 else ''}"
+
+
+def oom_kills_of(exit_reason: str) -> int:
+    """Return the OOM kill count written by :func:`with_oom_kills` (0 when none)."""
+    found = OOM_KILLS_RE.search(exit_reason or "")
+    return int(found.group(1)) if found else 0

@@ -146,3 +146,71 @@ def _v2_mount(root: Path) -> Path | None:
         if (mount / "cgroup.controllers").is_file():
             return mount
     return None
+
+
+#: Above this a v1 ``memory.limit_in_bytes`` means "no limit" (the kernel writes
+#: ``PAGE_COUNTER_MAX`` pages, 9223372036854771712 on 64-bit hosts).
+V1_NO_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """A memory cgroup's limit, peak and out-of-memory counters (None: not readable).
+
+    Attributes
+    ----------
+    limit_bytes
+        ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1); None without a limit.
+    peak_bytes
+        ``memory.peak`` (v2, Linux 5.19+) or ``memory.max_usage_in_bytes`` (v1).
+    oom_kills
+        Processes the OOM killer stopped in the cgroup: ``oom_kill`` of
+        ``memory.events`` (v2) or of ``memory.oom_control`` (v1, Linux 4.13+).
+    limit_hits
+        Times usage reached the limit: ``max`` of ``memory.events`` (v2) or
+        ``memory.failcnt`` (v1), the witness on kernels without ``oom_kill``.
+
+    See https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files
+    and https://docs.kernel.org/admin-guide/cgroup-v1/memory.html.
+    """
+
+    limit_bytes: int | None
+    peak_bytes: int | None
+    oom_kills: int | None
+    limit_hits: int | None
+
+
+def parse_keyed(text: str) -> dict[str, int]:
+    """Parse ``key value`` lines (``memory.events``, ``memory.oom_control``); others skipped."""
+    values = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].lstrip("-").isdigit():
+            values[fields[0]] = int(fields[1])
+    return values
+
+
+def read_memory_state(mount: CgroupMount) -> MemoryState:
+    """Return the :class:`MemoryState` of the process's own memory cgroup in ``mount``."""
+    directory = mount.own_dir()
+
+    def number(name: str) -> int | None:
+        text = read_value(directory / name)
+        return int(text) if text is not None and text.isdigit() else None
+
+    if mount.version == 1:
+        limit = number("memory.limit_in_bytes")
+        oom = parse_keyed(read_value(directory / "memory.oom_control") or "")
+        return MemoryState(
+            limit_bytes=limit if limit is not None and limit < V1_NO_LIMIT else None,
+            peak_bytes=number("memory.max_usage_in_bytes"),
+            oom_kills=oom.get("oom_kill"),
+            limit_hits=number("memory.failcnt"),
+        )
+    events = parse_keyed(read_value(directory / "memory.events") or "")
+    return MemoryState(
+        limit_bytes=number("memory.max"),
+        peak_bytes=number("memory.peak"),
+        oom_kills=events.get("oom_kill"),
+        limit_hits=events.get("max"),
+    )

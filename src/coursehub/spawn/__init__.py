@@ -16,5 +16,6 @@ the course app or the command line. Imports only :mod:`coursehub.resources`,
 * :mod:`.devices` - which NVIDIA devices a server may open;
 * :mod:`.identity` - this hub's id on the host;
 * :mod:`.runtimedir` - each server's Jupyter runtime folder outside its home;
-* :mod:`.busyactivity` - the busy-kernel jupyter_server extension.
+* :mod:`.busyactivity` - the busy-kernel jupyter_server extension;
+* :mod:`.oomnotice` - the out-of-memory notice in the running cell (loaded with it).
 """

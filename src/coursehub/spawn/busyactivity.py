@@ -39,6 +39,9 @@ Enable it on the single-user servers (``coursehub hub config`` does)::
 
     c.Spawner.args = ["--ServerApp.jpserver_extensions=coursehub.spawn.busyactivity=True"]
 
+It also loads :mod:`coursehub.spawn.oomnotice` (a second extension point): a
+kernel stopped by the out-of-memory killer says so in the running cell.
+
 A server where coursehub is not installed logs a warning and runs without it.
 """
 
@@ -56,7 +59,7 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
-from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, SERVER_ARG
+from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, OOM_EXTENSION, SERVER_ARG
 from coursehub.settings import runs_dir
 
 __all__ = [
@@ -254,8 +257,13 @@ class BusyKernelActivity(LoggingConfigurable):
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """Declare this module as a jupyter_server extension."""
-    return [{"module": BUSY_EXTENSION}]
+    """Declare this module and the out-of-memory notice as jupyter_server extensions.
+
+    A package may list several extension points, each a module with its own
+    ``_load_jupyter_server_extension`` (jupyter_server ``extension/manager.py``,
+    ``ExtensionPackage``): enabling this one enables :mod:`coursehub.spawn.oomnotice`.
+    """
+    return [{"module": BUSY_EXTENSION}, {"module": OOM_EXTENSION}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:

@@ -52,6 +52,7 @@ from tornado import web
 from traitlets import Enum, HasTraits, Int, List, Unicode, default, validate
 
 from coursehub.meter.hubhook import close_server_usage, open_server_usage
+from coursehub.meter.records import with_oom_kills
 from coursehub.resources.cgroupfs import CGROUP_ROOT, PROC_CGROUP, locate_controller
 from coursehub.resources.cgroups import (
     CgroupStats,
@@ -78,6 +79,7 @@ from coursehub.spawn.identity import (
     hub_id_from_config,
 )
 from coursehub.spawn.serverexit import ServerExitWatchMixin
+from coursehub.spawn.oomreason import cgroup_memory_state, server_oom_reason
 
 
 class CgroupSpawnerMixin(HasTraits):
@@ -122,6 +124,8 @@ class CgroupSpawnerMixin(HasTraits):
     _cgroup: JobCgroup | None = None
     _cgroup_record: dict[str, Any] | None = None
     _exit_stats: CgroupStats | None = None
+    #: Why the server last stopped, when coursehub knows (an OOM kill), for the hub's pages.
+    stop_reason: str | None = None
 
     # attributes provided by the Spawner class this is mixed into
     user: Any
@@ -331,7 +335,7 @@ class CgroupSpawnerMixin(HasTraits):
         self._cgroup_record = None
         if cgroup is None:
             return
-        close_server_usage(self)
+        close_server_usage(self, with_oom_kills("stopped", cgroup.stats().oom_kills))
         try:
             cgroup.remove()
         except OSError as exc:
@@ -353,6 +357,7 @@ class CgroupSpawnerMixin(HasTraits):
 
     async def start(self) -> Any:
         """Make the cgroup, then start the server inside it."""
+        self.stop_reason = None
         self._cgroup = self.ensure_cgroup()
         try:
             return await super().start()  # type: ignore[misc]
@@ -372,6 +377,10 @@ class CgroupSpawnerMixin(HasTraits):
         status = await super().poll()  # type: ignore[misc]
         if status is not None and self._cgroup is not None:
             self._exit_stats = self._cgroup.stats()
+            state = cgroup_memory_state(self._exit_stats, self.mem_limit)
+            self.stop_reason = server_oom_reason(status, state)  # shown by the hub's pages
+            if self.stop_reason:
+                self.log.warning("coursehub: %s: %s", self.user.name, self.stop_reason)
             self.remove_cgroup()
         return status
 

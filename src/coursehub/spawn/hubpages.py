@@ -4,7 +4,10 @@
 "Working with templates and UI": ``{% extends "templates/page.html" %}``) and
 shows each service of the Services menu by its ``info["display_name"]``
 (e.g. "Courses", "Grading: Machine Learning for Mechanics"), falling back to
-its name.
+its name. ``home.html`` and ``not_running.html`` extend JupyterHub's and say,
+above its own text, why the server last stopped when the cgroup spawners
+know it (``stop_reason``: the whole server killed for memory, with the
+course's limit and the peak, :func:`coursehub.spawn.oomreason.server_oom_reason`).
 """
 
 from __future__ import annotations

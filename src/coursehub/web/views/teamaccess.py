@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import Blueprint, g, render_template
 
-from coursehub.catalog.queries import course_students
+from coursehub.catalog.queries import course_students, oom_kills_by_student
 from coursehub.contract import team_group
 from coursehub.errors import CoursehubError
 from coursehub.teamaccess.servers import read_server_rows
@@ -54,6 +54,7 @@ def servers(course_id: str) -> str:
         access=access,
         rows=rows,
         names=students,
+        oom_kills=oom_kills_by_student(get_session(), course.course_id),
         problem=problem,
         share_errors=share_errors,
         team_group=team_group(course.course_id),
