@@ -104,7 +104,7 @@ def upgrade_database(engine: Engine, revision: str = "head") -> None:
         its tables did not match its recorded revision).
     """
     from alembic.util import CommandError
-    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.exc import SQLAlchemyError
 
     where = engine.url.render_as_string(hide_password=True)
     current = current_revision(engine)
@@ -113,7 +113,7 @@ def upgrade_database(engine: Engine, revision: str = "head") -> None:
         raise SchemaError(refusal)
     try:
         command.upgrade(alembic_config(engine), revision)
-    except (DBAPIError, CommandError) as exc:
+    except (SQLAlchemyError, CommandError) as exc:  # DBAPIError, CircularDependencyError
         raise SchemaError(describe_migration_failure(where, current, exc)) from None
 
 

@@ -214,6 +214,7 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
             selectinload(Course.year),
             selectinload(Course.portal),
             selectinload(Course.profile),
+            selectinload(Course.team_profile),
             selectinload(Course.material),
         )
         .order_by(Course.course_id)
@@ -241,13 +242,23 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
                 properties=course_properties(course),
                 students=frozenset(u for role, u in members if role == Role.STUDENT),
                 team=frozenset(u for role, u in members if role in TEAM_ROLES),
+                team_properties=team_properties(course),
             )
         )
     return specs
 
 
+def team_properties(course: Course) -> dict[str, Any]:
+    """Return what the team group holds over :func:`course_properties`: the team's own
+    ``profile``, when the course has one (else the team group keeps the students')."""
+    if course.team_profile is None:
+        return {}
+    return {"profile": profile_json(course.team_profile)}
+
+
 def course_properties(course: Course) -> dict[str, Any]:
-    """Return the hub group properties of a course (its ``profile`` as the contract's JSON)."""
+    """Return the hub group properties of a course (the students' ``profile`` as the
+    contract's JSON; :func:`team_properties` for the team group's)."""
     props: dict[str, Any] = {
         "year": course.year.label,
         "portal": course.portal.code,
