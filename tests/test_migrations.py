@@ -199,8 +199,12 @@ def test_upgrade_to_the_team_profile_keeps_each_course_profile_for_its_team(blan
                 " jobs_per_gpu) VALUES (1, 'small', 1, 1073741824, 1, 0, 1)"
             )
         )
-        connection.execute(text("INSERT INTO academic_years (id, label, start_year, is_active,"
-                                " is_current) VALUES (1, '2025-2026', 2025, true, true)"))
+        connection.execute(
+            text(
+                "INSERT INTO academic_years (id, label, start_year, is_active,"
+                " is_current) VALUES (1, '2025-2026', 2025, true, true)"
+            )
+        )
         connection.execute(text("INSERT INTO portals (id, code, name) VALUES (1, 'MECA', 'M')"))
         connection.execute(
             text(
@@ -228,6 +232,7 @@ def test_upgrade_to_the_team_profile_keeps_each_course_profile_for_its_team(blan
     with blank_engine.connect() as connection:  # the rebuilt table kept its memberships
         assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
     command.downgrade(config, "0009")
-    assert "team_profile_pk" not in {c["name"] for c in inspect(blank_engine).get_columns("courses")}
+    columns = {c["name"] for c in inspect(blank_engine).get_columns("courses")}
+    assert "team_profile_pk" not in columns
     with blank_engine.connect() as connection:
         assert connection.execute(text("SELECT profile_pk FROM courses")).scalar_one() == 1
