@@ -57,6 +57,7 @@ from coursehub.catalog.models.courses import (
     Membership,
     Person,
     Role,
+    team_profile_of,
 )
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.profiles import profile_json
@@ -249,11 +250,11 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
 
 
 def team_properties(course: Course) -> dict[str, Any]:
-    """Return what the team group holds over :func:`course_properties`: the team's own
-    ``profile``, when the course has one (else the team group keeps the students')."""
-    if course.team_profile is None:
-        return {}
-    return {"profile": profile_json(course.team_profile)}
+    """Return what the team group holds over :func:`course_properties`: the team's
+    ``profile`` (:func:`~coursehub.catalog.models.courses.team_profile_of`: its own, else
+    the students')."""
+    profile = team_profile_of(course)
+    return {} if profile is None else {"profile": profile_json(profile)}
 
 
 def course_properties(course: Course) -> dict[str, Any]:
