@@ -188,7 +188,12 @@ def test_demo_serves_login_and_student_server_runs_under_profile(demo_dir):
         config_path = env["JUPYTER_CONFIG_PATH"].split(os.pathsep)  # coursehub's tools first
         assert any((Path(p) / "nbgrader_config.py").is_file() for p in config_path), config_path
         if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu").is_dir():
-            check_cgroup(server.pid)
+            check_cgroup(server.pid, STUDENT, cpus=2, gib=4)
+        # the lead's server runs under the course's team profile (4 CPUs, 8 GiB, 4 threads)
+        lead_server = wait_for_server(demo, LEAD)
+        assert lead_server.environ()["OMP_NUM_THREADS"] == "4"
+        if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu").is_dir():
+            check_cgroup(lead_server.pid, LEAD, cpus=4, gib=8)
         # the course page's formgrader link answers for the lead, not for a student
         formgrader = get_formgrader(demo.login(LEAD), demo.url)
         assert formgrader.status_code == 200, formgrader.text[-2000:]
@@ -222,16 +227,16 @@ def check_course_app(demo: Demo) -> None:
     assert lead.get(f"{app}/admin/", timeout=30).status_code == 403
 
 
-def check_cgroup(pid: int) -> None:
-    """The server's v1 cgroup has a 2-CPU quota and a 4 GiB memory limit."""
+def check_cgroup(pid: int, username: str, cpus: int, gib: int) -> None:
+    """The server's v1 cgroup has a ``cpus``-CPU quota and a ``gib`` GiB memory limit."""
     lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     paths = {c: p for _, cs, p in (line.split(":", 2) for line in lines) for c in cs.split(",")}
     cpu_dir = Path("/sys/fs/cgroup/cpu") / paths["cpu"].lstrip("/")
     mem_dir = Path("/sys/fs/cgroup/memory") / paths["memory"].lstrip("/")
-    assert cpu_dir.name == f"jupyter-{STUDENT}"
-    assert (cpu_dir / "cpu.cfs_quota_us").read_text().strip() == "200000"
+    assert cpu_dir.name == f"jupyter-{username}"
+    assert (cpu_dir / "cpu.cfs_quota_us").read_text().strip() == str(cpus * 100000)
     assert (cpu_dir / "cpu.cfs_period_us").read_text().strip() == "100000"
-    assert int((mem_dir / "memory.limit_in_bytes").read_text()) == 4 * 1024**3
+    assert int((mem_dir / "memory.limit_in_bytes").read_text()) == gib * 1024**3
 
 
 def test_restart_in_the_background_keeps_data_and_stops_on_sigterm(demo_dir):

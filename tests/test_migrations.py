@@ -187,3 +187,52 @@ def test_db_commands_on_an_unreachable_catalog_say_so_in_one_line_without_the_pa
         "coursehub: error: cannot open the catalog database postgresql+psycopg://u:***@127.0.0.1:1"
     )
     assert "secret" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_upgrade_to_the_team_profile_keeps_each_course_profile_for_its_team(blank_engine):
+    config = schema.alembic_config(blank_engine)
+    command.upgrade(config, "0009")
+    with blank_engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO resource_profiles (id, name, cpu_limit, mem_limit, n_threads, gpus,"
+                " jobs_per_gpu) VALUES (1, 'small', 1, 1073741824, 1, 0, 1)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO academic_years (id, label, start_year, is_active,"
+                " is_current) VALUES (1, '2025-2026', 2025, true, true)"
+            )
+        )
+        connection.execute(text("INSERT INTO portals (id, code, name) VALUES (1, 'MECA', 'M')"))
+        connection.execute(
+            text(
+                "INSERT INTO courses (id, code, title, description, course_id, archived, year_pk,"
+                " portal_pk, profile_pk, created_at, updated_at) VALUES (1, 'UE', 'T', '',"
+                " 'ue-2025', false, 1, 1, 1, '2026-01-01', '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO people (id, username, first_name, last_name, created_at, updated_at)"
+                " VALUES (1, 'tdupont', '', '', '2026-01-01', '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO memberships (id, person_pk, course_pk, role)"
+                " VALUES (1, 1, 1, 'teacher')"
+            )
+        )
+    command.upgrade(config, "head")
+    with blank_engine.connect() as connection:
+        row = connection.execute(text("SELECT profile_pk, team_profile_pk FROM courses")).one()
+    assert tuple(row) == (1, None)
+    with blank_engine.connect() as connection:  # the rebuilt table kept its memberships
+        assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
+    command.downgrade(config, "0009")
+    columns = {c["name"] for c in inspect(blank_engine).get_columns("courses")}
+    assert "team_profile_pk" not in columns
+    with blank_engine.connect() as connection:
+        assert connection.execute(text("SELECT profile_pk FROM courses")).scalar_one() == 1

@@ -79,7 +79,7 @@ def register_portal(subparsers: Any) -> None:
 
 
 def register_course(subparsers: Any) -> None:
-    """Add ``coursehub course`` (create, list, show, archive, copy) to ``subparsers``."""
+    """Add ``coursehub course`` (create, list, show, profile, archive, copy) to ``subparsers``."""
     parser = subparsers.add_parser("course", help="courses: create, list, show, archive, copy")
     commands = parser.add_subparsers(dest="course_command", metavar="COMMAND", required=True)
     sub = _command(commands, "create", "add a course; prints its course_id", run_course_create)
@@ -88,7 +88,13 @@ def register_course(subparsers: Any) -> None:
     sub.add_argument("--year", required=True, metavar="YEAR")
     sub.add_argument("--portal", required=True, metavar="PORTAL")
     sub.add_argument("--lead", default="", metavar="USER", help="its lead, a known person")
-    sub.add_argument("--profile", default="", metavar="NAME", help="its resource profile")
+    sub.add_argument("--profile", default="", metavar="NAME", help="its students' resource profile")
+    sub.add_argument(
+        "--team-profile",
+        default="",
+        metavar="NAME",
+        help="its teaching team's resource profile (default: the students')",
+    )
     sub.add_argument("--description", default="")
     sub = _command(commands, "list", "list courses, newest year first", run_course_list)
     sub.add_argument("--year", metavar="Y")
@@ -98,6 +104,10 @@ def register_course(subparsers: Any) -> None:
     sub = _command(commands, "show", "show one course", run_course_show)
     sub.add_argument("course_id", metavar="COURSE_ID")
     sub.add_argument("--json", action="store_true", help="print JSON")
+    sub = _command(commands, "profile", "set a course's students' or team's profile", run_profile)
+    sub.add_argument("course_id", metavar="COURSE_ID")
+    for flag in ("--profile", "--team-profile"):
+        sub.add_argument(flag, metavar="NAME", help="a profile's name; '' for none")
     sub = _command(commands, "archive", "archive a course (read-only)", run_course_archive)
     sub.add_argument("course_id", metavar="COURSE_ID")
     sub.add_argument("--restore", action="store_true", help="restore an archived course")
@@ -295,6 +305,7 @@ def run_course_create(args: argparse.Namespace) -> int:
             args.portal,
             lead=args.lead,
             profile=args.profile,
+            team_profile=args.team_profile,
             description=args.description,
         )
         print(course.course_id)
@@ -335,6 +346,26 @@ def run_course_show(args: argparse.Namespace) -> int:
         for key, value in row.items():
             shown = ", ".join(value) if isinstance(value, list) else value
             print(f"{key:<14} {'' if shown is None else shown}")
+
+    return _transaction(args, work)
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """Set a course's students' and/or team's profile ('' clears: the team then gets the
+    students', the students the hub's defaults); print both."""
+    from coursehub.catalog.courses import get_course, update_course
+    from coursehub.catalog.profiles import get_profile
+
+    def work(session: Any) -> None:
+        course = get_course(session, args.course_id)
+        changes = {
+            field: get_profile(session, name) if name.strip() else None
+            for field, name in (("profile", args.profile), ("team_profile", args.team_profile))
+            if name is not None
+        }
+        update_course(session, course, **changes)
+        names = [p.name if p else "-" for p in (course.profile, course.team_profile)]
+        print(f"course {course.course_id}: profile {names[0]}, team profile {names[1]}")
 
     return _transaction(args, work)
 

@@ -8,7 +8,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.members import course_leads
-from coursehub.catalog.models.courses import AcademicYear, Course, Membership, Portal, Role
+from coursehub.catalog.models.courses import (
+    AcademicYear,
+    Course,
+    Membership,
+    Portal,
+    ResourceProfile,
+    Role,
+)
 
 
 def plan_year_state(is_active: bool, is_current: bool) -> str:
@@ -55,6 +62,7 @@ def render_course_row(session: Session, course: Course) -> dict[str, Any]:
         "year": course.year.label,
         "portal": course.portal.code,
         "profile": course.profile.name if course.profile else None,
+        "team_profile": course.team_profile.name if course.team_profile else None,
         "leads": course_leads(session, course),
         "groups": [g.name for g in course.groups],
         "git_url": course.material.git_url if course.material else None,
@@ -67,10 +75,17 @@ def render_course_row(session: Session, course: Course) -> dict[str, Any]:
 
 def same_course(session: Session, course: Course, args: Any) -> bool:
     """Whether ``course`` already is what ``coursehub course create`` asks for (then the
-    command only prints its course_id): same portal, title, and lead and profile if given."""
+    command only prints its course_id): same portal, title, and lead and profiles if given."""
     if course.portal.code != args.portal.strip() or course.title != args.title.strip():
         return False
     if args.lead.strip() and args.lead.strip().lower() not in course_leads(session, course):
         return False
-    wanted = args.profile.strip()
-    return not wanted or (course.profile is not None and course.profile.name == wanted)
+    return _same_profile(course.profile, args.profile) and _same_profile(
+        course.team_profile, getattr(args, "team_profile", "")
+    )
+
+
+def _same_profile(profile: ResourceProfile | None, wanted: str) -> bool:
+    """Whether ``profile`` is the one named ``wanted`` ("": any)."""
+    wanted = wanted.strip()
+    return not wanted or (profile is not None and profile.name == wanted)

@@ -283,6 +283,7 @@ def open_course(
     *,
     lead: str = "",
     profile: str = "",
+    team_profile: str = "",
     description: str = "",
 ) -> Course:
     """Create a course in an open year and a portal, with ``lead`` (a known person) as its lead.
@@ -292,7 +293,8 @@ def open_course(
     ValidationError
         A bad code, an empty title, a year label that is not ``YYYY-YYYY``.
     NotFoundError
-        An unknown year, portal, profile, or a lead who is not a known person.
+        An unknown year, portal, profile (students' or team's), or a lead who is not a
+        known person.
     ReadOnlyError
         The year is archived.
     ConflictError
@@ -303,8 +305,16 @@ def open_course(
     portal = get_portal(session, portal_code)
     known = get_known_person(session, lead, "lead") if lead.strip() else None
     chosen = get_profile(session, profile) if profile.strip() else None
+    team = get_profile(session, team_profile) if team_profile.strip() else None
     course = create_course(
-        session, code, title, year, portal, description=description, profile=chosen
+        session,
+        code,
+        title,
+        year,
+        portal,
+        description=description,
+        profile=chosen,
+        team_profile=team,
     )
     if known is not None:
         add_member(session, course, known.username, Role.LEAD)

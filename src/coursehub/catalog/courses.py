@@ -32,7 +32,7 @@ _YEAR_LABEL = re.compile(r"^(\d{4})-(\d{4})$")
 _CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 #: Fields of a course that :func:`update_course` may change.
-EDITABLE_FIELDS = frozenset({"title", "description", "portal", "profile"})
+EDITABLE_FIELDS = frozenset({"title", "description", "portal", "profile", "team_profile"})
 
 
 def parse_year_label(label: str) -> int:
@@ -134,8 +134,12 @@ def create_course(
     portal: Portal,
     description: str = "",
     profile: ResourceProfile | None = None,
+    team_profile: ResourceProfile | None = None,
 ) -> Course:
     """Add a course unit (UE) for a year; its ``course_id`` is :func:`make_course_id`.
+
+    ``profile`` is the students' resource profile, ``team_profile`` the teaching
+    team's (None: the team gets the students' profile).
 
     Raises
     ------
@@ -158,6 +162,7 @@ def create_course(
         year=year,
         portal=portal,
         profile=profile,
+        team_profile=team_profile,
     )
     session.add(course)
     session.flush()
@@ -190,7 +195,7 @@ def list_courses(
 
 
 def update_course(session: Session, course: Course, **changes: object) -> Course:
-    """Change a course's ``title``, ``description``, ``portal`` or ``profile``.
+    """Change a course's ``title``, ``description``, ``portal``, ``profile`` or ``team_profile``.
 
     The UE code and year are fixed once created (the ``course_id`` derives
     from them and names the hub groups). :class:`ValidationError` for any

@@ -153,7 +153,11 @@ def update_profile(
 
 def delete_profile(session: Session, profile: ResourceProfile) -> None:
     """Delete a profile that no course uses; :class:`ConflictError` naming the courses otherwise."""
-    users = session.scalars(select(Course.course_id).where(Course.profile_pk == profile.id)).all()
+    users = session.scalars(
+        select(Course.course_id).where(
+            (Course.profile_pk == profile.id) | (Course.team_profile_pk == profile.id)
+        )
+    ).all()
     if users:
         raise ConflictError(f"profile {profile.name} is used by {', '.join(sorted(users))}")
     session.delete(profile)

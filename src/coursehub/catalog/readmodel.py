@@ -134,6 +134,7 @@ COURSE_QUERY = (
         joinedload(Course.year),
         joinedload(Course.portal),
         joinedload(Course.profile),
+        joinedload(Course.team_profile),
         joinedload(Course.material),
     )
 )

@@ -129,6 +129,7 @@ def copy_course(
         year=to_year,
         portal=course.portal,
         profile=course.profile,
+        team_profile=course.team_profile,
         copied_from_pk=course.id,
     )
     session.add(new)

@@ -4,7 +4,8 @@ Seeded once, on the first ``coursehub demo`` in a data directory, through the
 catalog's own services (migrations, ``create_*``, and the roster import used
 for real student lists); a restart finds the year and leaves everything as it
 is. The course of the JCAD 2024 talk, "Machine Learning for Mechanics" (M2),
-gets a 2-CPU / 4 GiB / 2-thread profile.
+gets a 2-CPU / 4 GiB / 2-thread profile for its students and a 4-CPU / 8 GiB /
+4-thread one for its teaching team.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ DEMO_TEAM: tuple[tuple[str, str, str, str, str], ...] = (
 DEMO_ADMIN: tuple[str, str, str] = ("admin", "Camille", "Roux")
 #: (username, first name, last name, portal code) of the demo's portal manager.
 DEMO_MANAGER: tuple[str, str, str, str] = ("lgarnier", "Lucie", "Garnier", "MECA")
-#: (code, title, portal code, profile name) of the demo courses.
-DEMO_COURSES: tuple[tuple[str, str, str, str], ...] = (
-    ("MLMECA", "Machine Learning for Mechanics", "MECA", "m2-mlmeca"),
-    ("NUMFLU", "Mécanique des fluides numérique", "MATH", "l3-small"),
+#: (code, title, portal code, students' profile, team's profile or None) of the demo courses.
+DEMO_COURSES: tuple[tuple[str, str, str, str, str | None], ...] = (
+    ("MLMECA", "Machine Learning for Mechanics", "MECA", "m2-mlmeca", "m2-mlmeca-team"),
+    ("NUMFLU", "Mécanique des fluides numérique", "MATH", "l3-small", None),
 )
 
 
@@ -79,11 +80,19 @@ def seed_catalog(session: Any) -> list[str]:
     profiles = {
         "m2-mlmeca": create_profile(session, "m2-mlmeca", cpu_limit=2, mem_limit="4G", n_threads=2),
         "l3-small": create_profile(session, "l3-small", cpu_limit=1, mem_limit="2G", n_threads=1),
+        "m2-mlmeca-team": create_profile(session, "m2-mlmeca-team", cpu_limit=4, mem_limit="8G"),
     }
     courses = {}
-    for code, title, portal, profile in DEMO_COURSES:
+    for code, title, portal, profile, team_profile in DEMO_COURSES:
+        team = profiles[team_profile] if team_profile else None
         course = create_course(
-            session, code, title, year, portals[portal], profile=profiles[profile]
+            session,
+            code,
+            title,
+            year,
+            portals[portal],
+            profile=profiles[profile],
+            team_profile=team,
         )
         for name in ("G1", "G2"):
             add_group(session, course, name, "TD")

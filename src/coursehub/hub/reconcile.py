@@ -13,7 +13,9 @@ its teaching team (lead, teacher, grader). Both carry the properties
 (``"students"`` or ``"team"``), ``year``, ``portal``, ``ue_code``, ``title``
 and, when the course has a resource profile, ``profile``
 (:func:`coursehub.contract.profile_to_json`, read back at spawn by
-:func:`coursehub.contract.profile_from_json`).
+:func:`coursehub.contract.profile_from_json`): the students' profile on
+``nbgrader-{course_id}``, the team's on ``formgrade-{course_id}`` (the
+students' one when the course has no team profile).
 
 The group :data:`~coursehub.contract.MANAGED_USERS_GROUP` lists every user
 coursehub has put on the hub; only those (never admins) are deleted by a
@@ -142,12 +144,17 @@ class SyncReport:
 
 @dataclass(frozen=True)
 class CourseSpec:
-    """One course as the hub sees it: id, hub properties, student and team usernames."""
+    """One course as the hub sees it: id, hub properties, student and team usernames.
+
+    ``team_properties`` are set on the team group only, over ``properties``
+    (the team's own ``profile``).
+    """
 
     course_id: str
     properties: Mapping[str, Any]
     students: frozenset[str]
     team: frozenset[str]
+    team_properties: Mapping[str, Any] = field(default_factory=dict)
 
 
 def desired_from_courses(courses: Iterable[CourseSpec]) -> HubState:
@@ -158,6 +165,8 @@ def desired_from_courses(courses: Iterable[CourseSpec]) -> HubState:
         for prefix, role in COURSE_GROUP_ROLES.items():
             name, members = prefix + course.course_id, members_of[role]
             props = {**course.properties, "coursehub": True, "course_id": course.course_id}
+            if role == "team":
+                props.update(course.team_properties)
             groups[name] = HubGroup(name, frozenset(members), {**props, "role": role})
     users = frozenset(u for group in groups.values() for u in group.users)
     groups[MANAGED_USERS_GROUP] = HubGroup(MANAGED_USERS_GROUP, users, MANAGED_USERS_PROPERTIES)

@@ -57,6 +57,7 @@ from coursehub.catalog.models.courses import (
     Membership,
     Person,
     Role,
+    team_profile_of,
 )
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.profiles import profile_json
@@ -214,6 +215,7 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
             selectinload(Course.year),
             selectinload(Course.portal),
             selectinload(Course.profile),
+            selectinload(Course.team_profile),
             selectinload(Course.material),
         )
         .order_by(Course.course_id)
@@ -241,13 +243,23 @@ def course_specs(session: Session, course_ids: Iterable[str] | None = None) -> l
                 properties=course_properties(course),
                 students=frozenset(u for role, u in members if role == Role.STUDENT),
                 team=frozenset(u for role, u in members if role in TEAM_ROLES),
+                team_properties=team_properties(course),
             )
         )
     return specs
 
 
+def team_properties(course: Course) -> dict[str, Any]:
+    """Return what the team group holds over :func:`course_properties`: the team's
+    ``profile`` (:func:`~coursehub.catalog.models.courses.team_profile_of`: its own, else
+    the students')."""
+    profile = team_profile_of(course)
+    return {} if profile is None else {"profile": profile_json(profile)}
+
+
 def course_properties(course: Course) -> dict[str, Any]:
-    """Return the hub group properties of a course (its ``profile`` as the contract's JSON)."""
+    """Return the hub group properties of a course (the students' ``profile`` as the
+    contract's JSON; :func:`team_properties` for the team group's)."""
     props: dict[str, Any] = {
         "year": course.year.label,
         "portal": course.portal.code,

@@ -53,7 +53,7 @@ from coursehub.contract import (
     DEFAULT_PROFILE,
     SPAWNER_KINDS,
     CourseProfile,
-    course_id_of_group,
+    parse_course_group,
     profile_from_json,
     slurm_env,
 )
@@ -103,11 +103,13 @@ class UnitPropertyValues(list[str]):
 
 @dataclass(frozen=True)
 class CourseChoice:
-    """A profile a user may start a server with: the course it comes from and its profile."""
+    """A profile a user may start with: its course, the user's ``role`` there ("team" or
+    "students", :data:`coursehub.contract.COURSE_GROUP_ROLES`) and that role's profile."""
 
     course_id: str
     title: str
     profile: CourseProfile
+    role: str = "students"
 
     @property
     def key(self) -> str:
@@ -129,7 +131,8 @@ def plan_choices(groups: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Course
         The user's hub groups as ``(name, properties)`` pairs. Only course
         groups (``nbgrader-*``, ``formgrade-*``) whose properties hold a
         ``profile`` count; the course title is ``properties["title"]`` when
-        set. A course seen through both of its groups is listed once.
+        set. A course is listed once, with the profile of the user's role in
+        it: its team group's (``formgrade-*``) over its students' (``nbgrader-*``).
 
     Returns
     -------
@@ -144,17 +147,14 @@ def plan_choices(groups: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Course
     """
     found: dict[str, CourseChoice] = {}
     for name, properties in groups:
-        course_id = course_id_of_group(name)
-        if course_id is None or course_id in found or not properties.get("profile"):
+        role, course_id = parse_course_group(name) or ("", "")
+        seen = found.get(course_id)
+        if not course_id or not properties.get("profile") or (seen and seen.role == "team"):
             continue
         profile = profile_from_json(properties["profile"], where=f"hub group {name}")
         title = str(properties.get("title") or course_id)
-        found[course_id] = CourseChoice(course_id, title, profile)
-    return sorted(found.values(), key=lambda c: (_negated(generosity(c.profile)), c.course_id))
-
-
-def _negated(key: tuple[int, float, int, int]) -> tuple[float, ...]:
-    return tuple(-value for value in key)
+        found[course_id] = CourseChoice(course_id, title, profile, role)
+    return sorted(found.values(), key=lambda c: ([-v for v in generosity(c.profile)], c.course_id))
 
 
 def choose_profile(
@@ -200,7 +200,8 @@ def render_options_form(choices: Sequence[CourseChoice]) -> str:
         return ""
     options = [
         f'<option value="{html.escape(c.key)}"{" selected" if i == 0 else ""}>'
-        f"{html.escape(c.title)} ({html.escape(c.profile.describe())})</option>"
+        f"{html.escape(c.title)}{' (team)' if c.role == 'team' else ''}"
+        f" ({html.escape(c.profile.describe())})</option>"
         for i, c in enumerate(choices)
     ]
     return (

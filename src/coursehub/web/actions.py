@@ -38,6 +38,7 @@ class NewCourse:
     portal: str
     description: str = ""
     profile: str = ""
+    team_profile: str = ""
     lead: str = ""
     material: Material = Material()
 
@@ -64,6 +65,7 @@ def apply_new_course(session: Session, new: NewCourse, creator: str) -> Course:
         new.portal,
         lead=new.lead,
         profile=new.profile,
+        team_profile=new.team_profile,
         description=new.description,
     )
     if not new.lead:
@@ -75,16 +77,18 @@ def apply_new_course(session: Session, new: NewCourse, creator: str) -> Course:
 def apply_course_changes(
     session: Session, course: Course, changes: dict[str, str | None], material: Material | None
 ) -> Course:
-    """Change ``title``, ``description``, ``portal`` (code) or ``profile`` (name, "" for none).
+    """Change ``title``, ``description``, ``portal`` (code), ``profile`` or ``team_profile``
+    (names, "" for none: the team then gets the students' profile).
 
     Raises the catalog's errors as :func:`apply_new_course` does.
     """
     values: dict[str, object] = {k: v for k, v in changes.items() if k in ("title", "description")}
     if changes.get("portal") is not None:
         values["portal"] = get_portal(session, str(changes["portal"]))
-    if "profile" in changes:
-        name = changes["profile"]
-        values["profile"] = get_profile(session, name) if name else None
+    for field in ("profile", "team_profile"):
+        if field in changes:
+            name = changes[field]
+            values[field] = get_profile(session, name) if name else None
     update_course(session, course, **values)
     if material is not None:
         apply_material(session, course, material)

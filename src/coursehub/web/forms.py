@@ -18,9 +18,31 @@ from wtforms import (
     StringField,
     TextAreaField,
 )
-from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional
+from wtforms.validators import (
+    DataRequired,
+    InputRequired,
+    Length,
+    NumberRange,
+    Optional,
+    ValidationError,
+)
 
 from coursehub.catalog.models.courses import GroupKind, Role
+
+
+class ProfileSelectField(SelectField):
+    """A menu of the resource profiles; a posted name not among them is refused, named."""
+
+    def pre_validate(self, form: object) -> None:
+        """Refuse a value not in the menu with one line naming the field and the value.
+
+        Raises
+        ------
+        wtforms.validators.ValidationError
+            ``"Team resource profile: no resource profile 'huge'"``.
+        """
+        if self.data not in {choice[0] for choice in self.iter_choices()}:
+            raise ValidationError(f"{self.label.text}: no resource profile {self.data!r}")
 
 
 class CourseForm(FlaskForm):
@@ -31,7 +53,8 @@ class CourseForm(FlaskForm):
     portal = SelectField("Portal", validators=[DataRequired()])
     title = StringField("Title", validators=[DataRequired(), Length(max=300)])
     description = TextAreaField("Description", validators=[Optional(), Length(max=5000)])
-    profile = SelectField("Resource profile", validators=[Optional()])
+    profile = ProfileSelectField("Resource profile", validators=[Optional()])
+    team_profile = ProfileSelectField("Team resource profile", validators=[Optional()])
     lead = StringField("Lead (hub username)", validators=[Optional(), Length(max=128)])
     git_url = StringField("Material: git repository URL", validators=[Optional(), Length(max=500)])
     branch = StringField("Branch", default="main", validators=[Optional(), Length(max=200)])

@@ -149,7 +149,9 @@ class ResourceProfile(Base):
     account: Mapped[str | None] = mapped_column(String(64), nullable=True)
     qos: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
-    courses: Mapped[list[Course]] = relationship(back_populates="profile")
+    courses: Mapped[list[Course]] = relationship(
+        back_populates="profile", foreign_keys="Course.profile_pk"
+    )
 
     def __repr__(self) -> str:
         return f"ResourceProfile({self.name!r})"
@@ -165,6 +167,9 @@ class Course(TimestampMixin, Base):
     first). ``copied_from_pk``: the course it was rolled over from, if any.
     ``home_quota``: bytes each student may keep in their home (None: the
     portal's, else the department's default; :mod:`coursehub.homequota.plan`).
+    ``profile`` is the students' resource profile (hub group ``nbgrader-{course_id}``),
+    ``team_profile`` the teaching team's (``formgrade-{course_id}``); a course without
+    a team profile gives its team the students' one (:func:`team_profile_of`).
     """
 
     __tablename__ = "courses"
@@ -179,6 +184,7 @@ class Course(TimestampMixin, Base):
     year_pk: Mapped[int] = mapped_column(ForeignKey("academic_years.id"), index=True)
     portal_pk: Mapped[int] = mapped_column(ForeignKey("portals.id"), index=True)
     profile_pk: Mapped[int | None] = mapped_column(ForeignKey("resource_profiles.id"))
+    team_profile_pk: Mapped[int | None] = mapped_column(ForeignKey("resource_profiles.id"))
     last_sync_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     last_sync_status: Mapped[str | None] = mapped_column(String(200))
     copied_from_pk: Mapped[int | None] = mapped_column(
@@ -188,7 +194,10 @@ class Course(TimestampMixin, Base):
 
     year: Mapped[AcademicYear] = relationship(back_populates="courses")
     portal: Mapped[Portal] = relationship(back_populates="courses")
-    profile: Mapped[ResourceProfile | None] = relationship(back_populates="courses")
+    profile: Mapped[ResourceProfile | None] = relationship(
+        back_populates="courses", foreign_keys=[profile_pk]
+    )
+    team_profile: Mapped[ResourceProfile | None] = relationship(foreign_keys=[team_profile_pk])
     groups: Mapped[list[CourseGroup]] = relationship(
         back_populates="course", cascade="all, delete-orphan", order_by="CourseGroup.name"
     )
@@ -201,6 +210,11 @@ class Course(TimestampMixin, Base):
 
     def __repr__(self) -> str:
         return f"Course({self.course_id!r})"
+
+
+def team_profile_of(course: Course) -> ResourceProfile | None:
+    """Return the profile of the course's teaching team: its own, else the students' (or None)."""
+    return course.team_profile if course.team_profile is not None else course.profile
 
 
 class CourseGroup(Base):

@@ -86,8 +86,8 @@ def create_course() -> tuple[Response, dict[str, str]]:
     new = parse_new_course(request.get_json(silent=True))
     portal = get_portal(session, new.portal)
     require_creator_in(session, g.identity, portal)
-    if (new.lead or new.profile) and not g.identity.admin:
-        require_portal(session, g.identity, portal, "name a course's lead or profile")
+    if (new.lead or new.profile or new.team_profile) and not g.identity.admin:
+        require_portal(session, g.identity, portal, "name a course's lead or profiles")
     with committing(session):
         course = apply_new_course(session, new, g.identity.name)
     location = url_for("api.get_course", course_id=course.course_id)
@@ -105,6 +105,7 @@ def get_course_view(course_id: str) -> Response:
     body: dict[str, Any] = render_course(course) | {
         "description": course.description,
         "profile": render_profile(course.profile),
+        "team_profile": render_profile(course.team_profile),
         "material": None
         if course.material is None or not team
         else {
@@ -128,10 +129,10 @@ def get_course_view(course_id: str) -> Response:
 @bp.patch("/courses/<course_id>")
 def update_course(course_id: str) -> Response:
     """Change a course's title, description, portal (admins, managers of both portals),
-    material or (admins) profile."""
+    material or (admins) profiles."""
     session, course, _ = api_course(course_id, Access.MANAGE)
     changes, material = parse_course_changes(request.get_json(silent=True))
-    if "profile" in changes:
+    if "profile" in changes or "team_profile" in changes:
         require_admin(g.identity)
     if changes.get("portal") is not None:
         require_move(session, g.identity, course, str(changes["portal"]))

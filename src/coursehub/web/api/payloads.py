@@ -82,7 +82,13 @@ def parse_material(value: Any) -> Material | None:
 def parse_new_course(body: Any) -> NewCourse:
     """Return the course to create from ``POST /courses``."""
     required = {"code": str, "title": str, "year": str, "portal": str}
-    optional = {"description": str, "profile": str, "lead": str, "material": dict}
+    optional = {
+        "description": str,
+        "profile": str,
+        "team_profile": str,
+        "lead": str,
+        "material": dict,
+    }
     data = parse_fields(body, required, optional)
     return NewCourse(
         code=data["code"],
@@ -91,6 +97,7 @@ def parse_new_course(body: Any) -> NewCourse:
         portal=data["portal"],
         description=data.get("description") or "",
         profile=data.get("profile") or "",
+        team_profile=data.get("team_profile") or "",
         lead=data.get("lead") or "",
         material=parse_material(data.get("material")) or Material(),
     )
@@ -98,10 +105,12 @@ def parse_new_course(body: Any) -> NewCourse:
 
 def parse_course_changes(body: Any) -> tuple[dict[str, str | None], Material | None]:
     """Return the changes and the material of ``PATCH /courses/{course_id}``."""
-    optional = {"title": str, "description": str, "portal": str, "profile": str, "material": dict}
+    optional = {"title": str, "description": str, "portal": str, "material": dict}
+    optional |= {"profile": str, "team_profile": str}
     data = parse_fields(body, {}, optional)
     material = parse_material(data.pop("material", None))
-    return {k: v for k, v in data.items() if v is not None or k == "profile"}, material
+    nullable = ("profile", "team_profile")
+    return {k: v for k, v in data.items() if v is not None or k in nullable}, material
 
 
 def parse_new_member(body: Any) -> dict[str, Any]:

@@ -84,6 +84,7 @@ def fill_choices(form: CourseForm, session: Session, portals: list[Portal] | Non
     if "profile" in form:
         names = [SelectChoice(p.name) for p in list_profiles(session)]
         form.profile.choices = [SelectChoice("", "hub defaults"), *names]
+        form.team_profile.choices = [SelectChoice("", "the students' profile"), *names]
 
 
 @bp.route("/courses/new", methods=["GET", "POST"])
@@ -94,7 +95,7 @@ def create() -> tuple[str, int] | Response:
     portals = require_creator(session, g.identity)
     form = CourseForm()
     if not (g.identity.admin or managed_portals(session, g.identity.name)):
-        del form.profile, form.lead
+        del form.profile, form.team_profile, form.lead
     fill_choices(form, session, portals)
     wanted = request.form.get("portal") or request.args.get("portal")
     if wanted and wanted not in {p.code for p in portals}:
@@ -131,6 +132,7 @@ def apply_create(session: Session, form: CourseForm) -> Course | None:
         portal=form.portal.data or "",
         description=form.description.data or "",
         profile=(form.profile.data or "") if "profile" in form else "",
+        team_profile=(form.team_profile.data or "") if "team_profile" in form else "",
         lead=lead,
         material=form_material(form),
     )
@@ -152,7 +154,7 @@ def edit(course_id: str) -> tuple[str, int] | Response:
     form = CourseForm()  # not obj=course: a field left out of a post is empty, not stored
     del form.code, form.year, form.lead
     if not g.identity.admin:
-        del form.profile
+        del form.profile, form.team_profile
     targets = move_targets(session, course)
     if not targets:
         del form.portal
@@ -187,6 +189,7 @@ def prefill(form: CourseForm, course: Course) -> None:
         form.portal.data = course.portal.code
     if "profile" in form:
         form.profile.data = course.profile.name if course.profile else ""
+        form.team_profile.data = course.team_profile.name if course.team_profile else ""
     if course.material is not None:
         form.git_url.data = course.material.git_url
         form.branch.data = course.material.branch
@@ -203,6 +206,7 @@ def apply_edit(session: Session, form: CourseForm, course: Course) -> bool:
         changes["portal"] = form.portal.data or ""
     if "profile" in form:
         changes["profile"] = form.profile.data or ""
+        changes["team_profile"] = form.team_profile.data or ""
     with commit_or_show(session, form, "title") as saved:
         apply_course_changes(session, course, changes, form_material(form))
     return bool(saved)
