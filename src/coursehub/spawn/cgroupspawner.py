@@ -78,8 +78,8 @@ from coursehub.spawn.identity import (
     default_runtime_dir,
     hub_id_from_config,
 )
-from coursehub.spawn.serverexit import ServerExitWatchMixin
 from coursehub.spawn.oomreason import cgroup_memory_state, server_oom_reason
+from coursehub.spawn.serverexit import ServerExitWatchMixin
 
 
 class CgroupSpawnerMixin(HasTraits):
