@@ -1,40 +1,35 @@
 """Local spawners that put each single-user server in its own cgroup (v1 or v2).
 
-For machines where systemd is not PID 1 (containers, CI, ``coursehub demo``),
-where SystemdSpawner cannot run. Each server gets the cgroup
-``{cgroup_parent}-{hub_id}/jupyter-{user}[-{server}]`` with a CFS quota of
-``cpu_limit`` CPUs and a memory limit of ``mem_limit`` bytes (RAM + swap),
-made by :class:`coursehub.resources.cgroups.JobCgroup` (Linux kernel documentation:
-``Documentation/admin-guide/cgroup-v1/`` and ``cgroup-v2.rst`` for the
-controllers, ``Documentation/scheduler/sched-bwc.rst`` for the CFS quota), and
-on cgroup v1 a devices cgroup that lets it open only its own GPUs
-(:mod:`coursehub.spawn.devices`). The server process joins its cgroups between
-``fork`` and ``exec``, so it and every kernel it starts are inside from their
-first instruction. When the server stops, what is left inside is killed and
-the cgroups removed.
+For machines where systemd is not PID 1 (containers, CI, ``coursehub demo``), where
+SystemdSpawner cannot run. Each server gets the cgroup
+``{cgroup_parent}-{hub_id}/jupyter-{user}[-{server}]`` with a CFS quota of ``cpu_limit`` CPUs
+and a memory limit of ``mem_limit`` bytes (RAM + swap), made by
+:class:`coursehub.resources.cgroups.JobCgroup` (Linux kernel documentation:
+``Documentation/admin-guide/cgroup-v1/`` and ``cgroup-v2.rst`` for the controllers,
+``Documentation/scheduler/sched-bwc.rst`` for the CFS quota), and on cgroup v1 a devices cgroup
+that lets it open only its own GPUs (:mod:`coursehub.spawn.devices`). The server process joins
+its cgroups between ``fork`` and ``exec``, so it and every kernel it starts are inside from
+their first instruction. When the server stops, what is left inside is killed and the cgroups
+removed.
 
-Several hubs on one host: the ``hub_id`` (:mod:`coursehub.spawn.identity`, a
-hash of the hub's database) is part of the cgroup path, and a host-wide lock
-per hub id stops two live hubs from sharing one. The cgroup's directories
-(and their inode numbers) are kept in the spawner's state; a directory found
-at the planned path is emptied only when it is the one this hub recorded.
-Any other directory is left alone with its processes, logged, and the server
-gets a fresh name.
+Several hubs on one host: the ``hub_id`` (:mod:`coursehub.spawn.identity`, a hash of the hub's
+database) is part of the cgroup path, and a host-wide lock per hub id stops two live hubs from
+sharing one. The cgroup's directories (and their inode numbers) are kept in the spawner's state;
+a directory found at the planned path is emptied only when it is the one this hub recorded. Any
+other directory is left alone with its processes, logged, and the server gets a fresh name.
 
-Where cgroups cannot be made (not root, read-only ``/sys/fs/cgroup``) the
-server starts anyway and the hub logs that its limits are not enforced. GPU
-isolation is different (``device_isolation``): where NVIDIA devices exist
-and cannot be hidden (cgroup v2, no devices controller, no cgroups), the
-server is refused by default (``"required"``), or started with a warning
-(``"best-effort"``). Hosts without an NVIDIA driver have nothing to hide.
+Where cgroups cannot be made (not root, read-only ``/sys/fs/cgroup``) the server starts anyway
+and the hub logs that its limits are not enforced. GPU isolation is different
+(``device_isolation``): where NVIDIA devices exist and cannot be hidden (cgroup v2, no devices
+controller, no cgroups), the server is refused by default (``"required"``), or started with a
+warning (``"best-effort"``). Hosts without an NVIDIA driver have nothing to hide.
 
-* :class:`CgroupLocalProcessSpawner`: JupyterHub's LocalProcessSpawner (one
-  Unix user per hub user).
-* :class:`CgroupSimpleLocalProcessSpawner`: SimpleLocalProcessSpawner (every
-  server runs as the hub's own Unix user, with its home under
-  ``home_dir_template``); for the demo and tests only, as it gives no
-  isolation between users. When the hub runs as root it passes
-  ``--allow-root`` to the server, which jupyter-server otherwise refuses.
+* :class:`CgroupLocalProcessSpawner`: JupyterHub's LocalProcessSpawner (one Unix user per hub
+  user).
+* :class:`CgroupSimpleLocalProcessSpawner`: SimpleLocalProcessSpawner (every server runs as the
+  hub's own Unix user, with its home under ``home_dir_template``); for the demo and tests only,
+  as it gives no isolation between users. When the hub runs as root it passes ``--allow-root``
+  to the server, which jupyter-server otherwise refuses.
 """
 
 from __future__ import annotations
