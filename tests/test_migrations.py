@@ -233,6 +233,9 @@ def test_upgrade_to_the_team_profile_keeps_each_course_profile_for_its_team(blan
         assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
     command.downgrade(config, "0009")
     columns = {c["name"] for c in inspect(blank_engine).get_columns("courses")}
-    assert "team_profile_pk" not in columns
+    assert "team_profile_pk" not in columns and "home_quota" not in columns
     with blank_engine.connect() as connection:
         assert connection.execute(text("SELECT profile_pk FROM courses")).scalar_one() == 1
+        # the downgrade kept the memberships and the portals too
+        assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
+        assert connection.execute(text("SELECT count(*) FROM portals")).scalar_one() == 1

@@ -270,8 +270,9 @@ def test_a_cell_past_the_memory_limit_gets_an_error_naming_the_limit(oom_server,
     assert hog.run("print('ready')") == "ready\n"
     kernels = wait_until(lambda: len(_kernel_pid(server)) == 2 and _kernel_pid(server), 30, 0.2)
     for pid in kernels:  # kernels are the OOM killer's first choice, not the server
-        scores = wait_until(lambda p=pid: Path(f"/proc/{p}/oom_score_adj").read_text(), 10, 0.2)
-        assert int(scores) == KERNEL_OOM_SCORE_ADJ
+        score = Path(f"/proc/{pid}/oom_score_adj")  # written just after the kernel started
+        what = f"kernel {pid}'s oom_score_adj {KERNEL_OOM_SCORE_ADJ}"
+        wait_until(lambda s=score: int(s.read_text()) == KERNEL_OOM_SCORE_ADJ, 10, 0.2, what)
     assert int(Path(f"/proc/{server.process.pid}/oom_score_adj").read_text()) == 0
 
     msg_id = hog.execute("x = b'x' * (1024**3)")

@@ -23,11 +23,13 @@ depends_on: str | None = None
 
 def upgrade() -> None:
     for table in ("courses", "portals"):
-        with op.batch_alter_table(table) as batch:
-            batch.add_column(sa.Column("home_quota", sa.BigInteger(), nullable=True))
+        # SQLite adds a column in place; a batch rebuild would drop the old table, and with
+        # foreign keys enforced that fails (portals) or deletes every membership (courses)
+        op.add_column(table, sa.Column("home_quota", sa.BigInteger(), nullable=True))
 
 
 def downgrade() -> None:
     for table in ("courses", "portals"):
-        with op.batch_alter_table(table) as batch:
-            batch.drop_column("home_quota")
+        # in place on SQLite too (ALTER TABLE ... DROP COLUMN, SQLite >= 3.35,
+        # sqlite.org/lang_altertable.html), for the same reason as above
+        op.drop_column(table, "home_quota")

@@ -41,7 +41,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("courses") as batch:
-        if op.get_bind().dialect.name != "sqlite":  # SQLite's batch rebuild drops it with it
-            batch.drop_constraint(op.f(FOREIGN_KEY), type_="foreignkey")
-        batch.drop_column("team_profile_pk")
+    if op.get_bind().dialect.name == "sqlite":
+        # in place (ALTER TABLE ... DROP COLUMN, SQLite >= 3.35, sqlite.org/lang_altertable.html):
+        # a batch rebuild would delete every membership of the courses, as above
+        op.execute("ALTER TABLE courses DROP COLUMN team_profile_pk")
+        return
+    op.drop_constraint(op.f(FOREIGN_KEY), "courses", type_="foreignkey")
+    op.drop_column("courses", "team_profile_pk")
