@@ -256,13 +256,19 @@ def _busy_kernel(server: Server) -> str:
 def test_an_idle_server_holding_a_gpu_stops_and_busy_or_job_or_cpu_servers_stay(tmp_path, servers):
     """Jupyter Server checks ``shutdown_no_activity`` every 60 s: this test takes 1-2 minutes."""
     gpu = {GPU_IDLE_VAR: "3"}
-    idle_gpu = _start_server(tmp_path / "idle-gpu", gpu)
+    idle = []
+    for name, env in (("idle-gpu", gpu), ("idle-cpu", {})):
+        # a kernel started as soon as the server is up, then left idle with no tab: on a
+        # loaded machine the next servers' starts may outlast the first 60 s check, which
+        # would stop a server that never had a kernel
+        server = _start_server(tmp_path / name, env)
+        servers.append(server)
+        server.session.post(f"{server.base}/api/kernels", json={"name": "python3"}, timeout=60)
+        idle.append(server)
+    idle_gpu, idle_cpu = idle
     busy_gpu = _start_server(tmp_path / "busy-gpu", gpu)
     job_gpu = _start_server(tmp_path / "job-gpu", {**gpu, **_runner_env(tmp_path / "job-gpu")})
-    idle_cpu = _start_server(tmp_path / "idle-cpu", {})
-    servers += [idle_gpu, busy_gpu, job_gpu, idle_cpu]
-    for server in (idle_gpu, idle_cpu):  # a kernel started, then left idle with no tab
-        server.session.post(f"{server.base}/api/kernels", json={"name": "python3"}, timeout=60)
+    servers += [busy_gpu, job_gpu]
     busy_kernel = _busy_kernel(busy_gpu)
     (tmp_path / "sleeper.py").write_text(SLEEPER)
     job_log = tmp_path / "job-gpu" / "runs" / "train.log"
