@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from coursehub.cli import main
-from coursehub.doctor.homes import HomesSurvey, check_homes, describe_near, survey_homes
+from coursehub.doctor.homes import check_homes
 from coursehub.homequota.fs import QuotaBackend, QuotaError, read_home_usage
+from coursehub.homequota.survey import HomesSurvey, describe_near, survey_homes
 from loopfs import loop_mount
 
 M = 2**20

@@ -60,7 +60,7 @@ ALLOWED: dict[str, set[str]] = {
     "courseenv": BASE | {"resources", "catalog", "courselayout", "material", "sandbox"},
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
-    "usage": BASE | {"resources", "catalog", "meter"},
+    "usage": BASE | {"resources", "catalog", "meter", "homequota"},
     "homequota": BASE | {"resources", "catalog"},
     "doctor": BASE | {"resources", "catalog", "hub", "runner", "sandbox", "homequota"},
     # the command table: every part's cli module and the use cases, nothing else of theirs

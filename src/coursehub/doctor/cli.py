@@ -47,10 +47,11 @@ def register(subparsers: Any) -> None:
 def run_checks(args: argparse.Namespace) -> list[CheckResult]:
     """Run every check in report order; return their results."""
     from coursehub.doctor.catalogcheck import check_catalog, check_clock
-    from coursehub.doctor.homes import check_homes, homes_dir
+    from coursehub.doctor.homes import check_homes
     from coursehub.doctor.host import check_cgroups, check_data_disk, check_sandbox, check_slurm
     from coursehub.doctor.hubcheck import check_hub, check_lti
     from coursehub.doctor.result import thresholds_from_env
+    from coursehub.homequota.survey import homes_dir
     from coursehub.settings import data_dir
 
     limits = thresholds_from_env()
