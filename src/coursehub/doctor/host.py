@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -42,20 +43,22 @@ def check_sandbox(python: str | None = None) -> CheckResult:
             f"the sandbox account {name} does not exist yet (the first sandboxed job creates "
             f"it): as root run {' '.join(plan_useradd(name))}",
         )
+    python = python or sys.executable
     try:
         check_plan(make_plan(mode=mode, account_name=name), python=python)
     except CoursehubError as exc:
         return fail("sandbox", str(exc))
-    return ok("sandbox", f"the sandbox ({mode} mode, as {name}) runs {python or 'this Python'}")
+    return ok("sandbox", f"the sandbox ({mode} mode, as {name}) runs {python}")
 
 
 def check_cgroups(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> CheckResult:
     """Fail when job cgroups cannot be made (:func:`coursehub.resources.cgroups.job_cgroup_bases`).
 
     Without writable cpu and memory controllers the cgroup spawners cannot
-    start servers and runner jobs' limits are only watched by sampling.
-    Where systemd is PID 1 and this is root, runner jobs go through
-    ``systemd-run --scope`` and the spawners use systemd: it passes then.
+    start servers and runner jobs' limits are only watched by sampling. Where
+    systemd is PID 1 and this is root, runner jobs still get their limits
+    from ``systemd-run --scope`` (:func:`coursehub.runner.limits.confine`):
+    it warns then.
     """
     from coursehub.resources.cgroups import (
         CgroupUnavailableError,
@@ -63,11 +66,15 @@ def check_cgroups(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGRO
         systemd_available,
     )
 
-    if cgroup_root == CGROUP_ROOT and os.geteuid() == 0 and systemd_available():
-        return ok("cgroups", "systemd is PID 1: jobs and servers get their cgroups from systemd")
     try:
         version, cpu_base, mem_base = job_cgroup_bases(cgroup_root, proc_cgroup)
     except CgroupUnavailableError as exc:
+        if cgroup_root == CGROUP_ROOT and os.geteuid() == 0 and systemd_available():
+            return warn(
+                "cgroups",
+                f"{exc}: runner jobs get their limits from systemd-run, but the cgroup "
+                "spawners cannot start servers; use the systemd spawner",
+            )
         return fail(
             "cgroups",
             f"{exc}: the cgroup spawners cannot start servers and job limits are only "
