@@ -60,12 +60,13 @@ ALLOWED: dict[str, set[str]] = {
     "courseenv": BASE | {"resources", "catalog", "courselayout", "material", "sandbox"},
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
-    "usage": BASE | {"resources", "catalog", "meter"},
+    "usage": BASE | {"resources", "catalog", "meter", "homequota"},
     "homequota": BASE | {"resources", "catalog"},
+    "doctor": BASE | {"resources", "catalog", "hub", "runner", "sandbox", "homequota"},
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
-    | {"usage", "lti", "usecases", "homequota"},
+    | {"usage", "lti", "usecases", "homequota", "doctor"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -89,6 +90,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "sandbox": {"torch", "flask", "sqlalchemy", "jupyterhub", "nbgrader"},
     "usage": {"torch", "flask", "jupyterhub"},
     "homequota": {"torch", "flask", "jupyterhub"},
+    "doctor": {"torch", "flask", "jupyterhub"},
     "lti": {"torch", "flask", "jupyterhub"},
 }
 

@@ -33,6 +33,7 @@ from coursehub.catalog import cli as catalog_cli
 from coursehub.coursedata import cli as coursedata_cli
 from coursehub.courseenv import cli as courseenv_cli
 from coursehub.demo import cli as demo_cli
+from coursehub.doctor import cli as doctor_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 from coursehub.grading import cli as grading_cli
 from coursehub.homequota import cli as homequota_cli
@@ -75,6 +76,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("book", books_cli.register),
     ("usage", usage_cli.register),
     ("lti", lti_cli.register),
+    ("doctor", doctor_cli.register),
 )
 
 

@@ -225,3 +225,24 @@ def read_btrfs_usage(home: str, run: Runner = subprocess.run) -> tuple[int, int 
         raise QuotaError(f"reading the home quota of {home}: {message}")
     row = rows[-1]
     return int(row[1]), None if row[3] == "none" else int(row[3])
+
+
+#: Backends whose usage :func:`read_home_usage` reads.
+USAGE_READABLE = ("btrfs-qgroup",)
+
+
+def read_home_usage(
+    backend: QuotaBackend, home: str, run: Runner = subprocess.run
+) -> tuple[int, int | None]:
+    """Return ``(bytes used, limit bytes or None)`` of ``home`` as its file system counts them.
+
+    Only :data:`USAGE_READABLE` backends (btrfs: :func:`read_btrfs_usage`).
+
+    Raises
+    ------
+    QuotaError
+        For another backend (naming it), or when the reading fails.
+    """
+    if backend.kind == "btrfs-qgroup":
+        return read_btrfs_usage(home, run)
+    raise QuotaError(f"reading the home quota of {home}: no usage reading for {backend.kind}")

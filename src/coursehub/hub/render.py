@@ -233,6 +233,12 @@ def busy_server_arg() -> str:
     return SERVER_ARG
 
 
+#: The home's disk display warns when less than this fraction of it is left
+#: (jupyter-resource-usage's ``disk_warning_threshold``), as ``coursehub doctor``
+#: does from 90 % used.
+DISK_WARNING_FRACTION = 0.1
+
+
 def server_args(cull_idle_s: int) -> list[str]:
     """Return the single-user servers' arguments: the busy-kernel extension and kernel culling.
 
@@ -244,7 +250,12 @@ def server_args(cull_idle_s: int) -> list[str]:
     themselves are stopped by jupyterhub-idle-culler, for which a busy kernel
     or a running runner job is activity (:data:`coursehub.contract.SERVER_ARG`).
     jupyter-resource-usage also shows the CPU use against the course's CPUs
-    (``ResourceUseDisplay.track_cpu_percent``).
+    (``ResourceUseDisplay.track_cpu_percent``) and the disk of the home
+    (``track_disk_usage``; ``disk_path`` defaults to the server's ``$HOME``,
+    jupyter_resource_usage ``config.py``), flashing from
+    :data:`DISK_WARNING_FRACTION` left: its figures are ``statvfs`` of the
+    home (``psutil.disk_usage``), the quota only where the file system's
+    ``statfs`` reports it (docs/homes.md).
     """
     return [
         busy_server_arg(),
@@ -255,6 +266,8 @@ def server_args(cull_idle_s: int) -> list[str]:
         # jupyter-resource-usage shows memory and CPU against MEM_LIMIT and CPU_LIMIT,
         # which JupyterHub's Spawner.get_env sets from the course profile's limits.
         "--ResourceUseDisplay.track_cpu_percent=True",
+        "--ResourceUseDisplay.track_disk_usage=True",
+        f"--ResourceUseDisplay.disk_warning_threshold={DISK_WARNING_FRACTION}",
     ]
 
 

@@ -18,9 +18,10 @@ filled by ``coursehub usage ingest`` (docs/usage.md).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, abort, g, render_template, request
+from flask import Blueprint, Response, abort, current_app, g, render_template, request
 from markupsafe import Markup
 
 from coursehub.catalog.admin import current_year, managed_portals
@@ -190,9 +191,14 @@ def courses_csv() -> Response:
 
 @bp.get("/metrics/usage")
 def metrics() -> Response:
-    """Prometheus usage series (admins only; ``?per_student=1`` adds a series per student)."""
+    """Prometheus usage series (admins only; ``?per_student=1`` adds a series per student).
+
+    With ``HOMES_DIR`` (``COURSEHUB_HOMES_DIR``) set, also the homes near their quota.
+    """
     identity = g.get("identity")
     if identity is None or not identity.admin:
         abort(403)
     per_student = request.args.get("per_student") == "1"
-    return Response(render_metrics(get_session(), per_student), content_type=CONTENT_TYPE)
+    homes = current_app.config.get("HOMES_DIR")
+    text = render_metrics(get_session(), per_student, Path(homes) if homes else None)
+    return Response(text, content_type=CONTENT_TYPE)

@@ -1,0 +1,1 @@
+"""``coursehub doctor``: a preflight that names what would break, where, and what to do."""
