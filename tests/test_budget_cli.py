@@ -71,7 +71,7 @@ def test_a_student_override_names_who_set_it(catalog, capsys):
     ],
 )
 def test_bad_input_is_one_line_and_saves_nothing(catalog, capsys, argv, message):
-    status, out, err = run(capsys, catalog, "course", "budget", "mlmeca-2025", *argv)
+    status, _out, err = run(capsys, catalog, "course", "budget", "mlmeca-2025", *argv)
     assert status != 0
     assert message in err and len(err.strip().splitlines()) == 1
     assert stored(catalog) == (WeeklyBudget(), [])
