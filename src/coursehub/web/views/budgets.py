@@ -15,7 +15,6 @@ runner at each job (docs/budgets.md).
 
 from __future__ import annotations
 
-import os
 import pwd
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -75,9 +74,10 @@ class OverrideForm(FlaskForm):
 
 
 def app_zone() -> ZoneInfo:
-    """The budget time zone: the app's ``BUDGET_TIMEZONE``, else ``COURSEHUB_BUDGET_TIMEZONE``."""
-    name = current_app.config.get("BUDGET_TIMEZONE") or os.environ.get("COURSEHUB_BUDGET_TIMEZONE")
-    return zone_from_env({"COURSEHUB_BUDGET_TIMEZONE": name or ""})
+    """The budget time zone: the app's ``BUDGET_TIMEZONE`` (``COURSEHUB_BUDGET_TIMEZONE``)."""
+    return zone_from_env(
+        {"COURSEHUB_BUDGET_TIMEZONE": current_app.config.get("BUDGET_TIMEZONE") or ""}
+    )
 
 
 def home_of(username: str) -> Path | None:
