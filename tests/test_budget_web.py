@@ -148,3 +148,11 @@ def test_the_team_raises_one_students_budget(catalog, pages):
     refused = pages.post_form(url, "grader", data, form_page="/courses/mlmeca-2025/")
     assert refused.status_code == 403
     assert len(stored(catalog)[1]) == 1
+
+
+def test_the_quota_and_the_weeks_zone_come_from_the_settings(app, catalog, pages, monkeypatch):
+    monkeypatch.setenv("COURSEHUB_HOME_QUOTA", "2G")
+    app.config["BUDGET_TIMEZONE"] = "Europe/Paris"
+    page = html.unescape(pages.text("/me/resources", "student"))
+    assert "quota: 2 GiB" in page
+    assert re.search(r"Mon \d{4}-\d\d-\d\d 00:00 CES?T", row_of(page, "mlmeca-2025"))
