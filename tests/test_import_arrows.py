@@ -41,12 +41,12 @@ ALLOWED: dict[str, set[str]] = {
     "runner": BASE | {"resources", "meter"},
     "material": BASE | {"resources", "catalog", "coursedata"},
     "grading": BASE | {"resources", "catalog", "hub", "runner", "sandbox"},
-    "admin": BASE | {"resources", "catalog", "hub", "grading"},
+    "admin": BASE | {"resources", "catalog", "hub", "grading", "meter"},
     "lti": BASE | {"resources", "catalog", "hub", "grading"},
     "web": BASE
     | {"resources", "catalog", "hub", "grading", "admin", "material", "lti"}
     | {"courselayout", "coursedata", "courseenv", "teamaccess", "books"}
-    | {"usage", "meter", "usecases"},
+    | {"usage", "meter", "usecases", "homequota"},
     "demo": BASE
     | {"resources", "catalog", "hub", "grading", "admin", "material", "web", "books"}
     | {"courselayout"},

@@ -239,3 +239,47 @@ def test_upgrade_to_the_team_profile_keeps_each_course_profile_for_its_team(blan
         # the downgrade kept the memberships and the portals too
         assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
         assert connection.execute(text("SELECT count(*) FROM portals")).scalar_one() == 1
+
+
+def test_upgrade_to_the_budgets_keeps_the_memberships_and_gives_no_budget(blank_engine):
+    config = schema.alembic_config(blank_engine)
+    command.upgrade(config, "0011")
+    with blank_engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO academic_years (id, label, start_year, is_active, is_current)"
+                " VALUES (1, '2025-2026', 2025, true, true)"
+            )
+        )
+        connection.execute(text("INSERT INTO portals (id, code, name) VALUES (1, 'MECA', 'M')"))
+        connection.execute(
+            text(
+                "INSERT INTO courses (id, code, title, description, course_id, archived, year_pk,"
+                " portal_pk, created_at, updated_at) VALUES (1, 'UE', 'T', '', 'ue-2025', false,"
+                " 1, 1, '2026-01-01', '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO people (id, username, first_name, last_name, created_at, updated_at)"
+                " VALUES (1, 'p2501001', '', '', '2026-01-01', '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO memberships (id, person_pk, course_pk, role)"
+                " VALUES (1, 1, 1, 'student')"
+            )
+        )
+    command.upgrade(config, "0012")
+    with blank_engine.connect() as connection:
+        row = connection.execute(text("SELECT budget_cpu_hours, budget_gpu_hours FROM courses"))
+        assert tuple(row.one()) == (None, None)
+        assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
+        assert connection.execute(text("SELECT count(*) FROM budget_overrides")).scalar_one() == 0
+    command.downgrade(config, "0011")
+    assert "budget_overrides" not in inspect(blank_engine).get_table_names()
+    columns = {c["name"] for c in inspect(blank_engine).get_columns("courses")}
+    assert not columns & {"budget_cpu_hours", "budget_gpu_hours"}
+    with blank_engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from coursehub.admin.budgetcli import BUDGET_HELP, add_budget_arguments, budget_work
 from coursehub.catalog.cli import add_database_url
 
 
@@ -108,6 +109,8 @@ def register_course(subparsers: Any) -> None:
     sub.add_argument("course_id", metavar="COURSE_ID")
     for flag in ("--profile", "--team-profile"):
         sub.add_argument(flag, metavar="NAME", help="a profile's name; '' for none")
+    sub = _command(commands, "budget", BUDGET_HELP, lambda a: _transaction(a, budget_work(a)))
+    add_budget_arguments(sub)
     sub = _command(commands, "archive", "archive a course (read-only)", run_course_archive)
     sub.add_argument("course_id", metavar="COURSE_ID")
     sub.add_argument("--restore", action="store_true", help="restore an archived course")

@@ -63,6 +63,8 @@ def render_course_row(session: Session, course: Course) -> dict[str, Any]:
         "portal": course.portal.code,
         "profile": course.profile.name if course.profile else None,
         "team_profile": course.team_profile.name if course.team_profile else None,
+        "budget_cpu_hours": course.budget_cpu_hours,
+        "budget_gpu_hours": course.budget_gpu_hours,
         "leads": course_leads(session, course),
         "groups": [g.name for g in course.groups],
         "git_url": course.material.git_url if course.material else None,

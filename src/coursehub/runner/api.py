@@ -11,6 +11,7 @@ from pathlib import Path
 from coursehub.errors import UsageError
 from coursehub.resources.spec import ResourceSpec
 from coursehub.resources.units import parse_duration, parse_mem
+from coursehub.runner.budgetgate import check_budget
 from coursehub.runner.job import Backend, Job, JobSpec, OutputSink
 from coursehub.runner.local import LocalBackend
 from coursehub.runner.result import RunResult
@@ -138,9 +139,12 @@ def submit(
     Raises
     ------
     UsageError
-        Bad input (missing script, ``n_threads=0``, ...); nothing has started.
+        Bad input (missing script, ``n_threads=0``, ...), or the user's weekly
+        budget of the server's course used up (:mod:`coursehub.runner.budgetgate`);
+        nothing has started.
     """
     spec = make_spec(script, args, **options)  # type: ignore[arg-type]
+    check_budget(spec.resources.gpus)
     backend = backend or make_backend()
     return backend.submit(spec, on_output=on_output)
 

@@ -146,6 +146,7 @@ def control_command(args: argparse.Namespace) -> tuple[str, str] | None:
 def run_command(args: argparse.Namespace) -> int:
     """Carry out ``coursehub run``; return the job's exit status."""
     from coursehub.runner.api import make_backend, make_spec, run
+    from coursehub.runner.budgetgate import check_budget
     from coursehub.runner.slurm.backend import SlurmBackend
 
     control = control_command(args)
@@ -159,6 +160,7 @@ def run_command(args: argparse.Namespace) -> int:
     backend = make_backend(**backend_options(args))
     spec = make_spec(script, script_args, **options)
     backend.validate(spec)
+    check_budget(spec.resources.gpus)  # before --no-wait returns; run() asks again
     if args.no_wait and isinstance(backend, SlurmBackend):
         job = backend.submit(spec)
         print(f"[coursehub] submitted Slurm job {job.job_id}: output in {job.log_path}")

@@ -42,7 +42,7 @@ import fcntl
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,9 @@ from tornado import web
 from coursehub.atomicfile import write_atomically
 from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
+from coursehub.meter.budgetclient import URL_VAR as BUDGET_URL_VAR
 from coursehub.resources.gpus import gpu_inventory
+from coursehub.spawn.budgetcheck import BudgetCheck, course_of_start
 from coursehub.spawn.busyactivity import GPU_IDLE_VAR
 from coursehub.spawn.identity import check_hub_id, hub_id_from_config
 from coursehub.spawn.jupytertools import plan_config_path, plan_tools
@@ -220,6 +222,11 @@ class CourseProfiles:
         A server whose profile has GPUs stops after this many seconds without
         activity (``COURSEHUB_GPU_IDLE_S``, read by
         :mod:`coursehub.spawn.busyactivity`); 0: only the hub's idle culler.
+    budget_url
+        The course app's root URL, asked for the user's weekly budget before
+        each start (:mod:`coursehub.spawn.budgetcheck`) and given to the server
+        as ``COURSEHUB_BUDGET_URL`` for its runner jobs; None:
+        ``$COURSEHUB_BUDGET_URL`` of the hub, unset or "": no budget check.
 
     Raises
     ------
@@ -236,6 +243,7 @@ class CourseProfiles:
         no_course: str = "default",
         hub_id: str | None = None,
         gpu_idle_s: int = 0,
+        budget_url: str | None = None,
     ) -> None:
         if kind not in SPAWNER_KINDS:
             raise UsageError(f"unknown spawner kind {kind!r}: choose one of {SPAWNER_KINDS}")
@@ -248,6 +256,8 @@ class CourseProfiles:
         self.gpu_idle_s = gpu_idle_s
         self._gpu_ids = None if gpu_ids is None else list(gpu_ids)
         self.gpus = GpuAssignments(state_path)
+        url = os.environ.get(BUDGET_URL_VAR, "") if budget_url is None else budget_url
+        self.budget = BudgetCheck(url) if url else None
 
     def gpu_ids(self) -> list[int]:
         """Return this machine's GPU indices (NVML, asked once, when none were given)."""
@@ -298,16 +308,34 @@ class CourseProfiles:
             spawner.log.warning("coursehub: %s: %s; using the default", spawner._log_name, exc)
             return choose_profile(choices, None, self.default_profile)
 
-    def apply(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
+    def apply(self, spawner: Any, user_options: Mapping[str, Any]) -> Awaitable[None] | None:
         """``Spawner.apply_user_options``: apply the chosen profile's traits to ``spawner``.
+
+        With a budget check, return the coroutine that checks the user's week
+        in the course first (JupyterHub awaits it, ``Spawner._run_apply_user_options``).
 
         Raises
         ------
         tornado.web.HTTPError
             503 when the profile needs GPUs and none has room; 500 when a
             course group holds a malformed profile; 403 for a user in no
-            course when ``no_course`` is ``"refuse"``.
+            course when ``no_course`` is ``"refuse"``, or over the week's budget.
         """
+        if self.budget is None:
+            self._apply(spawner, user_options)
+            return None
+        return self._apply_within_budget(self.budget, spawner, user_options)
+
+    async def _apply_within_budget(
+        self, budget: BudgetCheck, spawner: Any, user_options: Mapping[str, Any]
+    ) -> None:
+        profile = self.choose(spawner, user_options or {})
+        requested = (user_options or {}).get("course")
+        course_id = course_of_start(self.choices(spawner), str(requested or ""))
+        await budget.check(spawner, course_id, profile.gpus)
+        self._apply(spawner, user_options)
+
+    def _apply(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
         profile = self.choose(spawner, user_options or {})
         gpu_ids = self._assign(spawner, profile)
         admin_env = admin_environment(spawner)
@@ -318,6 +346,8 @@ class CourseProfiles:
         )
         if profile.gpus and self.gpu_idle_s > 0:
             override["environment"][GPU_IDLE_VAR] = str(self.gpu_idle_s)
+        if self.budget is not None:
+            override["environment"][BUDGET_URL_VAR] = self.budget.base_url
         apply_override(spawner, override)
         apply_material(spawner, user_options)
         spawner.log.info(

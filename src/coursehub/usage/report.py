@@ -72,6 +72,7 @@ def usage_report(
     course_id: str | None = None,
     since: date | None = None,
     by: str = "student",
+    username: str | None = None,
 ) -> list[ReportRow]:
     """Return the usage grouped ``by`` student, day or course (most CPU first; days in order).
 
@@ -84,6 +85,8 @@ def usage_report(
     by
         ``student`` (course, student), ``day`` (day, over the courses in scope)
         or ``course``.
+    username
+        Only this student's days (None: everyone's).
 
     Raises
     ------
@@ -109,6 +112,8 @@ def usage_report(
         query = query.where(UsageDay.course_id == course_id)
     if since is not None:
         query = query.where(UsageDay.day >= since)
+    if username is not None:
+        query = query.where(UsageDay.username == username)
     rows = []
     for values in session.execute(query):
         *key, cpu_s, gpu_s, peak, units = values

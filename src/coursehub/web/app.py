@@ -27,6 +27,7 @@ import coursehub.web.database as database
 import coursehub.web.errors as errors
 import coursehub.web.hubsync as hubsync
 from coursehub.web.api import admin as admin_api
+from coursehub.web.api import budgets as budgets_api
 from coursehub.web.api import courses as courses_api
 from coursehub.web.api import lti as lti_api
 from coursehub.web.api import material as material_api
@@ -36,6 +37,7 @@ from coursehub.web.views import (
     admin,
     books,
     browse,
+    budgets,
     courseenv,
     courses,
     grading,
@@ -77,6 +79,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     teamaccess.bp,
     books.bp,
     usage.bp,
+    budgets.bp,
     ltigrades.bp,
     courses_api.bp,
     admin_api.bp,
@@ -84,7 +87,13 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     lti.bp,
 )
 #: The blueprints read a token, never a cookie: no CSRF check.
-CSRF_EXEMPT: tuple[Blueprint, ...] = (courses_api.bp, admin_api.bp, lti_api.bp, material_api.bp)
+CSRF_EXEMPT: tuple[Blueprint, ...] = (
+    courses_api.bp,
+    admin_api.bp,
+    lti_api.bp,
+    material_api.bp,
+    budgets_api.bp,
+)
 
 
 def create_app(

@@ -28,6 +28,10 @@ DEFAULTS: dict[str, Any] = {
     "COURSE_CREATOR_GROUPS": [],
     # seconds a hub identity cached in the session is trusted before re-checking
     "IDENTITY_MAX_AGE_S": 300,
+    # the student's page: the weekly budget's time zone (IANA; None: UTC) and where homes are
+    # (HOMES_DIR, None: each account's home), docs/budgets.md
+    "BUDGET_TIMEZONE": None,
+    "HOMES_DIR": None,
     # tests only: a header naming the user, read only when app.testing is set
     "TEST_USER_HEADER": "X-Coursehub-Test-User",
     "API_TOKEN_RESOLVER": None,

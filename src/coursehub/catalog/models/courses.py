@@ -170,6 +170,9 @@ class Course(TimestampMixin, Base):
     ``profile`` is the students' resource profile (hub group ``nbgrader-{course_id}``),
     ``team_profile`` the teaching team's (``formgrade-{course_id}``); a course without
     a team profile gives its team the students' one (:func:`team_profile_of`).
+    ``budget_cpu_hours`` / ``budget_gpu_hours``: the weekly compute budget of each
+    student (None: no limit; :mod:`coursehub.meter.budget`, overrides per student in
+    :class:`coursehub.catalog.models.budgets.BudgetOverride`).
     """
 
     __tablename__ = "courses"
@@ -191,6 +194,8 @@ class Course(TimestampMixin, Base):
         ForeignKey("courses.id", ondelete="SET NULL")
     )
     home_quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    budget_cpu_hours: Mapped[float | None] = mapped_column(Float, nullable=True)
+    budget_gpu_hours: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     year: Mapped[AcademicYear] = relationship(back_populates="courses")
     portal: Mapped[Portal] = relationship(back_populates="courses")

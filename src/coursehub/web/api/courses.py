@@ -37,6 +37,7 @@ from coursehub.web.access import (
 from coursehub.web.actions import apply_course_changes, apply_new_course
 from coursehub.web.api.apidoc import openapi_text, plan_api_doc
 from coursehub.web.api.base import api_blueprint, api_course, synced
+from coursehub.web.api.budgets import bp as budget_bp
 from coursehub.web.api.material import bp as material_bp
 from coursehub.web.api.payloads import (
     parse_course_changes,
@@ -55,6 +56,7 @@ from coursehub.web.saving import committing
 
 bp = api_blueprint("api", __name__)
 bp.register_blueprint(material_bp)  # endpoints "api.material.*"
+bp.register_blueprint(budget_bp)  # endpoints "api.budget.*"
 
 
 @bp.get("/openapi.yaml")
@@ -106,6 +108,7 @@ def get_course_view(course_id: str) -> Response:
         "description": course.description,
         "profile": render_profile(course.profile),
         "team_profile": render_profile(course.team_profile),
+        "budget": {"cpu_hours": course.budget_cpu_hours, "gpu_hours": course.budget_gpu_hours},
         "material": None
         if course.material is None or not team
         else {
