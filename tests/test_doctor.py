@@ -302,4 +302,36 @@ def test_the_command_prints_every_check_and_exits_1_on_a_pending_migration(
         "data disk",
         "homes",
         "lti",
+        "budgets",
     }
+    assert levels["budgets"] == "skip"  # the catalog is not at its newest revision
+
+
+# --- weekly budgets ----------------------------------------------------------------------
+
+
+def test_a_budget_nothing_checks_warns_and_one_checked_passes(sqlite_template, tmp_path):
+    from coursehub.catalog.budgets import set_course_budget
+    from coursehub.catalog.courses import create_course, create_portal, create_year
+    from coursehub.catalog.db import session_scope
+    from coursehub.doctor.budgets import check_budgets
+    from coursehub.meter.budget import WeeklyBudget
+
+    path = tmp_path / "catalog.sqlite"
+    path.write_bytes(sqlite_template.read_bytes())
+    url = f"sqlite:///{path}"
+    assert check_budgets(url, {}).level == "ok"  # no budget anywhere: nothing to check
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as session:
+            year, portal = create_year(session, "2026-2027"), create_portal(session, "MECA", "M")
+            course = create_course(session, "UEPHY1", "Physique", year, portal)
+            set_course_budget(course, WeeklyBudget(cpu_hours=10.0))
+    finally:
+        engine.dispose()
+    unchecked = check_budgets(url, {})
+    assert unchecked.level == "warn"
+    assert "1 course(s)" in unchecked.line and "COURSEHUB_BUDGET_URL is unset" in unchecked.line
+    checked = check_budgets(url, {"COURSEHUB_BUDGET_URL": "http://127.0.0.1:8081/services/x"})
+    assert checked.level == "ok" and "http://127.0.0.1:8081/services/x" in checked.line
+    assert check_budgets(f"sqlite:///{tmp_path / 'none' / 'x.sqlite'}", {}).level == "skip"

@@ -62,7 +62,7 @@ ALLOWED: dict[str, set[str]] = {
     "teamaccess": BASE | {"resources", "catalog", "hub"},
     "usage": BASE | {"resources", "catalog", "meter", "homequota"},
     "homequota": BASE | {"resources", "catalog"},
-    "doctor": BASE | {"resources", "catalog", "hub", "runner", "sandbox", "homequota"},
+    "doctor": BASE | {"resources", "meter", "catalog", "hub", "runner", "sandbox", "homequota"},
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
