@@ -574,6 +574,50 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (302, 403, 403, 403, 403, 403, 403, 200, 200),
     ),
+    # a student's own page and the weekly budgets (docs/budgets.md): the team sets, graders read
+    ("GET", "/me/resources", "/me/resources", None, (302, 200, 200, 200, 200, 200, 200, 200, 200)),
+    (
+        "GET",
+        "/courses/<course_id>/budget",
+        f"{C}/budget",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/budget",
+        f"{C}/budget",
+        None,
+        (302, 403, 403, 403, 302, 302, 403, 302, 302),
+    ),
+    (
+        "GET",
+        f"{A}/courses/<course_id>/budget",
+        f"{A}/courses/mlmeca-2025/budget",
+        None,
+        (401, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "PUT",
+        f"{A}/courses/<course_id>/budget",
+        f"{A}/courses/mlmeca-2025/budget",
+        {"cpu_hours": 20},
+        (401, 403, 403, 403, 200, 200, 403, 200, 200),
+    ),
+    (  # a student reads their own week, nobody else's
+        "GET",
+        f"{A}/courses/<course_id>/budget/students/<username>",
+        f"{A}/courses/mlmeca-2025/budget/students/p2500001",
+        None,
+        (401, 200, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (
+        "PUT",
+        f"{A}/courses/<course_id>/budget/students/<username>",
+        f"{A}/courses/mlmeca-2025/budget/students/p2500001",
+        {"cpu_hours": 30},
+        (401, 403, 403, 403, 200, 200, 403, 200, 200),
+    ),
 ]
 
 CASES = [
