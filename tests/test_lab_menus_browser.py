@@ -79,8 +79,19 @@ def open_lab(browser, hub: RunningHub, user: str):
 
 
 def menu_items(page, menu: str) -> list[str]:
-    page.click(f"#jp-MainMenu >> text={menu}")
-    page.wait_for_selector(".lm-Menu-content", timeout=10_000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # a menu bar drawn before JupyterLab has finished starting may ignore the first click
+    # (seen on a loaded 2-core machine): click again until the menu opens, 60 s in all
+    for attempt in range(12):
+        page.click(f"#jp-MainMenu >> text={menu}")
+        try:
+            page.wait_for_selector(".lm-Menu-content", timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 11:
+                raise
+            page.keyboard.press("Escape")
     labels = page.locator(".lm-Menu:visible .lm-Menu-itemLabel").all_inner_texts()
     page.keyboard.press("Escape")
     return [label.strip() for label in labels if label.strip()]
