@@ -87,8 +87,10 @@ def test_a_busy_loop_under_a_quota_is_accounted_within_five_percent(tmp_path, cg
     assert closed is not None
     known = rusage.ru_utime + rusage.ru_stime
     assert known >= CPU_COST_S
+    # The child's own total (interpreter start-up included, which a loaded
+    # machine makes dearer) is what the cgroup must have counted.
     assert closed.cpu_s == pytest.approx(known, rel=0.05)
-    assert closed.cpu_s == pytest.approx(CPU_COST_S, rel=0.05)
+    assert closed.cpu_s >= CPU_COST_S * 0.95
 
 
 def test_an_allocation_of_known_size_raises_the_peak_by_that_size_within_five_percent(
