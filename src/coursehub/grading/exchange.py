@@ -26,6 +26,8 @@ from __future__ import annotations
 import getpass
 import os
 import pwd
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,11 @@ from nbgrader.exchange.default.submit import ExchangeSubmit
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.layout import check_name
+
+#: Name prefix of the hidden folder a submission is written in before it is
+#: renamed into the inbound (a leading dot: no ``student+assignment+*`` glob
+#: of nbgrader's or coursehub's collect matches it).
+STAGING_PREFIX = ".submitting-"
 
 
 class RecordingFetchAssignment(ExchangeFetchAssignment):
@@ -52,11 +59,31 @@ class RecordingFetchAssignment(ExchangeFetchAssignment):
 
 
 class PrivateSubmit(ExchangeSubmit):
-    """nbgrader's submit, then the submission readable by its owner and the inbound's group only."""
+    """nbgrader's submit, made atomic, the submission readable by its owner and the inbound's group.
+
+    nbgrader copies a submission straight into ``inbound/<student>+<assignment>+<time>``
+    and writes ``timestamp.txt`` last, so a collect that runs while many
+    students submit at once (the end of an exam: nbgrader#919) can take a
+    folder that is still being copied; collect then never takes it again, as
+    the timestamp in its name has not changed. Here the whole submission is
+    first written under a hidden staging folder in the inbound (which no
+    collect pattern matches) and then renamed into place in one
+    ``rename(2)``: a collect sees either nothing or the complete submission.
+    A submit that fails midway leaves nothing in the inbound.
+    """
 
     def copy_files(self) -> None:
-        super().copy_files()
-        make_submission_private(Path(self.inbound_path) / self.assignment_filename)
+        inbound = self.inbound_path
+        staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=inbound)
+        self.inbound_path = staging
+        try:
+            super().copy_files()
+            staged = Path(staging) / self.assignment_filename
+            make_submission_private(staged)
+            os.rename(staged, Path(inbound) / self.assignment_filename)
+        finally:
+            self.inbound_path = inbound
+            shutil.rmtree(staging, ignore_errors=True)
         cache = Path(self.cache_path)
         if cache.is_dir() and cache.stat().st_uid == os.geteuid():
             os.chmod(cache, 0o700)
