@@ -73,7 +73,7 @@ class PrivateSubmit(ExchangeSubmit):
     """
 
     def copy_files(self) -> None:
-        inbound = self.inbound_path
+        inbound: str = self.inbound_path  # type: ignore[has-type]
         staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=inbound)
         self.inbound_path = staging
         try:
