@@ -68,6 +68,7 @@ from coursehub.grading.autograde.plan import (
     plan_parallel,
     plan_pending,
 )
+from coursehub.grading.autograde.pool import worker_allowed, worker_wanted
 from coursehub.grading.autograde.progress import (
     AutogradeFailure,
     AutogradeProgress,
@@ -104,6 +105,7 @@ def autograde_assignment(
     parallel: int | None = None,
     force: bool = False,
     on_progress: ProgressSink | None = None,
+    worker: bool | None = None,
 ) -> list[SubmissionOutcome]:
     """Autograde the collected submissions of ``assignment``, side by side; save the outcomes.
 
@@ -123,6 +125,11 @@ def autograde_assignment(
         Grade again the submissions already graded (default: keep their outcome).
     on_progress
         Called with each :class:`coursehub.grading.autograde.progress.AutogradeProgress`.
+    worker
+        Grade with long-lived workers, one per slot (True), or one job per
+        submission (False); None: ``$COURSEHUB_GRADING_WORKER`` (default
+        true). Workers are used only with the local backend and a sandbox
+        mode with PID namespaces (:mod:`coursehub.grading.autograde.pool`).
 
     Returns
     -------
@@ -134,12 +141,14 @@ def autograde_assignment(
     AutogradeRunningError
         If an autograde of ``assignment`` is already running (nothing is done).
     UsageError
-        If ``parallel`` < 1.
+        If ``parallel`` < 1, or ``$COURSEHUB_GRADING_WORKER`` is not true or false.
     CoursehubError
         As root, if the grading account cannot be created.
     """
     with autograde_lock(layout, assignment):
-        return run_batch(layout, assignment, roster, limits, backend, parallel, force, on_progress)
+        return run_batch(
+            layout, assignment, roster, limits, backend, parallel, force, on_progress, worker
+        )
 
 
 def run_batch(
@@ -151,21 +160,24 @@ def run_batch(
     parallel: int | None,
     force: bool,
     on_progress: ProgressSink | None,
+    worker: bool | None = None,
 ) -> list[SubmissionOutcome]:
     """Grade ``assignment``'s submissions side by side; return every outcome, sorted by student.
 
-    The caller holds the assignment's autograde lock (:func:`autograde_assignment`).
+    The caller holds the assignment's autograde lock (:func:`autograde_assignment`);
+    ``worker`` as there.
 
     Raises
     ------
     UsageError
-        If ``parallel`` < 1 (nothing has started).
+        If ``parallel`` < 1 or the worker setting is malformed (nothing has started).
     """
     from coursehub.grading.assignments import open_api
     from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.workdir import sweep_job_dirs
 
     check_parallel(parallel)
+    worker_wanted(worker)  # a malformed setting is refused before anything runs
     check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
@@ -179,7 +191,12 @@ def run_batch(
     workers = plan_parallel(
         parallel, backend_capacity(backend, limits.n_threads), len(pending.to_grade)
     )
-    batch = _Batch(layout, assignment, limits, backend, workers, on_progress)
+    kind = _Batch
+    if use_workers(worker, backend):
+        from coursehub.grading.autograde.workerbatch import WorkerBatch
+
+        kind = WorkerBatch
+    batch = kind(layout, assignment, limits, backend, workers, on_progress)
     batch.outcomes = [*not_on_roster(layout, plan.not_on_roster), *pending.kept]
     batch.total, batch.skipped = len(plan.students), len(pending.kept)
     batch.queue.extend(pending.to_grade)
@@ -194,6 +211,21 @@ def run_batch(
         sweep_job_dirs()  # private copies of jobs that ended without removing theirs
     batch.publish("done")
     return sorted(batch.outcomes, key=lambda o: o.student_id)
+
+
+def use_workers(requested: bool | None, backend: Any) -> bool:
+    """Whether this batch grades with workers (:mod:`coursehub.grading.autograde.pool`).
+
+    Asked for (``requested``, else ``$COURSEHUB_GRADING_WORKER``), the local
+    backend (the workers' pipes are on this host) and a sandbox mode with a
+    PID namespace per kernel (:func:`coursehub.grading.autograde.pool.worker_allowed`).
+    """
+    from coursehub.runner.local import LocalBackend
+    from coursehub.sandbox.command import sandbox_mode
+
+    if not worker_wanted(requested) or not isinstance(backend, LocalBackend):
+        return False
+    return worker_allowed(sandbox_mode())
 
 
 class _Batch:
