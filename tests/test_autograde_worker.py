@@ -235,22 +235,21 @@ def test_a_process_of_the_workers_uid_cannot_read_an_undumpable_workers_memory(
 
     account = ensure_sandbox_account(sandbox_user)
     drop = ["setpriv", f"--reuid={account.uid}", f"--regid={account.gid}", "--clear-groups"]
-    target = subprocess.Popen(
+    with subprocess.Popen(
         [*drop, sys.executable, "-c", PEEK, "undumpable" if undumpable else "plain"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        assert target.stdout is not None
-        assert target.stdout.readline().strip() == "ready"
-        peek = subprocess.run(
-            [*drop, sys.executable, "-c", f"open('/proc/{target.pid}/mem', 'rb').close()"],
-            capture_output=True,
-            text=True,
-        )
-    finally:
-        target.kill()
-        target.wait()
+    ) as target:
+        try:
+            assert target.stdout is not None
+            assert target.stdout.readline().strip() == "ready"
+            peek = subprocess.run(
+                [*drop, sys.executable, "-c", f"open('/proc/{target.pid}/mem', 'rb').close()"],
+                capture_output=True,
+                text=True,
+            )
+        finally:
+            target.kill()
     assert (peek.returncode != 0) == undumpable, peek.stderr
     assert make_undumpable.__module__ == "coursehub.grading.sandbox.worker"

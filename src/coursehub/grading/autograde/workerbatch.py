@@ -1,6 +1,6 @@
 """A batch graded by long-lived workers (:mod:`coursehub.grading.autograde.pool`), one per slot.
 
-:class:`WorkerBatch` is :class:`coursehub.grading.autograde.batch._Batch`
+:class:`WorkerBatch` is :class:`coursehub.grading.autograde.running.JobBatch`
 with its jobs replaced by workers: up to ``workers`` of them, each grading
 one submission at a time; the outcomes, the outcomes file, the progress
 record and the resumption of an interrupted batch are the batch's own. A
@@ -15,7 +15,6 @@ import contextlib
 from typing import Any
 
 from coursehub.errors import CoursehubError
-from coursehub.grading.autograde.batch import CANCEL_WAIT_S, _Batch
 from coursehub.grading.autograde.job import (
     check_submission,
     finish_grading,
@@ -25,10 +24,11 @@ from coursehub.grading.autograde.job import (
 )
 from coursehub.grading.autograde.outcomes import SubmissionOutcome
 from coursehub.grading.autograde.pool import GradingWorker, WorkerResult
+from coursehub.grading.autograde.running import CANCEL_WAIT_S, JobBatch
 from coursehub.resources.units import describe_duration, describe_mem
 
 
-class WorkerBatch(_Batch):
+class WorkerBatch(JobBatch):
     """The running workers of one autograde (``running``: student -> worker grading it)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
