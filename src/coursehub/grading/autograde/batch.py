@@ -34,7 +34,8 @@ Extension point, Slurm job arrays: a backend offering ``submit_array``
 :meth:`coursehub.grading.autograde.running.JobBatch.fill`'s one ``submit`` per
 job; its jobs would then grade into a node-local copy of the gradebook that
 this process merges, since SQLite's locks are not to be trusted on network
-file systems (https://www.sqlite.org/lockingv3.html, section 6). Not built: the Slurm backend is being written separately.
+file systems (https://www.sqlite.org/lockingv3.html, section 6). Not built:
+the Slurm backend is being written separately.
 """
 
 from __future__ import annotations
