@@ -12,6 +12,14 @@ jobs' nbgrader processes write the gradebook themselves, serialised by
 SQLite's database lock
 (:func:`coursehub.grading.autograde.gradebook.gradebook_url`).
 
+- ``worker`` (default: ``$COURSEHUB_GRADING_WORKER``, true): each slot is
+  one long-lived grading worker taking one submission after another
+  (:mod:`coursehub.grading.autograde.pool`,
+  :class:`coursehub.grading.autograde.workerbatch.WorkerBatch`), so that
+  the interpreter's start and nbgrader's import are paid once per slot;
+  False: one job per submission
+  (:class:`coursehub.grading.autograde.running.JobBatch`). Same limits,
+  same outcomes.
 - ``parallel`` (default: all that fit): at most the jobs of the course's
   ``n_threads`` that the runner's CPU budget admits at once
   (:func:`coursehub.grading.autograde.plan.plan_parallel`); the runner's
