@@ -8,17 +8,24 @@ optimiser steps: about 5 s on one core of the 2-core development
 machine) and prints its training time, a
 solution cell and two autograder tests (2 points; odd students answer
 wrongly and score 1). ``--students`` students fetch and submit; then the
-batch is autograded ``--repeats`` times in turn serially (``--parallel
-1``) and side by side (``--parallel N``, default: all that the runner's CPU
-slots hold), each with ``--force``, one runner job per submission
-(``--threads`` each, 2 GiB memory limit), interleaved ``serial, parallel,
-serial, ...`` so that a drift of the shared machine touches both alike.
+batch is autograded ``--repeats`` times, each time once per variant of
+``--variants`` (default all three, interleaved ``serial, parallel, worker,
+serial, ...`` so that a drift of the shared machine touches each alike),
+each with ``--force`` (``--threads`` each, 2 GiB memory limit):
 
-Printed per repeat and as a median with a 95 % bootstrap interval
-(:func:`coursehub.bench.stats.bootstrap_median_interval`): the wall-clock
-time of each run, the speed-up (serial / parallel of the same repeat), the
-per-submission overhead (job wall-clock time less the training time the
-notebook printed: interpreter, nbgrader and kernel start, gradebook), the
+- ``serial``: one runner job per submission, ``--parallel 1``;
+- ``parallel``: one runner job per submission, ``--parallel N`` (default:
+  all that the runner's CPU slots hold);
+- ``worker``: one long-lived grading worker per slot, ``--parallel N``
+  (:mod:`coursehub.grading.autograde.pool`).
+
+Printed per run and as medians with a 95 % bootstrap interval
+(:func:`coursehub.bench.stats.bootstrap_median_interval`): the batch's
+wall-clock time, its CPU limit (the notebooks' own training CPU seconds
+over the CPU budget: the shortest the batch can take) and their ratio, the
+speed-up (serial / parallel of the same repeat), the per-submission
+overhead (``(batch wall x parallel - the training wall time the notebooks
+printed) / submissions``: interpreter, imports, kernel start, gradebook), the
 CPU utilisation of the jobs (their CPU seconds over wall-clock x CPU budget)
 and of the whole host (``/proc/stat``, other users included), the share
 of CPU time the hypervisor gave to other machines (steal), the jobs' CPU
@@ -27,7 +34,8 @@ every run gave the serial run's scores.
 
 Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60 --repeats 3``
 (about 25 minutes a repeat on 2 CPUs;
-target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine).
+target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers:
+overhead at most 1 s a submission, batch within 1.3 x the CPU limit).
 """
 
 from __future__ import annotations
@@ -77,10 +85,11 @@ config = ModelConfig(hidden_size=64, n_layers=1)
 cfg = TrainConfig(batch_size=64, noise=0.1)
 state = fitting.build_state(config, fit_scaler(config, states), cfg, torch.device("cpu"))
 source = fitting.WindowSource(states, config.window + 1, torch.device("cpu"))
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 while state.global_step < {steps}:  # epochs of the 16 trajectories' windows
     loss = fitting.train_epoch(state, source, cfg, lambda: False)
 print(f"TRAIN_S {{time.perf_counter() - t0:.3f}} steps {{state.global_step}} loss {{loss:.4f}}")
+print(f"TRAIN_CPU_S {{time.process_time() - c0:.3f}}")
 """
 SOLUTION = "answer = None\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION\n"
 TESTS = ("assert np.isfinite(loss) and loss < 10", "assert answer == 42")
@@ -140,29 +149,42 @@ def host_busy() -> tuple[float, float, float]:
     return sum(fields) - idle, sum(fields), fields[7]
 
 
-def job_figures(layout: CourseLayout, students: list[str]) -> tuple[list[float], float]:
-    """Return per-job (wall - training) overheads and the jobs' total CPU seconds."""
-    overheads, cpu = [], 0.0
+def job_figures(layout: CourseLayout, students: list[str]) -> tuple[float, float, float]:
+    """Return the notebooks' training wall and CPU seconds and the jobs' CPU seconds, summed.
+
+    The jobs' CPU seconds are the runner's results: one per submission on the
+    plain path, one per worker (``autograde-worker<i>.json``) on the worker path.
+    """
+    train_s = train_cpu_s = cpu = 0.0
     for student in students:
-        result = json.loads(
-            (layout.reports_dir / "logs" / f"autograde-{ASSIGNMENT}-{student}.json").read_text()
-        )
-        cpu += float(result["cpu_s"])
         nb = layout.course_dir / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         text = "".join(
             o.get("text", "") for c in nbformat.read(nb, 4).cells for o in c.get("outputs", [])
         )
-        found = re.search(r"TRAIN_S ([0-9.]+)", text)
-        if found:
-            overheads.append(float(result["elapsed_s"]) - float(found.group(1)))
-    return overheads, cpu
+        for name, found in (
+            ("wall", re.search(r"TRAIN_S ([0-9.]+)", text)),
+            ("cpu", re.search(r"TRAIN_CPU_S ([0-9.]+)", text)),
+        ):
+            if found and name == "wall":
+                train_s += float(found.group(1))
+            elif found:
+                train_cpu_s += float(found.group(1))
+    for result_file in (layout.reports_dir / "logs").glob("autograde-*.json"):
+        cpu += float(json.loads(result_file.read_text())["cpu_s"])
+    return train_s, train_cpu_s, cpu
 
 
 @dataclass(frozen=True)
 class RunFigures:
-    """One autograde of the batch: wall clock (s), outcomes, overhead (s), CPU utilisations."""
+    """One autograde of the batch: wall clock (s), outcomes, overhead (s), CPU utilisations.
+
+    ``cpu_limit_s``: the notebooks' own training CPU seconds over the CPU
+    budget, the shortest the batch could take; ``overhead_s``: per submission,
+    ``(wall x parallel - training wall seconds) / submissions``.
+    """
 
     wall_s: float
+    cpu_limit_s: float
     scores: dict[str, tuple[str, float | None]]
     overhead_s: float
     jobs_cpu_util: float
@@ -172,24 +194,32 @@ class RunFigures:
 
 
 def one_run(
-    layout: CourseLayout, root: Path, students: list[str], parallel: int, threads: int
+    layout: CourseLayout,
+    root: Path,
+    students: list[str],
+    parallel: int,
+    threads: int,
+    worker: bool = False,
 ) -> RunFigures:
-    """Autograde every submission with ``--force`` and ``parallel`` jobs; return the figures."""
+    """Autograde every submission with ``--force``, ``parallel`` at once, in workers or not."""
     budget = default_cpu_budget()
+    for old in (layout.reports_dir / "logs").glob("autograde-*.json"):
+        old.unlink()
     backend = LocalBackend(root / "runs", SlotPool(root / "slots", budget), use_cgroups=False)
     limits = AutogradeLimits(n_threads=threads, mem_limit=2 * 2**30, timeout_s=600)
     busy0, total0, steal0 = host_busy()
     started = time.perf_counter()
     outcomes = autograde_assignment(
-        layout, ASSIGNMENT, students, limits, backend, parallel=parallel, force=True
+        layout, ASSIGNMENT, students, limits, backend, parallel=parallel, force=True, worker=worker
     )
     wall = time.perf_counter() - started
     busy1, total1, steal1 = host_busy()
-    overheads, cpu = job_figures(layout, students)
+    train_s, train_cpu_s, cpu = job_figures(layout, students)
     return RunFigures(
         wall_s=wall,
+        cpu_limit_s=train_cpu_s / budget,
         scores={o.student_id: (o.status, o.score) for o in outcomes},
-        overhead_s=statistics.median(overheads) if overheads else float("nan"),
+        overhead_s=(wall * min(parallel, len(students)) - train_s) / max(1, len(students)),
         jobs_cpu_util=cpu / (wall * budget),
         host_cpu_util=(busy1 - busy0) / max(1.0, total1 - total0),
         steal=(steal1 - steal0) / max(1.0, total1 - total0),
@@ -197,20 +227,33 @@ def one_run(
     )
 
 
+#: The variants: (name, --parallel of 1 or not, workers).
+VARIANTS = {"serial": (True, False), "parallel": (False, False), "worker": (False, True)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--parallel", type=int, default=None, help="default: all that fit")
     parser.add_argument("--threads", type=int, default=1, help="threads per job")
-    parser.add_argument("--repeats", type=int, default=1, help="serial/parallel pairs")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of the variants")
     parser.add_argument("--steps", type=int, default=1000, help="optimiser steps (~5 s)")
+    parser.add_argument(
+        "--variants", default="serial,parallel,worker", help="comma-separated, run in turn"
+    )
     args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        parser.error(f"--variants: choose among {', '.join(VARIANTS)}, got {args.variants!r}")
     budget = default_cpu_budget()
     parallel = args.parallel or max(1, budget // args.threads)
     print(
         f"{args.students} submissions, {args.threads} thread(s) each, CPU budget {budget}, "
-        f"parallel {parallel}, {os.cpu_count()} CPUs, {args.repeats} repeat(s)"
+        f"parallel {parallel}, {os.cpu_count()} CPUs, {args.repeats} repeat(s), "
+        f"variants {', '.join(variants)}"
     )
+    runs: dict[str, list[RunFigures]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
         root = Path(tmp)
         students = [f"s{i:04d}" for i in range(args.students)]
@@ -220,46 +263,54 @@ def main() -> None:
             f"course, release, {args.students} submissions, collect: "
             f"{time.perf_counter() - t0:.1f} s"
         )
-        pairs = []
         for repeat in range(args.repeats):
-            serial = one_run(layout, root, students, 1, args.threads)
-            side = one_run(layout, root, students, parallel, args.threads)
-            pairs.append((serial, side))
-            for student, got in sorted(side.scores.items()):
-                if got != serial.scores.get(student):
-                    print(f"  {student}: serial {serial.scores.get(student)}, parallel {got}")
-            print(
-                f"repeat {repeat}: serial {serial.wall_s:.1f} s, "
-                f"parallel {side.wall_s:.1f} s, "
-                f"speed-up {serial.wall_s / side.wall_s:.2f}, overhead/submission "
-                f"{serial.overhead_s:.2f} s (serial) {side.overhead_s:.2f} s (parallel), "
-                f"jobs' CPU use {serial.jobs_cpu_util:.0%} / {side.jobs_cpu_util:.0%}, "
-                f"host {serial.host_cpu_util:.0%} / {side.host_cpu_util:.0%} "
-                f"(stolen by the hypervisor {serial.steal:.1%} / {side.steal:.1%}), "
-                f"jobs' CPU s/submission {serial.cpu_per_submission_s:.1f} / "
-                f"{side.cpu_per_submission_s:.1f}, "
-                f"same scores: {serial.scores == side.scores == pairs[0][0].scores}",
-                flush=True,
-            )
-    speedups = [s.wall_s / p.wall_s for s, p in pairs]
-    print(describe_median("speed-up", speedups, "x"))
-    per_submission = {
-        "serial": [s.wall_s / args.students for s, _ in pairs],
-        "parallel": [p.wall_s / args.students for _, p in pairs],
-    }
-    for kind, values in per_submission.items():
-        print(describe_median(f"{kind} s/submission", values, " s"))
-    print(describe_median("overhead/submission (serial)", [s.overhead_s for s, _ in pairs], " s"))
-    print(describe_median("jobs' CPU utilisation, parallel", [p.jobs_cpu_util for _, p in pairs]))
-    scores = pairs[0][0].scores
-    print(f"scores (serial): {sorted(set(v for v in scores.values()))}")
-    print(
-        f"every run gave the serial scores: {all(s.scores == p.scores == scores for s, p in pairs)}"
-    )
-    print(
-        f"target speed-up >= {0.8 * parallel if parallel > 2 else 1.7:.2f}: "
-        f"{statistics.median(speedups) >= (0.8 * parallel if parallel > 2 else 1.7)}"
-    )
+            for name in variants:  # interleaved: a drift of the machine touches each alike
+                serial, worker = VARIANTS[name]
+                run = one_run(
+                    layout, root, students, 1 if serial else parallel, args.threads, worker
+                )
+                runs[name].append(run)
+                print(
+                    f"repeat {repeat} {name}: batch {run.wall_s:.1f} s, CPU limit "
+                    f"{run.cpu_limit_s:.1f} s, ratio {run.wall_s / run.cpu_limit_s:.2f}, "
+                    f"overhead/submission {run.overhead_s:.2f} s, jobs' CPU use "
+                    f"{run.jobs_cpu_util:.0%}, host {run.host_cpu_util:.0%} (stolen by the "
+                    f"hypervisor {run.steal:.1%}), jobs' CPU s/submission "
+                    f"{run.cpu_per_submission_s:.1f}",
+                    flush=True,
+                )
+    summarise(runs, parallel)
+
+
+def summarise(runs: dict[str, list[RunFigures]], parallel: int) -> None:
+    """Print each variant's medians with their bootstrap intervals, and the targets."""
+    reference = next(iter(runs.values()))[0].scores
+    for name, figures in runs.items():
+        print(describe_median(f"{name}: batch", [r.wall_s for r in figures], " s"))
+        print(describe_median(f"{name}: CPU limit", [r.cpu_limit_s for r in figures], " s"))
+        ratios = [r.wall_s / r.cpu_limit_s for r in figures]
+        print(describe_median(f"{name}: batch / CPU limit", ratios, "x"))
+        print(
+            describe_median(f"{name}: overhead/submission", [r.overhead_s for r in figures], " s")
+        )
+        for student, got in sorted(figures[-1].scores.items()):
+            if got != reference.get(student):
+                print(f"  {student}: {name} {got}, first variant {reference.get(student)}")
+    if "serial" in runs and "parallel" in runs:
+        speedups = [
+            s.wall_s / p.wall_s for s, p in zip(runs["serial"], runs["parallel"], strict=True)
+        ]
+        print(describe_median("speed-up (serial / parallel)", speedups, "x"))
+    same = all(r.scores == reference for figures in runs.values() for r in figures)
+    print(f"every run gave the same scores: {same}")
+    if "worker" in runs:
+        worker = runs["worker"]
+        overhead = statistics.median(r.overhead_s for r in worker)
+        ratio = statistics.median(r.wall_s / r.cpu_limit_s for r in worker)
+        print(
+            f"target worker overhead <= 1 s: {overhead <= 1.0}; batch <= 1.3 x CPU limit: "
+            f"{ratio <= 1.3}"
+        )
 
 
 if __name__ == "__main__":

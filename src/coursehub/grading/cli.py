@@ -83,6 +83,13 @@ def _add_autograde(sub: Any) -> None:
         help="grade again the submissions already graded (default: skip them, so that an "
         "interrupted run continues where it stopped)",
     )
+    auto.add_argument(
+        "--worker",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="grade in one long-lived worker per slot, nbgrader imported once (default: "
+        "$COURSEHUB_GRADING_WORKER, true); --no-worker: one runner job per submission",
+    )
 
 
 def _add_grade_tables(sub: Any) -> None:
@@ -226,6 +233,7 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
                     parallel=args.parallel,
                     force=args.force,
                     on_progress=on_progress,
+                    worker=args.worker,
                 )
     except KeyboardInterrupt:
         print(

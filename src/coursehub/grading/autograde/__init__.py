@@ -32,5 +32,8 @@ cells an outcome names, the points lost), ``job`` (one
 submission's limits, spec, start and outcome), ``plan`` (pure plans of a
 batch), ``batch`` (:func:`~coursehub.grading.autograde.batch.autograde_assignment`,
 side by side), ``lock`` (one at a time), ``progress`` (the record the course
-page reads), ``launch`` (start one in the background from the course page).
+page reads), ``launch`` (start one in the background from the course page),
+``pool`` and ``workerbatch`` (the default: one long-lived grading worker per
+slot, nbgrader imported once, a fresh sandboxed kernel per submission, the
+same limits and outcomes; ``COURSEHUB_GRADING_WORKER``).
 """

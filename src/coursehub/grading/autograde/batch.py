@@ -12,6 +12,14 @@ jobs' nbgrader processes write the gradebook themselves, serialised by
 SQLite's database lock
 (:func:`coursehub.grading.autograde.gradebook.gradebook_url`).
 
+- ``worker`` (default: ``$COURSEHUB_GRADING_WORKER``, true): each slot is
+  one long-lived grading worker taking one submission after another
+  (:mod:`coursehub.grading.autograde.pool`,
+  :class:`coursehub.grading.autograde.workerbatch.WorkerBatch`), so that
+  the interpreter's start and nbgrader's import are paid once per slot;
+  False: one job per submission
+  (:class:`coursehub.grading.autograde.running.JobBatch`). Same limits,
+  same outcomes.
 - ``parallel`` (default: all that fit): at most the jobs of the course's
   ``n_threads`` that the runner's CPU budget admits at once
   (:func:`coursehub.grading.autograde.plan.plan_parallel`); the runner's
@@ -30,36 +38,26 @@ SQLite's database lock
 Extension point, Slurm job arrays: a backend offering ``submit_array``
 (:class:`ArrayBackend`) could take every pending
 :func:`coursehub.grading.autograde.job.grading_spec` at once as one array
-(``sbatch --array=0-N%parallel``) in place of :meth:`_Batch.fill`'s one
-``submit`` per job; its jobs would then grade into a node-local copy of
-the gradebook that this process merges, since SQLite's locks are not to be
-trusted on network file systems (https://www.sqlite.org/lockingv3.html,
-section 6). Not built: the Slurm backend is being written separately.
+(``sbatch --array=0-N%parallel``) in place of
+:meth:`coursehub.grading.autograde.running.JobBatch.fill`'s one ``submit`` per
+job; its jobs would then grade into a node-local copy of the gradebook that
+this process merges, since SQLite's locks are not to be trusted on network
+file systems (https://www.sqlite.org/lockingv3.html, section 6). Not built:
+the Slurm backend is being written separately.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from coursehub.grading.autograde.gradebook import ensure_students
-from coursehub.grading.autograde.job import (
-    AutogradeLimits,
-    finish_grading,
-    runner_failure,
-    start_grading,
-    submitted_at,
-)
+from coursehub.grading.autograde.job import AutogradeLimits, submitted_at
 from coursehub.grading.autograde.lock import autograde_lock
 from coursehub.grading.autograde.outcomes import (
     SubmissionOutcome,
     load_outcomes,
     not_on_roster,
-    save_outcomes,
 )
 from coursehub.grading.autograde.plan import (
     backend_capacity,
@@ -68,23 +66,14 @@ from coursehub.grading.autograde.plan import (
     plan_parallel,
     plan_pending,
 )
-from coursehub.grading.autograde.progress import (
-    AutogradeFailure,
-    AutogradeProgress,
-    estimate_time_left,
-    write_progress,
-)
+from coursehub.grading.autograde.pool import worker_allowed, worker_wanted
+from coursehub.grading.autograde.running import JobBatch, ProgressSink
+from coursehub.grading.autograde.workerbatch import WorkerBatch
 from coursehub.grading.layout import CourseLayout
 from coursehub.grading.sandbox.plan import check_sandbox
 
-#: Seconds between two looks at the running jobs.
-POLL_S = 0.1
-#: Seconds to wait for a cancelled job to end when the run is interrupted.
-CANCEL_WAIT_S = 30.0
 #: Limits of a job when none are given: one thread, no memory cap, the default wall clock.
 DEFAULT_LIMITS = AutogradeLimits()
-
-ProgressSink = Callable[[AutogradeProgress], None]
 
 
 class ArrayBackend(Protocol):
@@ -104,6 +93,7 @@ def autograde_assignment(
     parallel: int | None = None,
     force: bool = False,
     on_progress: ProgressSink | None = None,
+    worker: bool | None = None,
 ) -> list[SubmissionOutcome]:
     """Autograde the collected submissions of ``assignment``, side by side; save the outcomes.
 
@@ -123,6 +113,11 @@ def autograde_assignment(
         Grade again the submissions already graded (default: keep their outcome).
     on_progress
         Called with each :class:`coursehub.grading.autograde.progress.AutogradeProgress`.
+    worker
+        Grade with long-lived workers, one per slot (True), or one job per
+        submission (False); None: ``$COURSEHUB_GRADING_WORKER`` (default
+        true). Workers are used only with the local backend and a sandbox
+        mode with PID namespaces (:mod:`coursehub.grading.autograde.pool`).
 
     Returns
     -------
@@ -134,12 +129,14 @@ def autograde_assignment(
     AutogradeRunningError
         If an autograde of ``assignment`` is already running (nothing is done).
     UsageError
-        If ``parallel`` < 1.
+        If ``parallel`` < 1, or ``$COURSEHUB_GRADING_WORKER`` is not true or false.
     CoursehubError
         As root, if the grading account cannot be created.
     """
     with autograde_lock(layout, assignment):
-        return run_batch(layout, assignment, roster, limits, backend, parallel, force, on_progress)
+        return run_batch(
+            layout, assignment, roster, limits, backend, parallel, force, on_progress, worker
+        )
 
 
 def run_batch(
@@ -151,21 +148,24 @@ def run_batch(
     parallel: int | None,
     force: bool,
     on_progress: ProgressSink | None,
+    worker: bool | None = None,
 ) -> list[SubmissionOutcome]:
     """Grade ``assignment``'s submissions side by side; return every outcome, sorted by student.
 
-    The caller holds the assignment's autograde lock (:func:`autograde_assignment`).
+    The caller holds the assignment's autograde lock (:func:`autograde_assignment`);
+    ``worker`` as there.
 
     Raises
     ------
     UsageError
-        If ``parallel`` < 1 (nothing has started).
+        If ``parallel`` < 1 or the worker setting is malformed (nothing has started).
     """
     from coursehub.grading.assignments import open_api
     from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.workdir import sweep_job_dirs
 
     check_parallel(parallel)
+    worker_wanted(worker)  # a malformed setting is refused before anything runs
     check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
@@ -179,7 +179,8 @@ def run_batch(
     workers = plan_parallel(
         parallel, backend_capacity(backend, limits.n_threads), len(pending.to_grade)
     )
-    batch = _Batch(layout, assignment, limits, backend, workers, on_progress)
+    kind = WorkerBatch if use_workers(worker, backend) else JobBatch
+    batch = kind(layout, assignment, limits, backend, workers, on_progress)
     batch.outcomes = [*not_on_roster(layout, plan.not_on_roster), *pending.kept]
     batch.total, batch.skipped = len(plan.students), len(pending.kept)
     batch.queue.extend(pending.to_grade)
@@ -196,114 +197,16 @@ def run_batch(
     return sorted(batch.outcomes, key=lambda o: o.student_id)
 
 
-class _Batch:
-    """The running jobs of one autograde, its outcomes so far and its progress record."""
+def use_workers(requested: bool | None, backend: Any) -> bool:
+    """Whether this batch grades with workers (:mod:`coursehub.grading.autograde.pool`).
 
-    def __init__(
-        self,
-        layout: CourseLayout,
-        assignment: str,
-        limits: AutogradeLimits,
-        backend: Any,
-        workers: int,
-        on_progress: ProgressSink | None,
-    ) -> None:
-        self.layout, self.assignment, self.limits = layout, assignment, limits
-        self.backend, self.workers, self.on_progress = backend, workers, on_progress
-        self.queue: deque[str] = deque()
-        self.running: dict[str, Any] = {}
-        self.outcomes: list[SubmissionOutcome] = []
-        self.total = self.skipped = self.done_here = 0
-        self.started_at = time.time()
+    Asked for (``requested``, else ``$COURSEHUB_GRADING_WORKER``), the local
+    backend (the workers' pipes are on this host) and a sandbox mode with a
+    PID namespace per kernel (:func:`coursehub.grading.autograde.pool.worker_allowed`).
+    """
+    from coursehub.runner.local import LocalBackend
+    from coursehub.sandbox.command import sandbox_mode
 
-    def run(self) -> None:
-        """Keep ``workers`` jobs running until every submission has its outcome."""
-        while self.queue or self.running:
-            self.fill()
-            finished = self.collect_finished()
-            if not finished:
-                time.sleep(POLL_S)
-
-    def fill(self) -> None:
-        """Start jobs until ``workers`` run (a submission not run gets its outcome at once)."""
-        while self.queue and len(self.running) < self.workers:
-            student = self.queue.popleft()
-            started = start_grading(
-                self.layout, self.assignment, student, self.limits, self.backend
-            )
-            if isinstance(started, SubmissionOutcome):
-                self.add(started)
-            else:
-                self.running[student] = started
-                self.publish("running")
-
-    def collect_finished(self) -> int:
-        """Turn every finished job into its outcome; return how many finished."""
-        count = 0
-        for student, job in list(self.running.items()):
-            try:
-                result = job.poll()
-            except Exception as exc:  # the runner's supervisor failed: report, go on
-                del self.running[student]
-                self.add(runner_failure(self.layout, self.assignment, student, exc))
-                count += 1
-                continue
-            if result is not None:
-                del self.running[student]
-                self.add(finish_grading(self.layout, self.assignment, student, result))
-                count += 1
-        return count
-
-    def add(self, outcome: SubmissionOutcome) -> None:
-        """Record one outcome: outcomes file and progress record, both rewritten atomically."""
-        self.outcomes.append(outcome)
-        self.done_here += 1
-        save_outcomes(self.layout, self.assignment, sorted(self.outcomes, key=_student))
-        self.publish("running")
-
-    def cancel(self) -> None:
-        """Stop the running jobs and wait for them (their outcomes are not recorded)."""
-        for job in self.running.values():
-            with contextlib.suppress(Exception):
-                job.cancel()
-        for job in self.running.values():
-            with contextlib.suppress(Exception):
-                job.wait(CANCEL_WAIT_S)
-        self.running.clear()
-
-    def progress(self, state: str) -> AutogradeProgress:
-        """Return the progress record now."""
-        graded = sum(1 for o in self.outcomes if o.status != "not-on-roster")
-        failures = tuple(
-            AutogradeFailure(o.student_id, o.status, o.message)
-            for o in sorted(self.outcomes, key=_student)
-            if o.status != "graded"
-        )
-        now = time.time()
-        left = estimate_time_left(now - self.started_at, self.done_here, self.total - graded)
-        return AutogradeProgress(
-            course_id=self.layout.course_id,
-            assignment=self.assignment,
-            state=state,
-            graded=graded,
-            total=self.total,
-            skipped=self.skipped,
-            failures=failures,
-            running_now=tuple(sorted(self.running)),
-            parallel=self.workers,
-            started_at=self.started_at,
-            updated_at=now,
-            estimated_s_left=left if state == "running" else None,
-            pid=os.getpid(),
-        )
-
-    def publish(self, state: str) -> None:
-        """Write the progress record and pass it to ``on_progress``."""
-        progress = self.progress(state)
-        write_progress(self.layout, progress)
-        if self.on_progress is not None:
-            self.on_progress(progress)
-
-
-def _student(outcome: SubmissionOutcome) -> str:
-    return outcome.student_id
+    if not worker_wanted(requested) or not isinstance(backend, LocalBackend):
+        return False
+    return worker_allowed(sandbox_mode())
