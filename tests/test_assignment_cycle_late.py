@@ -17,7 +17,7 @@ import pytest
 from coursehub.grading.assignments import collect, generate_assignment, release_assignment
 from coursehub.grading.autograde.batch import autograde_assignment
 from coursehub.grading.autograde.job import AutogradeLimits
-from coursehub.grading.create import NewAssignment, create_assignment, parse_duedate
+from coursehub.grading.create import NewAssignment, create_assignment, parse_duedate, set_schedule
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.export import GRADED, read_grade_table, render_grades_csv
 from coursehub.grading.latepolicy import LatePolicy
@@ -84,3 +84,35 @@ def test_late_submissions_are_penalised_as_each_assignment_says(tmp_path):
     bob = {r["assignment"]: r for r in rows if r["student_id"] == "bob"}
     assert (bob["ps1"]["raw_score"], bob["ps1"]["late_submission_penalty"]) == ("4.0", "2.0")
     assert bob["ps1"]["score"] == "2.0" and bob["ps2"]["score"] == "0.0"
+
+
+def test_moving_the_due_date_recomputes_the_penalties_already_given(tmp_path):
+    layout = make_layout("move-2025", tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    ensure_course(layout)
+    policy = LatePolicy("per_hour", 1.0)
+    new_assignment(layout, "ps1", policy)
+    submit_at(layout, tmp_path, "ps1", "bob", datetime(2025, 3, 1, 19, 0, tzinfo=UTC))  # 2 h late
+    backend = LocalBackend(
+        tmp_path / "runs", SlotPool(tmp_path / "slots", 1), use_cgroups=False, grace_s=1.0
+    )
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=180)
+    collect(layout, "ps1")
+    assert {o.status for o in autograde_assignment(layout, "ps1", ["bob"], limits, backend)} == {
+        "graded"
+    }
+
+    def bob() -> tuple[float | None, float | None]:
+        [row] = [r for r in read_grade_table(layout).rows if r.student_id == "bob"]
+        return row.cells[0].score, row.cells[0].penalty
+
+    assert bob() == (2.0, 2.0)
+    later = parse_duedate("2025-03-01T21:00", "Europe/Paris")  # 20:00 UTC: on time now
+    [change] = set_schedule(layout, "ps1", later, policy, "Europe/Paris")
+    assert (change.student_id, change.before, change.after) == ("bob", 2.0, 0.0)
+    assert bob() == (4.0, 0.0)
+    earlier = parse_duedate("2025-03-01T17:00", "Europe/Paris")  # 16:00 UTC: 3 h late
+    set_schedule(layout, "ps1", earlier, policy, "Europe/Paris")
+    assert bob() == (1.0, 3.0)
+    set_schedule(layout, "ps1", earlier, LatePolicy("zero"), "Europe/Paris")  # another policy
+    assert bob() == (0.0, 4.0)
+    assert set_schedule(layout, "ps1", None, LatePolicy("zero"), "Europe/Paris")[0].after == 0.0

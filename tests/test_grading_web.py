@@ -96,3 +96,32 @@ def test_an_assignment_not_generated_yet_says_so_instead_of_out_of_zero(client, 
     assert header is not None
     assert f"{DEMO_ASSIGNMENT} " in header.group(0) and "(not generated yet)" in header.group(0)
     assert "(/0)" not in header.group(0)
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ("2025-03-30T23:59", "2025-03-30 23:59 CEST (Europe/Paris)"),
+        ("2025-10-26T23:59", "2025-10-26 23:59 CET (Europe/Paris)"),
+    ],
+)
+def test_the_schedule_form_shows_the_due_date_in_the_zone_it_was_typed_in(client, typed, shown):
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    answer = client.post(
+        f"{PAGE}/{DEMO_ASSIGNMENT}/schedule",
+        headers=TEACHER,
+        data={
+            "csrf_token": csrf_token(page),
+            "duedate": typed,
+            "timezone": "Europe/Paris",
+            "late_method": "zero",
+            "points_per_hour": "",
+            "after_due": "refuse",
+        },
+    )
+    assert answer.status_code == 302
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    assert f"<dt>Due</dt><dd>{shown}</dd>" in page
+    assert f'name="duedate" value="{typed}"' in page
+    assert 'name="timezone" value="Europe/Paris"' in page
+    assert "hard deadline: no submission after it" in page

@@ -54,12 +54,19 @@ def nbgrader_config(layout: CourseLayout) -> Any:
     return config
 
 
-def open_api(layout: CourseLayout) -> Any:
-    """Return an :class:`nbgrader.apps.api.NbGraderAPI` on the course (nothing written)."""
+def open_api(layout: CourseLayout, before_duedate: bool = False) -> Any:
+    """Return an :class:`nbgrader.apps.api.NbGraderAPI` on the course (nothing written).
+
+    ``before_duedate`` sets nbgrader's ``ExchangeCollect.before_duedate``:
+    collect then takes each student's newest submission made by the due
+    date, when there is one.
+    """
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     config = nbgrader_config(layout)
+    if before_duedate:
+        config.ExchangeCollect.before_duedate = True
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
@@ -169,17 +176,26 @@ def release_assignment(layout: CourseLayout, assignment: str) -> str:
         raise UsageError(
             f"assignment {assignment} of course {layout.course_id} is already released"
         )
-    return _check(open_api(layout).release_assignment(assignment), "release", layout, assignment)
+    from coursehub.grading.deadline import publish_deadlines
+
+    log = _check(open_api(layout).release_assignment(assignment), "release", layout, assignment)
+    publish_deadlines(layout)
+    return log
 
 
-def collect(layout: CourseLayout, assignment: str) -> str:
+def collect(layout: CourseLayout, assignment: str, before_duedate: bool = False) -> str:
     """Copy the newest valid submission of each student into ``submitted/``; return nbgrader's log.
 
-    A submission whose folder does not belong to the student it names, or
-    that holds a symbolic link, is skipped with a warning in the log
-    (:func:`skipped_submissions` lists them).
+    With ``before_duedate`` (or the assignment's after-due rule
+    ``keep_on_time``), the newest made by the due date when there is one;
+    with the rule ``refuse``, late submissions are skipped. A submission
+    whose folder does not belong to the student it names, or that holds a
+    symbolic link, is skipped with a warning in the log
+    (:func:`skipped_submissions` lists them;
+    :class:`coursehub.grading.collect.VerifiedCollect`).
     """
-    return _check(open_api(layout).collect(assignment), "collect", layout, assignment)
+    api = open_api(layout, before_duedate)
+    return _check(api.collect(assignment), "collect", layout, assignment)
 
 
 def skipped_submissions(log: str) -> list[str]:

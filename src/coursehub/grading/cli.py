@@ -1,6 +1,6 @@
 """``coursehub grading ...``: nbgrader per course, from the command line.
 
-Teacher: ``setup``, ``add``, ``generate``, ``release``, ``status``,
+Teacher: ``setup``, ``add``, ``schedule``, ``generate``, ``release``, ``status``,
 ``collect``, ``autograde``, ``feedback``, ``export``, ``grades``; admin:
 ``hub-config``, ``student-config``; student: ``fetch``, ``submit``. Paths
 come from ``COURSEHUB_GRADING_*`` (:func:`coursehub.grading.layout.layout_from_env`).
@@ -54,6 +54,46 @@ def _add_teacher_steps(sub: Any) -> None:
         p = sub.add_parser(step, help=text)
         p.add_argument("course_id")
         p.add_argument("assignment")
+        if step == "collect":
+            p.add_argument(
+                "--before-duedate",
+                action="store_true",
+                help="take each student's newest submission made by the due date, when there is "
+                "one (nbgrader's ExchangeCollect.before_duedate; the assignment's after-due rule "
+                "keep_on_time does the same)",
+            )
+    _add_schedule(sub)
+
+
+def _add_schedule(sub: Any) -> None:
+    """Add ``schedule COURSE_ID ASSIGNMENT --due ... --timezone ... --late ... --after-due ...``."""
+    from coursehub.grading.latepolicy import AFTER_DUE, LATE_METHODS
+
+    p = sub.add_parser(
+        "schedule",
+        help="set an assignment's due date and late policy (as the course page's form does)",
+    )
+    p.add_argument("course_id")
+    p.add_argument("assignment")
+    p.add_argument(
+        "--due",
+        default="",
+        metavar="'YYYY-MM-DD HH:MM'",
+        help="due date in --timezone, or with an offset (empty: no due date)",
+    )
+    p.add_argument(
+        "--timezone",
+        help="IANA zone of --due (default: COURSEHUB_GRADING_TIMEZONE, else UTC)",
+    )
+    p.add_argument("--late", choices=list(LATE_METHODS), default="none", help="late penalty")
+    p.add_argument("--points-per-hour", help="points off per hour late (with --late per_hour)")
+    p.add_argument(
+        "--after-due",
+        choices=list(AFTER_DUE),
+        default="accept",
+        help="after the due date: accept (the newest is graded), keep_on_time (an on-time "
+        "submission stays graded) or refuse (a hard deadline)",
+    )
 
 
 def _add_autograde(sub: Any) -> None:
@@ -186,8 +226,10 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
     elif command == "release":
         assignments.release_assignment(layout, args.assignment)
         print(f"released {args.assignment} of {layout.course_id}")
+    elif command == "schedule":
+        _schedule(args, layout)
     elif command == "collect":
-        log = assignments.collect(layout, args.assignment)
+        log = assignments.collect(layout, args.assignment, args.before_duedate)
         status = assignments.assignment_status(layout, args.assignment)
         print(f"collected: {', '.join(status.collected) or 'nothing'}")
         for skipped in assignments.skipped_submissions(log):
@@ -198,6 +240,7 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
         print(f"feedback of {args.assignment} released")
     elif command == "status":
         status = assignments.assignment_status(layout, args.assignment)
+        print(f"{'due':<11} {_due_line(layout, args.assignment)}")
         for field in ("generated", "released", "fetched", "submitted", "collected", "autograded"):
             value = getattr(status, field)
             print(f"{field:<11} {', '.join(value) if isinstance(value, tuple) else value}")
@@ -206,6 +249,35 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
     elif command == "grades":
         print(export.render_grade_table(export.read_grade_table(layout)))
     return 0
+
+
+def _schedule(args: argparse.Namespace, layout: Any) -> None:
+    """Set the due date and policy of ``args.assignment``; print them and the penalties changed."""
+    from coursehub.errors import UsageError
+    from coursehub.grading.assignments import list_assignments
+    from coursehub.grading.create import parse_duedate, set_schedule
+    from coursehub.grading.deadline import default_timezone
+    from coursehub.grading.latepolicy import parse_late_policy
+
+    if args.assignment not in list_assignments(layout):
+        raise UsageError(f"assignment {args.assignment} not found in course {layout.course_id}")
+    zone = args.timezone or default_timezone()
+    duedate = parse_duedate(args.due, zone)
+    policy = parse_late_policy(args.late, args.points_per_hour, args.after_due)
+    changes = set_schedule(layout, args.assignment, duedate, policy, zone)
+    print(f"{args.assignment}: due {_due_line(layout, args.assignment)}")
+    for change in changes:
+        print(f"late penalty of {change.student_id}: {change.before:g} -> {change.after:g}")
+
+
+def _due_line(layout: Any, assignment: str) -> str:
+    """``2025-03-30 23:59 CEST (Europe/Paris); score 0 when late`` from the published deadline."""
+    from coursehub.grading.deadline import read_published
+
+    deadline = read_published(layout.exchange_root, layout.course_id).get(assignment)
+    if deadline is None:
+        return "not published yet (no due date)"
+    return f"{deadline.shown()}; {deadline.policy}"
 
 
 def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
@@ -303,12 +375,14 @@ def _student(args: argparse.Namespace, layout: Any) -> int:
         path = fetch_assignment(
             layout.exchange_root, layout.course_id, args.assignment, student, args.dir
         )
-        print(f"fetched into {path}")
+        print(f"fetched into {path}; due {_due_line(layout, args.assignment)}")
     else:
-        submit_assignment(
+        note = submit_assignment(
             layout.exchange_root, layout.course_id, args.assignment, student, args.dir
         )
         print(f"submitted {args.assignment} of {layout.course_id} as {student}")
+        if note:
+            print(note)
     return 0
 
 

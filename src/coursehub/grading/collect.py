@@ -19,7 +19,11 @@ it copied, graded and sent back as feedback. :class:`VerifiedCollect`:
   ``O_NOFOLLOW``, and drops any link that appears while copying;
 * picks each student's newest valid submission (before the due date with
   ``before_duedate``), grouping by student correctly (nbgrader groups an
-  unsorted list with ``itertools.groupby``).
+  unsorted list with ``itertools.groupby``);
+* follows the assignment's after-due rule
+  (:data:`coursehub.grading.latepolicy.AFTER_DUE`): ``keep_on_time`` collects
+  as ``before_duedate`` does, ``refuse`` skips (and reports) every
+  submission made after the due date (jupyter/nbgrader#1171).
 
 nbgrader's release of feedback copies the course's feedback file with its
 mode (now private), so :class:`PrivateReleaseFeedback` gives each released
@@ -111,9 +115,31 @@ class VerifiedCollect(ExchangeCollect):
             else:
                 self.rejected.append((record["filename"], reason))
                 self.log.warning("Skipping submission %s: it %s", record["filename"], reason)
-        duedate = self.duedate if self.before_duedate else None
-        self.src_records = plan_newest(records, duedate)
+        after_due = self._after_due()
+        if after_due == "refuse" and self.duedate is not None:
+            records = self._drop_late(records, self.duedate)
+        keep_on_time = self.before_duedate or after_due == "keep_on_time"
+        self.src_records = plan_newest(records, self.duedate if keep_on_time else None)
         self.check_owner = False  # done above; nbgrader's check would only warn again
+
+    def _after_due(self) -> str:
+        """The assignment's after-due rule, from the course directory's policies."""
+        from coursehub.grading.latepolicy import LatePolicy, read_late_policies
+
+        policies = read_late_policies(Path(self.coursedir.root))
+        return policies.get(self.coursedir.assignment_id, LatePolicy()).after_due
+
+    def _drop_late(self, records: list[dict[str, Any]], due: datetime) -> list[dict[str, Any]]:
+        """Keep the submissions made by ``due``; report the others as rejected."""
+        kept = []
+        for record in records:
+            if record["timestamp"] <= due:
+                kept.append(record)
+                continue
+            reason = f"was made after the hard deadline ({due:%Y-%m-%d %H:%M} UTC)"
+            self.rejected.append((record["filename"], reason))
+            self.log.warning("Skipping submission %s: it %s", record["filename"], reason)
+        return kept
 
     def do_copy(self, src: str, dest: str, log: Any = None) -> None:
         """Copy ``src`` without following a symbolic link anywhere, then drop any link."""

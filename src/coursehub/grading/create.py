@@ -13,8 +13,15 @@ policy is recorded (:mod:`coursehub.grading.latepolicy`); if that last step
 fails, the assignment is removed again, so a failure leaves nothing.
 
 Due dates are timezone-aware: a form's local date and time are read in the
-chosen IANA zone (:mod:`zoneinfo`) and stored in UTC, as nbgrader stores
-them (``nbgrader.utils.parse_utc``: naive datetimes in the gradebook are UTC).
+chosen IANA zone (:mod:`zoneinfo`, :func:`coursehub.grading.deadline.localize`:
+a time skipped or repeated by a daylight-saving change is refused) and
+stored in UTC, as nbgrader stores them (``nbgrader.utils.parse_utc``: naive
+datetimes in the gradebook are UTC); the zone is recorded with the policy,
+so the course page shows the due date as it was typed. Creating an
+assignment or changing its schedule publishes the course's deadlines to the
+exchange (:func:`coursehub.grading.deadline.publish_deadlines`); a change of
+schedule recomputes the late penalties already given
+(:func:`coursehub.grading.deadline.reapply_late_penalties`).
 
 The course's material folder is ``<course_dir>/material`` (a checkout of
 the course's material repository, or notebooks put there by the team);
@@ -33,27 +40,25 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from coursehub.errors import UsageError
 from coursehub.grading.assignments import add_assignment, record_assignment
+from coursehub.grading.deadline import (
+    PenaltyChange,
+    localize,
+    publish_deadlines,
+    reapply_late_penalties,
+    zone_of,
+)
 from coursehub.grading.latepolicy import LatePolicy, save_late_policy
 from coursehub.grading.layout import CourseLayout, check_name, secure_course
 
 #: Largest notebook accepted, in bytes (below the app's 4 MiB request limit,
 #: ``MAX_CONTENT_LENGTH`` in :mod:`coursehub.web.config`).
 MAX_NOTEBOOK_BYTES = 3 * 1024 * 1024
-#: Time zone of due dates when the form names none (``COURSEHUB_GRADING_TIMEZONE``).
-DEFAULT_TIMEZONE = "UTC"
 #: Most notebooks listed from a material folder, and how deep it is searched.
 MAX_MATERIAL_NOTEBOOKS = 500
 MAX_MATERIAL_DEPTH = 4
-
-
-def default_timezone(environ: dict[str, str] | None = None) -> str:
-    """Return ``COURSEHUB_GRADING_TIMEZONE`` or :data:`DEFAULT_TIMEZONE`."""
-    env = os.environ if environ is None else environ
-    return env.get("COURSEHUB_GRADING_TIMEZONE") or DEFAULT_TIMEZONE
 
 
 def check_notebook_upload(filename: str, data: bytes, assignment: str) -> str:
@@ -118,23 +123,19 @@ def parse_duedate(text: str, timezone: str) -> datetime | None:
     Raises
     ------
     UsageError
-        For an unknown zone or a date that does not parse.
+        For an unknown zone, a date that does not parse, or a wall-clock
+        time that a daylight-saving change skips or repeats in that zone
+        (:func:`coursehub.grading.deadline.localize`; an explicit offset,
+        ``2025-10-26T02:30+01:00``, settles a repeated one).
     """
-    try:
-        zone = ZoneInfo(timezone.strip())
-    except (ZoneInfoNotFoundError, ValueError):
-        raise UsageError(
-            f"time zone {timezone!r} is unknown: use a name such as Europe/Paris or UTC"
-        ) from None
+    zone_of(timezone)
     if not text.strip():
         return None
     try:
         local = datetime.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(f"due date {text!r}: expected YYYY-MM-DD HH:MM") from None
-    if local.tzinfo is None:
-        local = local.replace(tzinfo=zone)
-    return local.astimezone(UTC)
+    return localize(local, timezone).astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class NewAssignment:
     assignment: str
     duedate: datetime | None
     policy: LatePolicy
+    timezone: str | None = None
 
 
 def create_assignment(layout: CourseLayout, new: NewAssignment, filename: str, data: bytes) -> Path:
@@ -164,7 +166,8 @@ def create_assignment(layout: CourseLayout, new: NewAssignment, filename: str, d
         path.write_bytes(data)
         source = add_assignment(layout, new.assignment, [path], new.duedate)
     try:
-        save_late_policy(layout, new.assignment, new.policy)
+        save_late_policy(layout, new.assignment, new.policy, new.timezone)
+        publish_deadlines(layout)
     except BaseException:
         remove_new_assignment(layout, new.assignment, source)
         raise
@@ -181,12 +184,24 @@ def remove_new_assignment(layout: CourseLayout, assignment: str, source: Path) -
 
 
 def set_schedule(
-    layout: CourseLayout, assignment: str, duedate: datetime | None, policy: LatePolicy
-) -> None:
-    """Change an existing assignment's due date and late-submission policy."""
+    layout: CourseLayout,
+    assignment: str,
+    duedate: datetime | None,
+    policy: LatePolicy,
+    timezone: str | None = None,
+) -> list[PenaltyChange]:
+    """Change an existing assignment's due date (typed in ``timezone``) and late policy.
+
+    The deadlines are published again, and the late penalties of the
+    submissions already graded are recomputed for the new date and policy,
+    earlier or later (jupyter/nbgrader#723); returns those that changed.
+    """
     record_assignment(layout, assignment, duedate)
-    save_late_policy(layout, assignment, policy)
+    save_late_policy(layout, assignment, policy, timezone)
+    changes = reapply_late_penalties(layout, assignment, policy)
+    publish_deadlines(layout)
     secure_course(layout)
+    return changes
 
 
 def material_dir(layout: CourseLayout) -> Path:

@@ -14,7 +14,14 @@ enabled in the servers' global config
 :class:`PrivateSubmit`: nbgrader's submit leaves the submission folder 0o777
 with 0o644 files; this one makes it 0o770 with 0o640 files (group: the
 inbound's, i.e. the grader's), so only the grader and the submitting
-student can read it.
+student can read it. Before copying, it checks the assignment's published
+deadline (:func:`coursehub.grading.deadline.plan_submit`): after a hard
+deadline it refuses; a late submission that would replace an on-time one
+(after-due rule ``accept``) is refused once with a warning, and goes ahead
+when the student submits again within
+:data:`coursehub.grading.deadline.CONFIRM_WINDOW_S` (the Lab's Submit
+button and ``coursehub grading submit`` alike, jupyter/nbgrader#1171); the
+line to tell the student is :attr:`PrivateSubmit.deadline_note`.
 
 Who a student is comes from the caller: these functions trust their
 ``student_id`` (tests, the demo, an admin); the command line checks it
@@ -29,6 +36,7 @@ import pwd
 import shutil
 import tempfile
 from collections.abc import Mapping
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +77,15 @@ class PrivateSubmit(ExchangeSubmit):
     first written under a hidden staging folder in the inbound (which no
     collect pattern matches) and then renamed into place in one
     ``rename(2)``: a collect sees either nothing or the complete submission.
-    A submit that fails midway leaves nothing in the inbound.
+    A submit that fails midway leaves nothing in the inbound. The
+    assignment's deadline rule is checked first (:meth:`check_deadline`).
     """
 
+    #: The warning for the student about this submission's deadline ("" when on time).
+    deadline_note = ""
+
     def copy_files(self) -> None:
+        self.check_deadline()
         inbound: str = self.inbound_path  # type: ignore[has-type]
         staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=inbound)
         self.inbound_path = staging
@@ -87,6 +100,39 @@ class PrivateSubmit(ExchangeSubmit):
         cache = Path(self.cache_path)
         if cache.is_dir() and cache.stat().st_uid == os.geteuid():
             os.chmod(cache, 0o700)
+
+    def check_deadline(self) -> None:
+        """Refuse (nbgrader's ``fail``) or note what the published deadline says of it."""
+        from nbgrader.utils import parse_utc
+
+        from coursehub.grading.deadline import (
+            newest_on_time,
+            plan_submit,
+            read_published,
+            take_confirmation,
+        )
+
+        course_id, assignment = self.coursedir.course_id, self.coursedir.assignment_id
+        deadline = read_published(Path(self.root), course_id).get(assignment)
+        if deadline is None or deadline.duedate is None:
+            return
+        now = parse_utc(self.timestamp).replace(tzinfo=UTC)
+        student = self.assignment_filename.split("+", 1)[0]
+        cache = Path(self.cache_path)
+        on_time = newest_on_time(cache, student, assignment, deadline.duedate)
+        needs_confirm = deadline.after_due == "accept" and on_time is not None
+        confirmed = (
+            needs_confirm
+            and now > deadline.duedate
+            and take_confirmation(cache, student, assignment)
+        )
+        where = f"{assignment} of {course_id}"
+        decision = plan_submit(where, now, deadline, on_time, confirmed)
+        if not decision.allowed:
+            self.fail(decision.message)
+        self.deadline_note = decision.message
+        if decision.message:
+            self.log.warning(decision.message)
 
 
 def make_submission_private(folder: Path) -> None:
@@ -200,7 +246,7 @@ def _exchange_config(
 
 def _run(
     kind: str, exchange_root: Path, course_id: str, assignment: str, student_id: str, work_dir: Path
-) -> None:
+) -> Any:
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeFactory
@@ -227,6 +273,7 @@ def _run(
     try:
         os.chdir(work_dir)  # nbgrader logs paths relative to the working directory
         app.start()
+        return app
     except ExchangeError as exc:
         raise CoursehubError(
             f"{kind} of assignment {assignment} of course {course_id} by {student_id} failed: {exc}"
@@ -266,17 +313,23 @@ def fetch_assignment(
 
 def submit_assignment(
     exchange_root: Path, course_id: str, assignment: str, student_id: str, work_dir: Path
-) -> None:
+) -> str:
     """Submit ``work_dir/<course_id>/<assignment>`` as ``student_id`` to the course's inbound.
+
+    Returns the deadline's warning for the student (late; an on-time
+    submission kept or replaced), empty when on time.
 
     Raises
     ------
     CoursehubError
         Naming the assignment, the course and the student: nothing to
-        submit, not released, inbound missing or not writable.
+        submit, not released, inbound missing or not writable, past a hard
+        deadline, a late submission that would replace an on-time one and
+        is not confirmed yet (:class:`PrivateSubmit`).
     """
     work_dir = resolve_work_dir(work_dir)
-    _run("submit", exchange_root, course_id, assignment, student_id, work_dir)
+    app = _run("submit", exchange_root, course_id, assignment, student_id, work_dir)
+    return str(getattr(app, "deadline_note", ""))
 
 
 def fetch_feedback(

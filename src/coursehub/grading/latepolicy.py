@@ -20,7 +20,20 @@ the assignment's due date) and, while autograding, asks the plugin of
     ("Late submission plugin", ``docs/source/plugins/late-plugin.rst``),
     with the points configurable.
 
-An assignment without a policy gets ``none``.
+What happens after the due date (``after_due``, checked when a student
+submits and again when the team collects,
+:mod:`coursehub.grading.deadline`):
+
+``accept``
+    nbgrader's behaviour: a late submission is taken, the newest one is
+    collected and penalised;
+``keep_on_time``
+    a late submission is taken but an on-time one stays the one collected
+    (nbgrader's ``ExchangeCollect.before_duedate``; jupyter/nbgrader#1171);
+``refuse``
+    a hard deadline: submit refuses after it, collect skips late ones.
+
+An assignment without a policy gets ``none`` and ``accept``.
 """
 
 from __future__ import annotations
@@ -43,39 +56,64 @@ LATE_METHODS: dict[str, str] = {
     "zero": "score 0 when late",
     "per_hour": "points off per hour late",
 }
+#: What happens to a submission after the due date, with the words the course page shows.
+AFTER_DUE: dict[str, str] = {
+    "accept": "late submissions accepted, the newest is graded",
+    "keep_on_time": "late submissions accepted, an on-time one stays graded",
+    "refuse": "hard deadline: no submission after it",
+}
 #: File of the course's policies, in its reports folder.
 POLICY_FILE = "late-policies.json"
 
 
 @dataclass(frozen=True)
 class LatePolicy:
-    """How a late submission is penalised: ``method`` of :data:`LATE_METHODS`, points per hour."""
+    """How a late submission is treated.
+
+    ``method`` of :data:`LATE_METHODS` with its points per hour (the
+    penalty), ``after_due`` of :data:`AFTER_DUE` (whether it is taken and
+    which submission is graded).
+    """
 
     method: str = "none"
     points_per_hour: float = 0.0
+    after_due: str = "accept"
 
     def describe(self) -> str:
         """One line for the course page: ``"1 point(s) off per hour late"``."""
         if self.method == "per_hour":
-            return f"{self.points_per_hour:g} point(s) off per hour late"
-        return LATE_METHODS[self.method]
+            penalty = f"{self.points_per_hour:g} point(s) off per hour late"
+        else:
+            penalty = LATE_METHODS[self.method]
+        if self.after_due == "accept":
+            return penalty
+        if self.after_due == "refuse":
+            return AFTER_DUE["refuse"]
+        return f"{penalty}; {AFTER_DUE[self.after_due]}"
 
 
-def parse_late_policy(method: str, points_per_hour: str | float | None = None) -> LatePolicy:
-    """Return the policy of a form or a file (pure).
+def parse_late_policy(
+    method: str, points_per_hour: str | float | None = None, after_due: str | None = None
+) -> LatePolicy:
+    """Return the policy of a form or a file (pure); ``after_due`` None or empty is ``accept``.
 
     Raises
     ------
     UsageError
-        For an unknown method, or ``per_hour`` without a positive, finite
-        number of points.
+        For an unknown method or ``after_due``, or ``per_hour`` without a
+        positive, finite number of points.
     """
     if method not in LATE_METHODS:
         raise UsageError(
             f"late-submission policy {method!r} is unknown: choose one of {', '.join(LATE_METHODS)}"
         )
+    after = after_due or "accept"
+    if after not in AFTER_DUE:
+        raise UsageError(
+            f"after-due rule {after!r} is unknown: choose one of {', '.join(AFTER_DUE)}"
+        )
     if method != "per_hour":
-        return LatePolicy(method)
+        return LatePolicy(method, after_due=after)
     try:
         points = float(points_per_hour if points_per_hour not in (None, "") else "nan")
     except (TypeError, ValueError):
@@ -85,7 +123,7 @@ def parse_late_policy(method: str, points_per_hour: str | float | None = None) -
             f"late-submission policy per_hour: points per hour {points_per_hour!r} "
             "must be a number above 0"
         )
-    return LatePolicy("per_hour", points)
+    return LatePolicy("per_hour", points, after)
 
 
 def plan_late_penalty(policy: LatePolicy, score: float, seconds_late: float) -> float | None:
@@ -124,10 +162,30 @@ def read_late_policies(course_dir: Path) -> dict[str, LatePolicy]:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected an object of assignment -> policy")
     return {
-        name: parse_late_policy(str(item.get("method", "")), item.get("points_per_hour"))
-        for name, item in data.items()
-        if isinstance(item, dict)
+        name: parse_late_policy(
+            str(item.get("method", "")), item.get("points_per_hour"), item.get("after_due")
+        )
+        for name, item in _entries(data).items()
     }
+
+
+def read_timezones(course_dir: Path) -> dict[str, str]:
+    """Return the IANA zone each assignment's due date was typed in (none recorded: absent)."""
+    try:
+        data = json.loads(policy_path(course_dir).read_text("utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {
+        name: str(item["timezone"])
+        for name, item in _entries(data).items()
+        if isinstance(item.get("timezone"), str) and item["timezone"]
+    }
+
+
+def _entries(data: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(data, dict):
+        return {}
+    return {name: item for name, item in data.items() if isinstance(item, dict)}
 
 
 def late_policy(layout: CourseLayout, assignment: str) -> LatePolicy:
@@ -135,11 +193,23 @@ def late_policy(layout: CourseLayout, assignment: str) -> LatePolicy:
     return read_late_policies(layout.course_dir).get(assignment, LatePolicy())
 
 
-def save_late_policy(layout: CourseLayout, assignment: str, policy: LatePolicy) -> Path:
-    """Record ``assignment``'s policy (the file is rewritten atomically); return the file."""
+def save_late_policy(
+    layout: CourseLayout, assignment: str, policy: LatePolicy, timezone: str | None = None
+) -> Path:
+    """Record ``assignment``'s policy and the zone of its due date (atomically); return the file.
+
+    ``timezone`` None keeps the zone recorded before.
+    """
     policies = read_late_policies(layout.course_dir)
+    zones = read_timezones(layout.course_dir)
     policies[assignment] = policy
-    text = json.dumps({k: asdict(v) for k, v in sorted(policies.items())}, indent=2) + "\n"
+    if timezone:
+        zones[assignment] = timezone
+    entries = {
+        name: {**asdict(p), **({"timezone": zones[name]} if name in zones else {})}
+        for name, p in sorted(policies.items())
+    }
+    text = json.dumps(entries, indent=2) + "\n"
     return write_atomically(policy_path(layout.course_dir), text, mode=0o600)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, g, redirect, render_template, request, url_for
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
@@ -58,7 +60,17 @@ def show(course_id: str) -> str:
         read_only=plan_read_only(
             course.archived, course.year.archived, course.course_id, course.year.label
         ),
+        deadlines=course_deadlines(course.course_id),
     )
+
+
+def course_deadlines(course_id: str) -> list[tuple[str, Any]]:
+    """The released assignments' due dates, in the course's zone (the exchange's published file)."""
+    from coursehub.grading.deadline import released_deadlines
+    from coursehub.grading.layout import layout_from_env
+
+    layout = layout_from_env(course_id)
+    return released_deadlines(layout.exchange_root, layout.course_id)
 
 
 @bp.post("/courses/<course_id>/sync")

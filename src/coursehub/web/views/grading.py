@@ -82,11 +82,10 @@ def index(course_id: str) -> str:
     """The assignments, their progress and the grade table (teaching team)."""
     from coursehub.grading.assignments import assignment_status, list_assignments
     from coursehub.grading.autograde.outcomes import load_outcomes
-    from coursehub.grading.create import default_timezone
     from coursehub.grading.cycle import autograde_progress
     from coursehub.grading.export import read_grade_table
     from coursehub.grading.formgrader.service import formgrader_link
-    from coursehub.grading.latepolicy import LATE_METHODS, read_late_policies
+    from coursehub.grading.latepolicy import AFTER_DUE, LATE_METHODS, read_late_policies
     from coursehub.web.views.ltigrades import lms_grade_services
 
     course, access = load_course(course_id, Access.READ_ROSTER)
@@ -102,14 +101,39 @@ def index(course_id: str) -> str:
         statuses=[assignment_status(layout, name) for name in names],
         outcomes={name: load_outcomes(layout, name) for name in names},
         progress={name: autograde_progress(layout, name) for name in names},
-        duedates=read_duedates(layout) if ready else {},
+        due=shown_duedates(layout, names) if ready else {},
         policies=read_late_policies(layout.course_dir) if ready else {},
-        timezone=default_timezone(),
         late_methods=LATE_METHODS,
+        after_due=AFTER_DUE,
         table=table,
         formgrader=formgrader_link(course.course_id),
         lms_services=lms_grade_services(course) if ready and access >= Access.MANAGE else [],
     )
+
+
+def shown_duedates(layout: CourseLayout, names: list[str]) -> dict[str, dict[str, str]]:
+    """Return each assignment's due date as the page shows it and as its form is pre-filled.
+
+    ``{"text": "2025-03-30 23:59 CEST (Europe/Paris)", "input":
+    "2025-03-30T23:59", "timezone": "Europe/Paris"}``: in the zone it was
+    typed in, else the course's (``COURSEHUB_GRADING_TIMEZONE``), never
+    silently in UTC (jupyter/nbgrader#1932).
+    """
+    from coursehub.grading.deadline import default_timezone, format_due, local_input
+    from coursehub.grading.latepolicy import read_timezones
+
+    duedates = read_duedates(layout)
+    zones = read_timezones(layout.course_dir)
+    shown = {}
+    for name in names:
+        zone = zones.get(name) or default_timezone()
+        due = duedates.get(name)
+        shown[name] = {
+            "text": format_due(due, zone),
+            "input": local_input(due, zone),
+            "timezone": zone,
+        }
+    return shown
 
 
 def read_duedates(layout: CourseLayout) -> dict[str, Any]:
@@ -132,11 +156,11 @@ def new(course_id: str) -> str | tuple[str, int] | WerkzeugResponse:
         MAX_NOTEBOOK_BYTES,
         NewAssignment,
         create_assignment,
-        default_timezone,
         list_material_notebooks,
         parse_duedate,
         read_material_notebook,
     )
+    from coursehub.grading.deadline import default_timezone
 
     course, _ = load_course(course_id, Access.MANAGE)
     layout = ready_layout(course.course_id)
@@ -153,6 +177,7 @@ def new(course_id: str) -> str | tuple[str, int] | WerkzeugResponse:
                 form.assignment.data.strip(),
                 parse_duedate(form.duedate.data or "", form.timezone.data or ""),
                 form.policy(),
+                (form.timezone.data or "").strip(),
             )
             if form.material.data:
                 filename, data = read_material_notebook(layout, form.material.data)
@@ -193,13 +218,20 @@ def schedule(course_id: str, assignment: str) -> WerkzeugResponse:
     if not form.validate_on_submit():
         flash(f"{assignment}: the due-date form is incomplete ({form.errors})", "error")
         return back
+    zone = (form.timezone.data or "").strip()
     try:
-        duedate = parse_duedate(form.duedate.data or "", form.timezone.data or "")
-        set_schedule(layout, assignment, duedate, form.policy())
+        duedate = parse_duedate(form.duedate.data or "", zone)
+        changes = set_schedule(layout, assignment, duedate, form.policy(), zone)
     except CoursehubError as exc:
         flash(str(exc), "error")
-    else:
-        flash(f"{assignment}: due date and late policy saved.", "success")
+        return back
+    flash(f"{assignment}: due date and late policy saved.", "success")
+    if changes:
+        moved = ", ".join(f"{c.student_id} {c.before:g} -> {c.after:g}" for c in changes)
+        flash(
+            f"{assignment}: late penalties recomputed for the new due date and policy: {moved}",
+            "success",
+        )
     return back
 
 

@@ -14,7 +14,7 @@ from flask_wtf.file import FileField
 from wtforms import SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, Optional
 
-from coursehub.grading.latepolicy import LATE_METHODS, LatePolicy, parse_late_policy
+from coursehub.grading.latepolicy import AFTER_DUE, LATE_METHODS, LatePolicy, parse_late_policy
 
 
 class ScheduleForm(FlaskForm):
@@ -33,10 +33,17 @@ class ScheduleForm(FlaskForm):
     points_per_hour = StringField(
         "Points off per hour late", validators=[Optional(), Length(max=16)]
     )
+    after_due = SelectField(
+        "After the due date",
+        choices=[SelectChoice(key, text) for key, text in AFTER_DUE.items()],
+        validators=[Optional()],
+    )
 
     def policy(self) -> LatePolicy:
         """Return the late policy of the form (UsageError when it is not a valid one)."""
-        return parse_late_policy(self.late_method.data or "none", self.points_per_hour.data)
+        return parse_late_policy(
+            self.late_method.data or "none", self.points_per_hour.data, self.after_due.data
+        )
 
 
 class NewAssignmentForm(ScheduleForm):
