@@ -23,19 +23,24 @@ against the hub or Unix identity first (:mod:`coursehub.grading.cli`).
 
 from __future__ import annotations
 
+import filecmp
 import getpass
 import os
 import pwd
-from collections.abc import Mapping
+import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from nbgrader.exchange import ExchangeError
 from nbgrader.exchange.default.fetch_assignment import ExchangeFetchAssignment
 from nbgrader.exchange.default.submit import ExchangeSubmit
+from nbgrader.utils import ignore_patterns
+from traitlets import Integer
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.layout import check_name
+from coursehub.grading.limits import DEFAULT_MAX_FILES, SubmissionLimits, check_folder
 
 
 class RecordingFetchAssignment(ExchangeFetchAssignment):
@@ -52,14 +57,82 @@ class RecordingFetchAssignment(ExchangeFetchAssignment):
 
 
 class PrivateSubmit(ExchangeSubmit):
-    """nbgrader's submit, then the submission readable by its owner and the inbound's group only."""
+    """nbgrader's submit within the limits, without the released data, then made private.
+
+    Before anything is copied the folder is checked against
+    :mod:`coursehub.grading.limits` (nbgrader's ``max_dir_size`` and
+    ``max_file_size``, and :attr:`max_files`): one over them is refused with
+    one line naming the limit and what to remove (nbgrader#874). A file
+    the student left as it was released (same size and modification time,
+    else same content: :func:`unchanged_release_files`) is not submitted:
+    nbgrader's autograde puts the source's copy back ("Overwriting files
+    with master versions", ``nbgrader/converters/autograde.py``), so a data
+    file shipped with the assignment is not copied into the inbound, the
+    student's nbgrader cache and ``submitted/`` (nbgrader#1414).
+    """
+
+    max_files = Integer(
+        DEFAULT_MAX_FILES, help="Most files a submitted folder may hold (nbgrader#874)."
+    ).tag(config=True)
 
     def copy_files(self) -> None:
+        self.init_release()  # sets release_path; nbgrader's copy_files does it again
+        limits = SubmissionLimits(
+            self.coursedir.max_dir_size, self.coursedir.max_file_size, self.max_files
+        )
+        self._unchanged = unchanged_release_files(Path(self.src_path), Path(self.release_path))
+        problem = check_folder(self.src_path, limits, self.coursedir.ignore, self._unchanged)
+        if problem:
+            self.fail(f"{self.src_path} {problem}; nothing was submitted")
         super().copy_files()
         make_submission_private(Path(self.inbound_path) / self.assignment_filename)
         cache = Path(self.cache_path)
         if cache.is_dir() and cache.stat().st_uid == os.geteuid():
             os.chmod(cache, 0o700)
+
+    def do_copy(self, src: str, dest: str, log: Any = None) -> None:
+        """Copy as nbgrader does (its ``ignore_patterns``), leaving out unchanged released files.
+
+        The sizes were checked by :meth:`copy_files`.
+        """
+        cdir = self.coursedir
+        nbgrader_ignore = ignore_patterns(
+            exclude=cdir.ignore,
+            include=cdir.include,
+            max_file_size=cdir.max_file_size,
+            log=self.log,
+        )
+
+        def ignore(directory: str, names: list[str]) -> list[str]:
+            left_out = set(nbgrader_ignore(directory, names))
+            for name in names:
+                rel = os.path.relpath(os.path.join(directory, name), src)
+                if name not in left_out and self._unchanged(rel):
+                    self.log.info("Not submitting %s: unchanged since its release", rel)
+                    left_out.add(name)
+            return sorted(left_out)
+
+        shutil.copytree(src, dest, ignore=ignore)
+
+
+def unchanged_release_files(src: Path, release: Path) -> Callable[[str], bool]:
+    """Return ``is_unchanged(relative path)``: a file other than a notebook, as released.
+
+    As released: the released copy (``release / path``) has the same size
+    and modification time (nbgrader's fetch copies with ``copy2``), else the
+    same content (:func:`filecmp.cmp`). Notebooks are always submitted.
+    """
+
+    def is_unchanged(rel: str) -> bool:
+        released = release / rel
+        if rel.endswith(".ipynb") or released.is_symlink() or not released.is_file():
+            return False
+        try:
+            return filecmp.cmp(src / rel, released, shallow=True)
+        except OSError:
+            return False
+
+    return is_unchanged
 
 
 def make_submission_private(folder: Path) -> None:
