@@ -103,7 +103,7 @@ class CellChange:
 
 @dataclass(frozen=True)
 class SourceCell:
-    """What the gradebook holds of a source cell: its id, whether graded or locked, checksum."""
+    """A source cell: its id, whether graded or locked, the released cell's nbgrader checksum."""
 
     grade_id: str
     graded: bool
@@ -117,7 +117,8 @@ def plan_cell_changes(
     """Return the grade cells ``submitted`` lacks and the locked cells it edited (pure).
 
     A cell without its nbgrader metadata counts as deleted; edited means
-    nbgrader's checksum of the submitted cell differs from the source's.
+    nbgrader's checksum of the submitted cell differs from ``checksum``
+    (the released cell's; none known: not compared).
     """
     from nbgrader.utils import compute_checksum
 
@@ -127,7 +128,7 @@ def plan_cell_changes(
         got = by_id.get(cell.grade_id)
         if got is None and cell.graded:
             changes.append(CellChange(notebook, cell.grade_id, "deleted"))
-        elif got is not None and cell.locked and compute_checksum(got) != cell.checksum:
+        elif got is not None and cell.locked and cell.checksum not in ("", compute_checksum(got)):
             changes.append(CellChange(notebook, cell.grade_id, "edited"))
     return changes
 
@@ -145,13 +146,31 @@ def cell_changes(layout: CourseLayout, assignment: str, student_id: str) -> list
             if not path.is_file():
                 continue  # nbgrader scores a missing notebook 0 itself
             graded = {cell.name for cell in notebook.grade_cells}
+            released = released_checksums(layout, assignment, notebook.name)
             source = [
-                SourceCell(c.name, c.name in graded, bool(c.locked), str(c.checksum or ""))
+                SourceCell(c.name, c.name in graded, bool(c.locked), released.get(c.name, ""))
                 for c in notebook.source_cells
             ]
             cells = nbformat.read(path, as_version=4).cells
             changes += plan_cell_changes(notebook.name, source, cells)
     return changes
+
+
+def released_checksums(layout: CourseLayout, assignment: str, notebook: str) -> dict[str, str]:
+    """Return ``grade_id -> nbgrader checksum`` of the cells of the released notebook.
+
+    The released cell, not the gradebook's: a test cell with hidden tests
+    differs from the source's in every submission (nbgrader puts them back
+    through its checksum check).
+    """
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    path = layout.course_dir / "release" / assignment / f"{notebook}.ipynb"
+    if not path.is_file():
+        return {}
+    cells = nbformat.read(path, as_version=4).cells
+    return {_grade_id(c): compute_checksum(c) for c in cells if _grade_id(c)}
 
 
 def render_cell_changes(changes: Sequence[CellChange], several_notebooks: bool = False) -> str:
