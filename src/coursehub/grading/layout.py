@@ -52,7 +52,6 @@ from coursehub.grading.perms import (
     secure_tree,
 )
 
-#: Default exchange root (nbgrader's default).
 DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
 #: Default parent of the course directories.
 DEFAULT_COURSES_ROOT = "/srv/nbgrader/courses"
@@ -65,7 +64,6 @@ RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
 #: The function whose config sandboxes every autograde that reads the course's config.
 SANDBOX_CONFIG = "coursehub.grading.sandbox.kernel.course_sandbox_config"
 SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
-#: The function whose config grades against the source's cells (add_missing_cells).
 INTEGRITY_CONFIG = "coursehub.grading.autograde.integrity.course_integrity_config"
 #: The late-penalty plugin following each assignment's policy (coursehub.grading.latepolicy).
 LATE_PENALTY_CLASS = "coursehub.grading.latepolicy.CourseLatePenalty"
@@ -225,20 +223,17 @@ def render_student_config(exchange_root: str | Path, single_user: bool = False) 
     of the Unix user.
     """
     text = (
-        (
-            "# nbgrader configuration of every user server (written by coursehub).\n"
-            "from nbgrader.auth import JupyterHubAuthPlugin\n\n"
-            "c = get_config()  # noqa: F821\n"
-            f"c.Exchange.root = {str(exchange_root)!r}\n"
-            "c.Exchange.path_includes_course = True\n"
-            "c.Authenticator.plugin_class = JupyterHubAuthPlugin\n"
-            "c.ExchangeFactory.fetch_assignment = "
-            "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
-            f"c.ExchangeFactory.submit = {SUBMIT_CLASS!r}\n"
-        )
-        + "\n".join(render_limits_config())
-        + "\n"
+        "# nbgrader configuration of every user server (written by coursehub).\n"
+        "from nbgrader.auth import JupyterHubAuthPlugin\n\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.Exchange.root = {str(exchange_root)!r}\n"
+        "c.Exchange.path_includes_course = True\n"
+        "c.Authenticator.plugin_class = JupyterHubAuthPlugin\n"
+        "c.ExchangeFactory.fetch_assignment = "
+        "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
+        f"c.ExchangeFactory.submit = {SUBMIT_CLASS!r}\n"
     )
+    text += "\n".join(render_limits_config()) + "\n"
     if single_user:
         text += (
             "# One Unix user for every server: name submissions after the hub user.\n"
