@@ -14,7 +14,8 @@ it copied, graded and sent back as feedback. :class:`VerifiedCollect`:
   ``check_owner`` is off (``COURSEHUB_GRADING_SINGLE_USER``: every server
   runs as one Unix user and nothing on disk can tell students apart; there
   only the hub's identity, :mod:`coursehub.grading.exchange`, protects);
-* skips a submission that is a symbolic link or holds one;
+* skips a submission that is a symbolic link or holds one, and one over
+  the limits of :mod:`coursehub.grading.limits` (too large, too many files);
 * copies without following links, through a descriptor opened with
   ``O_NOFOLLOW``, and drops any link that appears while copying;
 * picks each student's newest valid submission (before the due date with
@@ -48,6 +49,8 @@ from typing import Any
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import ignore_patterns, notebook_hash
+
+from coursehub.grading.limits import check_folder, limits_of
 
 
 def plan_newest(
@@ -110,6 +113,7 @@ class VerifiedCollect(ExchangeCollect):
             record = self._path_to_record(name)
             check_owner = bool(getattr(self, "check_owner", True))
             reason = check_submission(Path(name), record["username"], check_owner)
+            reason = reason or check_folder(name, limits_of(self.coursedir, self.config))
             if reason is None:
                 records.append(record)
             else:

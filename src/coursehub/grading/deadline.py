@@ -309,6 +309,32 @@ def take_confirmation(cache: Path, student: str, assignment: str, now: float | N
     return False
 
 
+def decide_submit(
+    exchange_root: Path,
+    course_id: str,
+    assignment: str,
+    student: str,
+    now: datetime,
+    cache: Path,
+) -> SubmitDecision | None:
+    """Return what the published deadline says of ``student`` submitting now; None: no due date.
+
+    ``now``: aware UTC; ``cache``: the student's nbgrader cache of the course,
+    where their earlier submissions (and a pending confirmation) are found.
+    A late submission that would replace an on-time one under ``accept`` is
+    confirmed by submitting again (:func:`take_confirmation`).
+    """
+    deadline = read_published(exchange_root, course_id).get(assignment)
+    if deadline is None or deadline.duedate is None:
+        return None
+    on_time = newest_on_time(cache, student, assignment, deadline.duedate)
+    needs_confirm = deadline.after_due == "accept" and on_time is not None
+    confirmed = (
+        needs_confirm and now > deadline.duedate and take_confirmation(cache, student, assignment)
+    )
+    return plan_submit(f"{assignment} of {course_id}", now, deadline, on_time, confirmed)
+
+
 def _listdir(folder: Path) -> list[Path]:
     try:
         return list(folder.iterdir())

@@ -43,9 +43,17 @@ from typing import Any
 from nbgrader.exchange import ExchangeError
 from nbgrader.exchange.default.fetch_assignment import ExchangeFetchAssignment
 from nbgrader.exchange.default.submit import ExchangeSubmit
+from nbgrader.utils import ignore_patterns
+from traitlets import Integer
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.layout import check_name
+from coursehub.grading.limits import (
+    DEFAULT_MAX_FILES,
+    SubmissionLimits,
+    check_folder,
+    unchanged_release_files,
+)
 
 #: Name prefix of the hidden folder a submission is written in before it is
 #: renamed into the inbound (a leading dot: no ``student+assignment+*`` glob
@@ -67,25 +75,47 @@ class RecordingFetchAssignment(ExchangeFetchAssignment):
 
 
 class PrivateSubmit(ExchangeSubmit):
-    """nbgrader's submit, made atomic, the submission readable by its owner and the inbound's group.
+    """nbgrader's submit: deadline rule, limits, no released data, atomic, then private.
 
-    nbgrader copies a submission straight into ``inbound/<student>+<assignment>+<time>``
-    and writes ``timestamp.txt`` last, so a collect that runs while many
-    students submit at once (the end of an exam: nbgrader#919) can take a
-    folder that is still being copied; collect then never takes it again, as
-    the timestamp in its name has not changed. Here the whole submission is
-    first written under a hidden staging folder in the inbound (which no
-    collect pattern matches) and then renamed into place in one
-    ``rename(2)``: a collect sees either nothing or the complete submission.
-    A submit that fails midway leaves nothing in the inbound. The
-    assignment's deadline rule is checked first (:meth:`check_deadline`).
+    In order: the assignment's deadline rule (:meth:`check_deadline`); the
+    folder against :mod:`coursehub.grading.limits` (nbgrader's
+    ``max_dir_size`` and ``max_file_size``, and :attr:`max_files`), refused
+    before anything is copied with one line naming the limit and what to
+    remove (nbgrader#874). A file the student left as it was released (same
+    size and modification time, else same content:
+    :func:`coursehub.grading.limits.unchanged_release_files`) is not submitted: nbgrader's autograde
+    puts the source's copy back ("Overwriting files with master versions",
+    ``nbgrader/converters/autograde.py``), so a data file shipped with the
+    assignment is not copied into the inbound, the student's nbgrader cache
+    and ``submitted/`` (nbgrader#1414).
+
+    nbgrader copies a submission straight into
+    ``inbound/<student>+<assignment>+<time>``, so a collect that runs while
+    many students submit at once (the end of an exam: nbgrader#919) can take
+    a folder that is still being copied. Here the whole submission is first
+    written under a hidden staging folder in the inbound (which no collect
+    pattern matches) and then renamed into place in one ``rename(2)``: a
+    collect sees either nothing or the complete submission, and a submit
+    that fails midway leaves nothing in the inbound.
     """
 
     #: The warning for the student about this submission's deadline ("" when on time).
     deadline_note = ""
 
+    max_files = Integer(
+        DEFAULT_MAX_FILES, help="Most files a submitted folder may hold (nbgrader#874)."
+    ).tag(config=True)
+
     def copy_files(self) -> None:
         self.check_deadline()
+        self.init_release()  # sets release_path; nbgrader's copy_files does it again
+        limits = SubmissionLimits(
+            self.coursedir.max_dir_size, self.coursedir.max_file_size, self.max_files
+        )
+        self._unchanged = unchanged_release_files(Path(self.src_path), Path(self.release_path))
+        problem = check_folder(self.src_path, limits, self.coursedir.ignore, self._unchanged)
+        if problem:
+            self.fail(f"{self.src_path} {problem}; nothing was submitted")
         inbound: str = self.inbound_path  # type: ignore[has-type]
         staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=inbound)
         self.inbound_path = staging
@@ -105,34 +135,49 @@ class PrivateSubmit(ExchangeSubmit):
         """Refuse (nbgrader's ``fail``) or note what the published deadline says of it."""
         from nbgrader.utils import parse_utc
 
-        from coursehub.grading.deadline import (
-            newest_on_time,
-            plan_submit,
-            read_published,
-            take_confirmation,
-        )
+        from coursehub.grading.deadline import decide_submit
 
-        course_id, assignment = self.coursedir.course_id, self.coursedir.assignment_id
-        deadline = read_published(Path(self.root), course_id).get(assignment)
-        if deadline is None or deadline.duedate is None:
-            return
         now = parse_utc(self.timestamp).replace(tzinfo=UTC)
         student = self.assignment_filename.split("+", 1)[0]
-        cache = Path(self.cache_path)
-        on_time = newest_on_time(cache, student, assignment, deadline.duedate)
-        needs_confirm = deadline.after_due == "accept" and on_time is not None
-        confirmed = (
-            needs_confirm
-            and now > deadline.duedate
-            and take_confirmation(cache, student, assignment)
+        decision = decide_submit(
+            Path(self.root),
+            self.coursedir.course_id,
+            self.coursedir.assignment_id,
+            student,
+            now,
+            Path(self.cache_path),
         )
-        where = f"{assignment} of {course_id}"
-        decision = plan_submit(where, now, deadline, on_time, confirmed)
+        if decision is None:
+            return
         if not decision.allowed:
             self.fail(decision.message)
         self.deadline_note = decision.message
         if decision.message:
             self.log.warning(decision.message)
+
+    def do_copy(self, src: str, dest: str, log: Any = None) -> None:
+        """Copy as nbgrader does (its ``ignore_patterns``), leaving out unchanged released files.
+
+        The sizes were checked by :meth:`copy_files`.
+        """
+        cdir = self.coursedir
+        nbgrader_ignore = ignore_patterns(
+            exclude=cdir.ignore,
+            include=cdir.include,
+            max_file_size=cdir.max_file_size,
+            log=self.log,
+        )
+
+        def ignore(directory: str, names: list[str]) -> list[str]:
+            left_out = set(nbgrader_ignore(directory, names))
+            for name in names:
+                rel = os.path.relpath(os.path.join(directory, name), src)
+                if name not in left_out and self._unchanged(rel):
+                    self.log.info("Not submitting %s: unchanged since its release", rel)
+                    left_out.add(name)
+            return sorted(left_out)
+
+        shutil.copytree(src, dest, ignore=ignore)
 
 
 def make_submission_private(folder: Path) -> None:

@@ -16,17 +16,15 @@ per course and one shared exchange with ``path_includes_course``)::
             feedback/                    0o711: feedback files under unguessable names
             fetched/                     0o1733: one marker per fetch (coursehub's addition)
 
-Permissions (nbgrader#1225): nbgrader's own exchange makes its root 0o777
-and requires every student to be able to write there (``Exchange.ensure_root``
-checks it). Here the root gets the sticky bit as well (0o1777, like
-``/tmp``), so a student cannot delete or rename another user's entries; a
-course's directory belongs to its grader, and its ``inbound`` is write-only
-for students (0o2733, nbgrader's mode) plus the sticky bit, so nobody can
-list, remove or replace somebody else's submission. The remaining exposure is
-nbgrader's: a submission folder is made 0o777 so that the instructor can
-delete it, hidden only by an unlistable parent and a random name suffix;
-coursehub's submit (:class:`coursehub.grading.exchange.PrivateSubmit`) makes
-it 0o770 with 0o640 files instead, readable through the inbound's group.
+Permissions (nbgrader#1225): nbgrader's exchange root is 0o777 (every
+student writes there, ``Exchange.ensure_root``); here it also has the sticky
+bit (0o1777, like ``/tmp``), so nobody deletes or renames another's entries;
+a course's directory belongs to its grader, its ``inbound`` is write-only for
+students (0o2733, nbgrader's) plus sticky: nobody lists, removes or replaces
+another's submission. nbgrader makes a submission folder 0o777, hidden by an
+unlistable parent and a random suffix; coursehub's submit
+(:class:`coursehub.grading.exchange.PrivateSubmit`) makes it 0o770 with
+0o640 files, readable through the inbound's group.
 
 Everything in the course directory (solutions, submissions, feedback, the
 gradebook) is for the teaching team only: :func:`secure_course` sets the
@@ -44,6 +42,7 @@ from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
+from coursehub.grading.limits import render_limits_config
 from coursehub.grading.perms import (
     FORMGRADER_GROUP_PREFIX,
     CourseModes,
@@ -53,7 +52,6 @@ from coursehub.grading.perms import (
     secure_tree,
 )
 
-#: Default exchange root (nbgrader's default).
 DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
 #: Default parent of the course directories.
 DEFAULT_COURSES_ROOT = "/srv/nbgrader/courses"
@@ -66,6 +64,7 @@ RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
 #: The function whose config sandboxes every autograde that reads the course's config.
 SANDBOX_CONFIG = "coursehub.grading.sandbox.kernel.course_sandbox_config"
 SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
+INTEGRITY_CONFIG = "coursehub.grading.autograde.integrity.course_integrity_config"
 #: The late-penalty plugin following each assignment's policy (coursehub.grading.latepolicy).
 LATE_PENALTY_CLASS = "coursehub.grading.latepolicy.CourseLatePenalty"
 
@@ -177,13 +176,14 @@ def render_course_config(layout: CourseLayout) -> str:
     """Return the text of the course's ``nbgrader_config.py`` (pure).
 
     It sets ``CourseDirectory.course_id`` and ``.root``, the exchange root
-    with ``path_includes_course`` (one exchange for every course), and
-    ``Execute.timeout``, coursehub's collect and feedback classes, and the
-    sandboxed kernel for every autograde (:data:`SANDBOX_CONFIG`); the
-    formgrader service and ``nbgrader`` commands run in the course directory
-    read it.
+    with ``path_includes_course``, ``Execute.timeout``, coursehub's collect
+    and feedback classes, the sandboxed kernel (:data:`SANDBOX_CONFIG`),
+    the source's cells (:data:`INTEGRITY_CONFIG`) and the submission limits
+    (:mod:`coursehub.grading.limits`); the formgrader and ``nbgrader``
+    commands run in the course directory read it.
     """
     sandbox_module, _, sandbox_function = SANDBOX_CONFIG.rpartition(".")
+    integrity_module, _, integrity_function = INTEGRITY_CONFIG.rpartition(".")
     lines = [
         f"# nbgrader configuration of course {layout.course_id} (written by coursehub).",
         "c = get_config()  # noqa: F821",
@@ -200,6 +200,10 @@ def render_course_config(layout: CourseLayout) -> str:
         "# autograde from the formgrader or `nbgrader autograde` too: kernels in the sandbox",
         f"from {sandbox_module} import {sandbox_function}",
         f"c.merge({sandbox_function}(c.CourseDirectory.root, c.Exchange.root))",
+        "# deleted or edited test cells: graded with the assignment's (nbgrader#1682)",
+        f"from {integrity_module} import {integrity_function}",
+        f"c.merge({integrity_function}())",
+        *render_limits_config(),
     ]
     if layout.single_user:
         lines.append("# One Unix user for every account: the owner check would flag all.")
@@ -229,6 +233,7 @@ def render_student_config(exchange_root: str | Path, single_user: bool = False) 
         "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
         f"c.ExchangeFactory.submit = {SUBMIT_CLASS!r}\n"
     )
+    text += "\n".join(render_limits_config()) + "\n"
     if single_user:
         text += (
             "# One Unix user for every server: name submissions after the hub user.\n"
@@ -279,12 +284,9 @@ def ensure_course(layout: CourseLayout) -> None:
 def ensure_gradebook(layout: CourseLayout) -> None:
     """Create the course's gradebook if it has no tables yet (idempotent).
 
-    nbgrader creates a missing gradebook itself, but finds the schema
-    version by running an ``alembic`` command from ``PATH``, which fails
-    when the virtual environment is not activated. This does the same in
-    process: nbgrader's tables, stamped with the head revision of
-    nbgrader's own migrations (``nbgrader/alembic``). The file is created
-    owner-only (or team-group) first: it holds every student's grades.
+    nbgrader runs ``alembic`` from ``PATH`` for it (failing outside the
+    virtualenv); this makes nbgrader's tables in process, stamped with the
+    head of ``nbgrader/alembic``, in a file made owner-only (or team-group) first.
     """
     import nbgrader
     from alembic.script import ScriptDirectory

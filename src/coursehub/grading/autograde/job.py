@@ -33,6 +33,7 @@ from coursehub.grading.autograde.cells import (
 from coursehub.grading.autograde.gradebook import gradebook_url, read_score, record_zero
 from coursehub.grading.autograde.outcomes import HOST_ERROR, SubmissionOutcome
 from coursehub.grading.layout import CourseLayout
+from coursehub.grading.limits import SubmissionLimits, check_folder
 from coursehub.grading.sandbox.plan import plan_hidden
 
 #: Default wall-clock limit of one submission's autograde job, in seconds.
@@ -95,8 +96,9 @@ def autograde_args(
 def check_submission(layout: CourseLayout, assignment: str, student_id: str) -> str | None:
     """Return why the submission cannot be graded, or None when it can.
 
-    Refused: a notebook that is not valid, and any entry that is not a plain
-    file or folder. nbgrader copies the submitted files into ``autograded/``
+    Refused: a submission over the limits of :mod:`coursehub.grading.limits`
+    (size, number of files), a notebook that is not valid, and any entry
+    that is not a plain file or folder. nbgrader copies the submitted files into ``autograded/``
     *as the grader* (``shutil.copy`` follows links), so a symbolic link to
     the gradebook, to a classmate's notebook or to ``/etc/shadow`` would be
     read with the grader's rights and handed to the student's code.
@@ -106,6 +108,9 @@ def check_submission(layout: CourseLayout, assignment: str, student_id: str) -> 
     import nbformat
 
     folder = layout.course_dir / "submitted" / student_id / assignment
+    over = check_folder(folder, SubmissionLimits())
+    if over:  # before nbgrader's walk, quadratic in the number of files (nbgrader#874)
+        return f"the submission {over}: not graded"
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in (*dirnames, *filenames):
             mode = os.lstat(os.path.join(dirpath, name)).st_mode
@@ -207,10 +212,22 @@ def finish_grading(
     score, max_score = read_score(layout, assignment, student_id)
     stamp = submitted_at(layout, assignment, student_id)
     cells = timed_out_cells(layout, assignment, student_id)
+    changed = describe_cell_changes(layout, assignment, student_id)
     if cells:
-        message = timeout_message(layout, assignment, student_id, cells)
+        message = timeout_message(layout, assignment, student_id, cells) + changed
         return SubmissionOutcome(student_id, "timeout", score, max_score, message, stamp)
-    return SubmissionOutcome(student_id, "graded", score, max_score, "graded", stamp)
+    return SubmissionOutcome(student_id, "graded", score, max_score, "graded" + changed, stamp)
+
+
+def describe_cell_changes(layout: CourseLayout, assignment: str, student_id: str) -> str:
+    """Return ``""`` or the outcome's note on the source's cells the student deleted or edited.
+
+    See :mod:`coursehub.grading.autograde.integrity` (nbgrader#1682).
+    """
+    from coursehub.grading.autograde.integrity import cell_changes, render_cell_changes
+
+    several = len(autograded_notebooks(layout, assignment, student_id)) > 1
+    return render_cell_changes(cell_changes(layout, assignment, student_id), several)
 
 
 def failed_outcome(
