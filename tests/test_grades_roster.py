@@ -154,7 +154,7 @@ def test_the_command_line_export_reads_the_catalog(changed, database_url, monkey
 def test_the_web_exports_and_grade_table_read_the_catalog(changed, database_url):
     from coursehub.web.testing import IDENTITIES, dispose_app, identity_headers, make_test_app
 
-    session, course, _ = changed
+    _, course, _ = changed
     app = make_test_app(database_url)
     headers = identity_headers(IDENTITIES["teacher"])
     try:

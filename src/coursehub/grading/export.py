@@ -61,7 +61,7 @@ def plan_students(
     gradebook: Iterable[StudentRecord],
     with_submissions: Iterable[str] = (),
 ) -> list[ListedStudent]:
-    """Return the students to list, sorted by id (pure).
+    """Return the students to list, sorted by id given a roster (pure).
 
     ``roster`` (the catalog's students) wins: each is listed with the
     catalog's fields, in the gradebook or not; a gradebook student off the
@@ -70,16 +70,15 @@ def plan_students(
     None lists the gradebook's students as they are.
     """
     if roster is None:
-        listed = [ListedStudent(s) for s in gradebook]
-    else:
-        wanted = {s.student_id: s for s in roster}
-        graded = set(with_submissions)
-        listed = [ListedStudent(s) for s in wanted.values()]
-        listed += [
-            ListedStudent(s, enrolled=False)
-            for s in gradebook
-            if s.student_id not in wanted and s.student_id in graded
-        ]
+        return [ListedStudent(s) for s in gradebook]  # nbgrader's order, as its own export
+    wanted = {s.student_id: s for s in roster}
+    graded = set(with_submissions)
+    listed = [ListedStudent(s) for s in wanted.values()]
+    listed += [
+        ListedStudent(s, enrolled=False)
+        for s in gradebook
+        if s.student_id not in wanted and s.student_id in graded
+    ]
     return sorted(listed, key=lambda s: s.record.student_id)
 
 
