@@ -205,14 +205,13 @@ def run(args: argparse.Namespace) -> int:
     layout = layout_from_env(args.course_id)
     if command in ("fetch", "submit"):
         return _student(args, layout)
-    if command in ("setup", "autograde"):
+    if command in ("setup", "autograde", "export", "grades"):
         return _with_catalog(args, layout)
     return _teacher(args, layout)
 
 
 def _teacher(args: argparse.Namespace, layout: Any) -> int:
     import coursehub.grading.assignments as assignments
-    import coursehub.grading.export as export
     from coursehub.grading.layout import secure_course
 
     command = args.grading_command
@@ -244,10 +243,23 @@ def _teacher(args: argparse.Namespace, layout: Any) -> int:
         for field in ("generated", "released", "fetched", "submitted", "collected", "autograded"):
             value = getattr(status, field)
             print(f"{field:<11} {', '.join(value) if isinstance(value, tuple) else value}")
-    elif command == "export":
-        print(f"wrote {export.export_grades_csv(layout, args.output)}")
-    elif command == "grades":
-        print(export.render_grade_table(export.read_grade_table(layout)))
+    return 0
+
+
+def _grades(session: Any, args: argparse.Namespace, layout: Any) -> int:
+    """``export`` and ``grades``: the gradebook joined with the course's roster in the catalog."""
+    import coursehub.grading.export as export
+    from coursehub.catalog.courses import get_course
+    from coursehub.grading.gradebook import read_roster
+    from coursehub.grading.layout import secure_course
+
+    if layout.course_dir.is_dir():
+        secure_course(layout)
+    roster = read_roster(session, get_course(session, args.course_id))
+    if args.grading_command == "export":
+        print(f"wrote {export.export_grades_csv(layout, args.output, roster=roster)}")
+    else:
+        print(export.render_grade_table(export.read_grade_table(layout, roster)))
     return 0
 
 
@@ -288,6 +300,8 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
 
     try:
         with open_catalog() as engine, session_scope(engine) as session:
+            if args.grading_command in ("export", "grades"):
+                return _grades(session, args, layout)
             if args.grading_command == "setup":
                 plan = setup_course(session, args.course_id, layout)
                 print(

@@ -50,6 +50,12 @@ def autograde_course_assignment(
 ) -> list[SubmissionOutcome]:
     """Autograde ``assignment`` with the course's roster and its profile's threads and memory.
 
+    The gradebook's students are brought in step with the catalog first
+    (:func:`coursehub.grading.gradebook.sync_gradebook`): a student added
+    since the setup is in nbgrader's formgrader with their name and e-mail,
+    not as a bare username (nbgrader's autograde adds an unknown student
+    with their id only).
+
     The course directory's modes are set again afterwards (nbgrader writes
     ``autograded/`` with its own modes). ``options``: ``parallel``, ``force``
     and ``on_progress`` of :func:`coursehub.grading.autograde.batch.autograde_assignment`.
@@ -57,6 +63,7 @@ def autograde_course_assignment(
     from coursehub.catalog.courses import get_course
 
     course = get_course(session, course_id)
+    sync_gradebook(session, course, layout)  # nbgrader's own pages name the students too
     roster = [record.student_id for record in read_roster(session, course)]
     limits = limits_for_profile(course.profile, timeout_s)
     try:

@@ -10,16 +10,26 @@ lines, so a name with a comma shifts the columns and one starting with
 The grade table (one row per student, one column per assignment) is for
 the teaching team only: callers check the role (e.g.
 :func:`coursehub.catalog.members.is_team`) before showing it.
+
+The catalog is the one truth for who the students are: given the course's
+roster (:func:`coursehub.grading.gradebook.read_roster`), the table and the
+CSV list every student of the roster, with the catalog's current name,
+e-mail and student number, whether the gradebook knows them or not
+(:func:`plan_students`); a student who left the course but has a submission
+keeps their grades and their row, marked not enrolled. Without a roster
+(a gradebook read on its own) the gradebook's students are listed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coursehub.atomicfile import write_atomically
 from coursehub.csvsafe import Cell, render_csv
+from coursehub.grading.gradebook import StudentRecord
 from coursehub.grading.layout import CourseLayout
 
 #: nbgrader's CSV columns, in order.
@@ -38,23 +48,73 @@ CSV_COLUMNS: tuple[str, ...] = (
 )
 
 
-def plan_grade_rows(gradebook: Any, assignments: tuple[str, ...] = ()) -> list[list[Cell]]:
+@dataclass(frozen=True)
+class ListedStudent:
+    """A student the grade table and the exports list: who they are, and still in the course?"""
+
+    record: StudentRecord
+    enrolled: bool = True
+
+
+def plan_students(
+    roster: Iterable[StudentRecord] | None,
+    gradebook: Iterable[StudentRecord],
+    with_submissions: Iterable[str] = (),
+) -> list[ListedStudent]:
+    """Return the students to list, sorted by id given a roster (pure).
+
+    ``roster`` (the catalog's students) wins: each is listed with the
+    catalog's fields, in the gradebook or not; a gradebook student off the
+    roster is listed (``enrolled=False``) only with a submission, so a
+    student removed from the course never loses their grades. ``roster``
+    None lists the gradebook's students as they are.
+    """
+    if roster is None:
+        return [ListedStudent(s) for s in gradebook]  # nbgrader's order, as its own export
+    wanted = {s.student_id: s for s in roster}
+    graded = set(with_submissions)
+    listed = [ListedStudent(s) for s in wanted.values()]
+    listed += [
+        ListedStudent(s, enrolled=False)
+        for s in gradebook
+        if s.student_id not in wanted and s.student_id in graded
+    ]
+    return sorted(listed, key=lambda s: s.record.student_id)
+
+
+def read_students(gradebook: Any, roster: Sequence[StudentRecord] | None) -> list[ListedStudent]:
+    """Return :func:`plan_students` of an open ``Gradebook`` and ``roster``."""
+    present = [
+        StudentRecord(s.id, s.first_name or "", s.last_name or "", s.email, s.lms_user_id)
+        for s in gradebook.students
+    ]
+    graded = {s.id for s in gradebook.students if s.submissions}
+    return plan_students(roster, present, graded)
+
+
+def plan_grade_rows(
+    gradebook: Any,
+    assignments: tuple[str, ...] = (),
+    roster: Sequence[StudentRecord] | None = None,
+) -> list[list[Cell]]:
     """Return nbgrader's CSV rows, header first, from an open ``Gradebook``.
 
     The same rows as :class:`nbgrader.plugins.export.CsvExportPlugin`
     (nbgrader 0.9, ``nbgrader/plugins/export.py``): one per assignment and
     student, a missing submission scoring 0, ``score = max(0, raw_score -
-    penalty)``; scores stay numbers, dates and names are text.
+    penalty)``; scores stay numbers, dates and names are text. The
+    students are :func:`read_students` (the catalog's, given ``roster``).
     """
     from nbgrader.api import MissingEntry
 
     rows: list[list[Cell]] = [list(CSV_COLUMNS)]
+    students = [s.record for s in read_students(gradebook, roster)]
     for assignment in gradebook.assignments:
         if assignments and assignment.name not in assignments:
             continue
-        for student in gradebook.students:
+        for student in students:
             try:
-                submission = gradebook.find_submission(assignment.name, student.id)
+                submission = gradebook.find_submission(assignment.name, student.student_id)
             except MissingEntry:
                 timestamp, raw, penalty = None, 0.0, 0.0
             else:
@@ -66,7 +126,7 @@ def plan_grade_rows(gradebook: Any, assignments: tuple[str, ...] = ()) -> list[l
                     assignment.name,
                     None if assignment.duedate is None else str(assignment.duedate),
                     None if timestamp is None else str(timestamp),
-                    student.id,
+                    student.student_id,
                     student.last_name,
                     student.first_name,
                     student.email,
@@ -79,21 +139,30 @@ def plan_grade_rows(gradebook: Any, assignments: tuple[str, ...] = ()) -> list[l
     return rows
 
 
-def render_grades_csv(layout: CourseLayout, assignments: tuple[str, ...] = ()) -> str:
+def render_grades_csv(
+    layout: CourseLayout,
+    assignments: tuple[str, ...] = (),
+    roster: Sequence[StudentRecord] | None = None,
+) -> str:
     """Return the course's grades as safe CSV text (:mod:`coursehub.csvsafe`)."""
     from nbgrader.api import Gradebook
 
     with Gradebook(layout.db_url, course_id=layout.course_id) as gradebook:
-        return render_csv(plan_grade_rows(gradebook, assignments))
+        return render_csv(plan_grade_rows(gradebook, assignments, roster))
 
 
-def export_grades_csv(layout: CourseLayout, dest: Path, assignments: tuple[str, ...] = ()) -> Path:
+def export_grades_csv(
+    layout: CourseLayout,
+    dest: Path,
+    assignments: tuple[str, ...] = (),
+    roster: Sequence[StudentRecord] | None = None,
+) -> Path:
     """Write the course's grades as CSV to ``dest`` (atomically, mode 0o600); return ``dest``.
 
     The file holds every student's grades: it is created owner-only, like
     the gradebook it comes from.
     """
-    return write_atomically(dest, render_grades_csv(layout, assignments), mode=0o600)
+    return write_atomically(dest, render_grades_csv(layout, assignments, roster), mode=0o600)
 
 
 #: States of a grade-table cell.
@@ -120,13 +189,18 @@ class GradeCell:
 
 @dataclass(frozen=True)
 class GradeRow:
-    """A student's results: ``cells[i]`` for ``GradeTable.assignments[i]``."""
+    """A student's results: ``cells[i]`` for ``GradeTable.assignments[i]``.
+
+    ``enrolled`` False: no longer a student of the course in the catalog,
+    listed for the grades they keep.
+    """
 
     student_id: str
     name: str
     cells: tuple[GradeCell, ...]
     email: str = ""
     id_number: str = ""
+    enrolled: bool = True
 
     @property
     def scores(self) -> tuple[float | None, ...]:
@@ -181,11 +255,15 @@ def handed_in(layout: CourseLayout, assignment: str) -> set[str]:
     return found
 
 
-def read_grade_table(layout: CourseLayout) -> GradeTable:
-    """Read the course's grade table from its gradebook and its submissions.
+def read_grade_table(
+    layout: CourseLayout, roster: Sequence[StudentRecord] | None = None
+) -> GradeTable:
+    """Read the course's grade table from its gradebook, its submissions and ``roster``.
 
-    Students are sorted by last name, first name, then id, as French
-    readers expect (:func:`coursehub.catalog.names.name_sort_key`).
+    The students are :func:`read_students`: given the catalog's ``roster``,
+    every student of the course with the catalog's fields, and those who
+    left with a submission. Sorted by last name, first name, then id, as
+    French readers expect (:func:`coursehub.catalog.names.name_sort_key`).
     """
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -196,25 +274,29 @@ def read_grade_table(layout: CourseLayout) -> GradeTable:
         handed = {a.name: handed_in(layout, a.name) for a in assignments}
         rows = []
         students = sorted(
-            gradebook.students,
-            key=lambda s: name_sort_key(s.last_name or "", s.first_name or "", s.id),
+            read_students(gradebook, roster),
+            key=lambda s: name_sort_key(
+                s.record.last_name, s.record.first_name, s.record.student_id
+            ),
         )
-        for student in students:
+        for listed in students:
+            student = listed.record
             cells = []
             for assignment in assignments:
                 try:
-                    submission = gradebook.find_submission(assignment.name, student.id)
+                    submission = gradebook.find_submission(assignment.name, student.student_id)
                 except MissingEntry:
                     submission = None
-                cells.append(plan_cell(submission, student.id in handed[assignment.name]))
-            name = f"{student.first_name or ''} {student.last_name or ''}".strip() or student.id
+                cells.append(plan_cell(submission, student.student_id in handed[assignment.name]))
+            name = f"{student.first_name} {student.last_name}".strip() or student.student_id
             rows.append(
                 GradeRow(
-                    student.id,
+                    student.student_id,
                     name,
                     tuple(cells),
                     student.email or "",
                     student.lms_user_id or "",
+                    listed.enrolled,
                 )
             )
         return GradeTable(
@@ -244,7 +326,7 @@ def render_grade_table(table: GradeTable) -> str:
     body = [
         [
             r.student_id,
-            r.name,
+            r.name if r.enrolled else f"{r.name} (left the course)",
             *(render_cell(c) for c in r.cells),
             "-" if r.total is None else f"{r.total:g}",
         ]

@@ -27,17 +27,23 @@ with ``.`` as decimal point (Moodle's default). A student with nothing
 graded for an assignment (not submitted, or not graded yet) gets an empty
 cell: Moodle then leaves that grade alone, and the teacher decides.
 Students without the chosen identifier are left out (listed by
-:func:`plan_moodle_rows`), since Moodle could not match them. Cells go
-through :mod:`coursehub.csvsafe` like every CSV coursehub writes.
+:func:`plan_moodle_rows`), since Moodle could not match them. The students
+and their identifiers are the catalog's (the course's roster, read when the
+file is made: a changed e-mail or a new student is in the next file); a
+student who left the course keeps their grades in the gradebook but is not
+in the file (listed in ``MoodleExport.former``). Cells go through
+:mod:`coursehub.csvsafe` like every CSV coursehub writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coursehub.csvsafe import Cell, render_csv
 from coursehub.errors import UsageError
 from coursehub.grading.export import GradeRow, GradeTable, read_grade_table
+from coursehub.grading.gradebook import StudentRecord
 from coursehub.grading.layout import CourseLayout
 
 #: Identifier choice -> (column header, Moodle's "Map to" field).
@@ -50,10 +56,14 @@ MOODLE_IDENTIFIERS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class MoodleExport:
-    """The rows of the file (header first) and the students left out (no identifier)."""
+    """The rows of the file (header first), the students left out (no identifier), the former.
+
+    ``former``: students no longer in the course whose grades the gradebook keeps.
+    """
 
     rows: list[list[Cell]]
     left_out: tuple[str, ...]
+    former: tuple[str, ...] = ()
 
 
 def identifier_of(row: GradeRow, identifier: str) -> str:
@@ -75,19 +85,29 @@ def plan_moodle_rows(table: GradeTable, identifier: str = "email") -> MoodleExpo
             f"choose one of {', '.join(MOODLE_IDENTIFIERS)}"
         )
     rows: list[list[Cell]] = [[MOODLE_IDENTIFIERS[identifier][0], *table.assignments]]
-    left_out = []
+    left_out, former = [], []
     for row in table.rows:
+        if not row.enrolled:
+            former.append(row.student_id)
+            continue
         value = identifier_of(row, identifier).strip()
         if not value:
             left_out.append(row.student_id)
             continue
         rows.append([value, *row.scores])
-    return MoodleExport(rows, tuple(left_out))
+    return MoodleExport(rows, tuple(left_out), tuple(former))
 
 
-def render_moodle_csv(layout: CourseLayout, identifier: str = "email") -> MoodleExport:
-    """Return the course's Moodle export; its text is ``render_csv(export.rows)``."""
-    return plan_moodle_rows(read_grade_table(layout), identifier)
+def render_moodle_csv(
+    layout: CourseLayout,
+    identifier: str = "email",
+    roster: Sequence[StudentRecord] | None = None,
+) -> MoodleExport:
+    """Return the course's Moodle export (the students of ``roster``, the catalog's).
+
+    Its text is ``render_csv(export.rows)``.
+    """
+    return plan_moodle_rows(read_grade_table(layout, roster), identifier)
 
 
 def moodle_csv_text(export: MoodleExport) -> str:

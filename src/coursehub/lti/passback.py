@@ -109,6 +109,9 @@ def plan_passback(
     column = table.assignments.index(assignment)
     plan = []
     for row in table.rows:
+        if not row.enrolled:
+            plan.append(PlannedScore(row.student_id, skip="no longer a student of the course"))
+            continue
         cell = row.cells[column]
         if cell.state == GRADED and cell.score is not None:
             score: float | None = cell.score
@@ -200,6 +203,7 @@ def apply_passback(
     import requests
 
     from coursehub.grading.export import read_grade_table
+    from coursehub.grading.gradebook import read_roster
 
     service = choose_service(grade_services_of(session, course), course.course_id, link_code)
     if not layout.config_path.is_file():
@@ -207,7 +211,7 @@ def apply_passback(
             f"grading is not set up for {course.course_id}: run coursehub grading setup "
             f"{course.course_id}"
         )
-    table = read_grade_table(layout)
+    table = read_grade_table(layout, read_roster(session, course))
     issuer = service.link.issuer
     subjects = subjects_of(session, issuer, (r.student_id for r in table.rows))
     plan = plan_passback(table, assignment, subjects, zero_missing)

@@ -71,6 +71,14 @@ def ready_layout(course_id: str) -> CourseLayout:
     return layout
 
 
+def course_roster(course: Any) -> list[Any]:
+    """The course's students in the catalog, now: the grade table's and the exports' rows."""
+    from coursehub.grading.gradebook import read_roster
+    from coursehub.web.database import get_session
+
+    return read_roster(get_session(), course)
+
+
 def who() -> str:
     """The signed-in user's name, for the autograde lock's record."""
     identity = g.get("identity")
@@ -92,7 +100,7 @@ def index(course_id: str) -> str:
     layout = course_layout(course.course_id)
     ready = layout.config_path.is_file()
     names = list_assignments(layout) if ready else []
-    table = read_grade_table(layout) if ready else None
+    table = read_grade_table(layout, course_roster(course)) if ready else None
     return render_template(
         "grading/index.html",
         course=course,
@@ -297,7 +305,8 @@ def grades_csv(course_id: str) -> Response:
 
     course, _ = load_course(course_id, Access.READ_ROSTER)
     layout = ready_layout(course.course_id)
-    return csv_download(render_grades_csv(layout), f"{course.course_id}-grades.csv")
+    text = render_grades_csv(layout, roster=course_roster(course))
+    return csv_download(text, f"{course.course_id}-grades.csv")
 
 
 @bp.get("/courses/<course_id>/grading/grades-moodle.csv")
@@ -309,7 +318,7 @@ def grades_moodle_csv(course_id: str) -> Response:
     layout = ready_layout(course.course_id)
     identifier = request.args.get("identifier", "email")
     try:
-        export = render_moodle_csv(layout, identifier)
+        export = render_moodle_csv(layout, identifier, course_roster(course))
     except CoursehubError as exc:
         abort(400, str(exc))
     name = f"{course.course_id}-moodle-{identifier}.csv"
