@@ -10,9 +10,7 @@ Nothing heavy is imported here.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +294,7 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_scope
     from coursehub.grading.autograde.outcomes import HOST_ERROR, render_outcomes
+    from coursehub.grading.autograde.progress import progress_bar, sigterm_interrupts
     from coursehub.grading.course import autograde_course_assignment, setup_course
 
     try:
@@ -309,7 +308,7 @@ def _with_catalog(args: argparse.Namespace, layout: Any) -> int:
                     f"{plan.summary()}"
                 )
                 return 0
-            with _progress_bar(args.assignment) as on_progress, _sigterm_interrupts():
+            with progress_bar(args.assignment) as on_progress, sigterm_interrupts():
                 outcomes = autograde_course_assignment(
                     session,
                     args.course_id,
@@ -346,38 +345,6 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
-
-
-@contextlib.contextmanager
-def _progress_bar(assignment: str) -> Iterator[Callable[[Any], None]]:
-    """Yield an ``on_progress`` callback drawing a tqdm bar on stderr (none when not a terminal)."""
-    from tqdm import tqdm
-
-    with tqdm(desc=f"autograde {assignment}", unit="sub", disable=None) as bar:
-
-        def update(progress: Any) -> None:
-            bar.total = progress.total
-            bar.n = progress.graded
-            failed = len([f for f in progress.failures if f.status != "not-on-roster"])
-            bar.set_postfix(running=len(progress.running_now), failed=failed, refresh=False)
-            bar.refresh()
-
-        yield update
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """Turn SIGTERM (the course page's stop, a shutdown) into KeyboardInterrupt for the block."""
-    import signal
-
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _student(args: argparse.Namespace, layout: Any) -> int:

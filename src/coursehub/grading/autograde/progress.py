@@ -18,9 +18,12 @@ seconds), ``estimated_s_left`` and the autograde's ``pid``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from coursehub.atomicfile import write_atomically
 from coursehub.grading.layout import CourseLayout
@@ -173,3 +176,35 @@ def _last_line(log: Path) -> str:
     except OSError:
         return ""
     return next((ln.strip()[:300] for ln in reversed(lines) if ln.strip()), "")
+
+
+@contextlib.contextmanager
+def progress_bar(assignment: str) -> Iterator[Callable[[Any], None]]:
+    """Yield an ``on_progress`` callback drawing a tqdm bar on stderr (none when not a terminal)."""
+    from tqdm import tqdm
+
+    with tqdm(desc=f"autograde {assignment}", unit="sub", disable=None) as bar:
+
+        def update(progress: Any) -> None:
+            bar.total = progress.total
+            bar.n = progress.graded
+            failed = len([f for f in progress.failures if f.status != "not-on-roster"])
+            bar.set_postfix(running=len(progress.running_now), failed=failed, refresh=False)
+            bar.refresh()
+
+        yield update
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM (the course page's stop, a shutdown) into KeyboardInterrupt for the block."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
