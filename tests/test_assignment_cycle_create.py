@@ -212,7 +212,7 @@ def test_a_teacher_creates_an_assignment_with_its_due_date_and_policy(client, la
     assert gradebook_assignments(layout) == {"ps1": datetime(2025, 3, 1, 17, 0)}  # naive UTC
     assert late_policy(layout, "ps1") == LatePolicy("per_hour", 1.0)
     page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
-    assert "2025-03-01 17:00 UTC" in page and "1 point(s) off per hour late" in page
+    assert "2025-03-01 18:00 CET (Europe/Paris)" in page and "1 point(s) off per hour late" in page
 
 
 @pytest.mark.parametrize(

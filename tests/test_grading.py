@@ -528,7 +528,9 @@ def test_fetch_and_submit_dir_is_resolved_once(released, tmp_path, monkeypatch, 
     (work / "a").mkdir()
     monkeypatch.setenv("JUPYTERHUB_USER", "p2501001")
     assert main(["grading", "fetch", "phys-2025", "ps1", "--dir", given]) == 0
-    printed = capsys.readouterr().out.strip().removeprefix("fetched into ")
+    first, due = capsys.readouterr().out.strip().splitlines()
+    assert due == "due no due date; no penalty"
+    printed = first.removeprefix("fetched into ")
     assert Path(printed).resolve() == expected.resolve()
     assert (expected / f"{DEMO_ASSIGNMENT}.ipynb").is_file()
     assert main(["grading", "submit", "phys-2025", "ps1", "--dir", given]) == 0

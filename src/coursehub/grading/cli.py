@@ -65,7 +65,7 @@ def _add_teacher_steps(sub: Any) -> None:
 
 def _add_schedule(sub: Any) -> None:
     """Add ``schedule COURSE_ID ASSIGNMENT --due ... --timezone ... --late ... --after-due ...``."""
-    from coursehub.grading.latepolicy import AFTER_DUE, LATE_METHODS
+    from coursehub.grading.policynames import AFTER_DUE, LATE_METHODS
 
     p = sub.add_parser(
         "schedule",
@@ -356,7 +356,8 @@ def _student(args: argparse.Namespace, layout: Any) -> int:
         path = fetch_assignment(
             layout.exchange_root, layout.course_id, args.assignment, student, args.dir
         )
-        print(f"fetched into {path}; due {_due_line(layout, args.assignment)}")
+        print(f"fetched into {path}")
+        print(f"due {_due_line(layout, args.assignment)}")
     else:
         note = submit_assignment(
             layout.exchange_root, layout.course_id, args.assignment, student, args.dir

@@ -49,19 +49,8 @@ from nbgrader.plugins import LateSubmissionPlugin
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.grading.layout import CourseLayout
+from coursehub.grading.policynames import AFTER_DUE, LATE_METHODS
 
-#: Policy methods, with the words the course page shows.
-LATE_METHODS: dict[str, str] = {
-    "none": "no penalty",
-    "zero": "score 0 when late",
-    "per_hour": "points off per hour late",
-}
-#: What happens to a submission after the due date, with the words the course page shows.
-AFTER_DUE: dict[str, str] = {
-    "accept": "late submissions accepted, the newest is graded",
-    "keep_on_time": "late submissions accepted, an on-time one stays graded",
-    "refuse": "hard deadline: no submission after it",
-}
 #: File of the course's policies, in its reports folder.
 POLICY_FILE = "late-policies.json"
 
