@@ -109,6 +109,7 @@ def submit_at(layout: CourseLayout, student: str, home: Path, at: float, variant
     """Child process: wait until ``at`` (epoch s), submit, exit 0 (3 if the submit failed)."""
     if variant == "nbgrader":
         PrivateSubmit.copy_files = nbgrader_copy_files  # type: ignore[method-assign]
+        PrivateSubmit.do_copy = ExchangeSubmit.do_copy  # type: ignore[method-assign]
     time.sleep(max(0.0, at - time.time()))
     try:
         submit_assignment(layout.exchange_root, layout.course_id, PS, student, home)
