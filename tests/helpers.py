@@ -3,22 +3,26 @@
 Import them as ``from helpers import free_port, wait_until, assert_matches_golden``
 (pytest puts ``tests/`` on ``sys.path``; the benchmarks insert it themselves).
 One home each, so that a fix (a longer poll, a better failure message) reaches
-every test. :func:`free_port` is :func:`coursehub.demo.ports.free_port`, the
-demo's own: one implementation for the product and the tests.
+every test. :func:`free_port` hands each pytest-xdist worker ports from its own
+block below the kernel's ephemeral range, so that two workers starting hubs at
+once never pick the same port (the demo's ``bind(0)`` can give a port that
+another worker was handed a moment before and has not bound yet).
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from coursehub.demo.ports import free_port
+from coursehub.demo.ports import LOOPBACK
 
 __all__ = [
     "GOLDEN_DIR",
@@ -30,6 +34,43 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: First port of the blocks and each block's size: ports 10000-31999, below
+#: Linux's default ``net.ipv4.ip_local_port_range`` (32768-60999), so that no
+#: outgoing connection's ephemeral port takes one either.
+PORT_BLOCKS_START = 10_000
+PORT_BLOCK_SIZE = 2_000
+PORT_BLOCKS = 11
+
+
+def _port_block() -> range:
+    """This process's block: xdist worker ``gwN`` gets block N + 1, a serial run block 0."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    start = PORT_BLOCKS_START + (index % PORT_BLOCKS) * PORT_BLOCK_SIZE
+    return range(start, start + PORT_BLOCK_SIZE)
+
+
+_next_ports = itertools.cycle(_port_block())
+
+
+def free_port() -> int:
+    """Return a TCP port of 127.0.0.1 that is free now and this worker's alone.
+
+    The ports come round-robin from this worker's block (:func:`_port_block`),
+    skipping any that cannot be bound now. Raises RuntimeError when none of the
+    block's 2,000 ports is free.
+    """
+    for _ in range(PORT_BLOCK_SIZE):
+        port = next(_next_ports)
+        with socket.socket() as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {_port_block()}")
+
 
 #: Folder of the golden files (see its README.md).
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -131,7 +131,7 @@ def test_the_assignment_cycle_runs_from_the_course_page(course, serve, browser, 
         page.get_by_label("Source notebook").set_input_files(
             str(demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb")
         )
-        page.get_by_label("Due date").fill("2099-06-30T18:00")
+        page.get_by_label("Due date", exact=True).fill("2099-06-30T18:00")
         page.get_by_label("Late submissions").select_option("per_hour")
         page.get_by_label("Points off per hour late").fill("1")
         page.get_by_role("button", name="Create assignment").click()

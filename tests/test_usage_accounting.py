@@ -148,7 +148,8 @@ def test_a_server_and_a_job_of_two_courses_land_in_their_courses(
     cgroup = open_server_usage(spawner, cgroup)
     try:
         proc = _start_in(cgroup, BUSY)
-        proc.wait(timeout=60)
+        _, status, rusage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         close_server_usage(spawner)
     finally:
         cgroup.remove()
@@ -170,7 +171,9 @@ def test_a_server_and_a_job_of_two_courses_land_in_their_courses(
     assert units["job"].course_id == "beta-2026"
     assert units["job"].exit_reason == "exit 0"
     assert units["job"].cpu_s == pytest.approx(result.cpu_s)
-    assert units["server"].cpu_s == pytest.approx(CPU_COST_S, rel=0.05)
+    # the child's own total, interpreter start-up included (dearer on a loaded machine)
+    assert units["server"].cpu_s == pytest.approx(rusage.ru_utime + rusage.ru_stime, rel=0.05)
+    assert units["server"].cpu_s >= CPU_COST_S * 0.95
     by_course = {r.course_id: r for r in usage_report(session, by="course")}
     assert set(by_course) == {"alpha-2026", "beta-2026"}
     assert by_course["beta-2026"].cpu_hours == pytest.approx(result.cpu_s / 3600, abs=1e-6)
