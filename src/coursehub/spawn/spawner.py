@@ -37,24 +37,20 @@ host may share one file without taking each other's GPUs back.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tornado import web
 
-from coursehub.atomicfile import write_atomically
 from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
 from coursehub.meter.budgetclient import URL_VAR as BUDGET_URL_VAR
 from coursehub.resources.gpus import gpu_inventory
 from coursehub.spawn.budgetcheck import BudgetCheck, course_of_start
 from coursehub.spawn.busyactivity import GPU_IDLE_VAR
+from coursehub.spawn.gpustate import GpuAssignments
 from coursehub.spawn.identity import check_hub_id, hub_id_from_config
 from coursehub.spawn.jupytertools import plan_config_path, plan_tools
 from coursehub.spawn.material import apply_material
@@ -67,11 +63,17 @@ from coursehub.spawn.profiles import (
     choose_profile,
     parse_options_form,
     plan_choices,
-    plan_gpu_assignment,
     render_no_course_form,
     render_options_form,
     spawner_override,
 )
+
+__all__ = [
+    "CourseProfiles",
+    "GpuAssignments",
+    "chain_hooks",
+    "server_key",
+]
 
 #: Default GPU state file, relative to the hub's working directory (where jupyterhub.sqlite is).
 DEFAULT_STATE_PATH = "coursehub-gpus.json"
@@ -79,85 +81,6 @@ DEFAULT_STATE_PATH = "coursehub-gpus.json"
 # Admin-configured values of dict traits, captured before the first override,
 # so that a second spawn starts again from the admin's values.
 _BASELINES: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
-
-
-class GpuAssignments:
-    """GPU assignments of running servers, kept in a JSON file: ``{server_key: [gpu, ...]}``.
-
-    Parameters
-    ----------
-    path
-        The JSON file; its directory must exist. A ``.lock`` file next to it
-        serialises updates across processes (``fcntl.flock``).
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[dict[str, list[int]]]:
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                state = self.read()
-                before = dict(state)
-                yield state
-                if state != before:
-                    self._write(state)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def read(self) -> dict[str, list[int]]:
-        """Return the assignments (empty when the file does not exist yet)."""
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"GPU state file {self.path} is unreadable: {exc}") from exc
-        return {str(k): [int(i) for i in v] for k, v in data.get("assignments", {}).items()}
-
-    def _write(self, state: Mapping[str, list[int]]) -> None:
-        document = {"assignments": dict(sorted(state.items()))}
-        write_atomically(self.path, json.dumps(document, indent=1), mode=0o600)
-
-    def loads(self) -> dict[int, int]:
-        """Return GPU index -> number of servers assigned to it."""
-        counts: dict[int, int] = {}
-        for ids in self.read().values():
-            for index in ids:
-                counts[index] = counts.get(index, 0) + 1
-        return counts
-
-    def assign(self, key: str, gpu_ids: Sequence[int], n_gpus: int, jobs_per_gpu: int) -> list[int]:
-        """Return the GPUs of server ``key``: its current ones if still valid, else new ones.
-
-        Raises
-        ------
-        UsageError
-            If not enough GPUs have room (see :func:`plan_gpu_assignment`).
-        """
-        with self._locked() as state:
-            current = state.pop(key, [])
-            if len(current) == n_gpus and set(current) <= set(gpu_ids):
-                state[key] = current
-                return current
-            loads: dict[int, int] = {}
-            for ids in state.values():
-                for index in ids:
-                    loads[index] = loads.get(index, 0) + 1
-            chosen = plan_gpu_assignment(loads, gpu_ids, n_gpus, jobs_per_gpu)
-            if chosen:
-                state[key] = chosen
-            return chosen
-
-    def release(self, key: str) -> None:
-        """Forget the GPUs of server ``key`` (nothing happens if it had none)."""
-        if not self.path.exists():
-            return
-        with self._locked() as state:
-            state.pop(key, None)
 
 
 def server_key(spawner: Any, hub_id: str | None = None) -> str:
