@@ -47,6 +47,7 @@ from tornado import web
 from coursehub.contract import NO_COURSE_CHOICES
 from coursehub.errors import UsageError
 from coursehub.meter.budgetclient import URL_VAR as BUDGET_URL_VAR
+from coursehub.meter.sampler import COURSE_VAR
 from coursehub.resources.gpus import gpu_inventory
 from coursehub.spawn.budgetcheck import BudgetCheck, course_of_start
 from coursehub.spawn.busyactivity import GPU_IDLE_VAR
@@ -72,6 +73,8 @@ __all__ = [
     "CourseProfiles",
     "GpuAssignments",
     "chain_hooks",
+    "plan_user_options",
+    "record_course",
     "server_key",
 ]
 
@@ -260,6 +263,8 @@ class CourseProfiles:
 
     def _apply(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
         profile = self.choose(spawner, user_options or {})
+        requested = str((user_options or {}).get("course") or "")
+        course_id = course_of_start(self.choices(spawner), requested)
         gpu_ids = self._assign(spawner, profile)
         admin_env = admin_environment(spawner)
         override = spawner_override(profile, self.kind, gpu_ids, admin_env)
@@ -271,7 +276,10 @@ class CourseProfiles:
             override["environment"][GPU_IDLE_VAR] = str(self.gpu_idle_s)
         if self.budget is not None:
             override["environment"][BUDGET_URL_VAR] = self.budget.base_url
+        if course_id:
+            override["environment"][COURSE_VAR] = course_id
         apply_override(spawner, override)
+        record_course(spawner, plan_user_options(user_options or {}, course_id))
         apply_material(spawner, user_options)
         spawner.log.info(
             "coursehub: %s starts with profile %s (%s)%s, %s tools",
@@ -297,6 +305,34 @@ class CourseProfiles:
         """``Spawner.post_stop_hook``: free the GPUs of the stopped server."""
         self.gpus.release(server_key(spawner, self.hub_id))
         self.gpus.release(legacy_server_key(spawner))
+
+
+def plan_user_options(user_options: Mapping[str, Any], course_id: str) -> dict[str, Any]:
+    """Return ``user_options`` naming the course the server runs under (``"course"``).
+
+    A student of one course starts without a spawn form (``{}``) and a course
+    not the user's falls back to the default one (:func:`course_of_start`):
+    either way ``"course"`` becomes ``course_id``, the course the profile is
+    from; without a course (``""``) the key is left out.
+    """
+    options = {key: value for key, value in user_options.items() if key != "course"}
+    return {**options, "course": course_id} if course_id else options
+
+
+def record_course(spawner: Any, user_options: dict[str, Any]) -> None:
+    """Give ``spawner`` the ``user_options`` of :func:`plan_user_options`, in the hub database too.
+
+    The usage hook (:func:`coursehub.meter.hubhook.open_server_usage`) charges
+    the server to that course, and the hub's REST API shows it
+    (``user_options`` of a server model: the team's servers page, "Started
+    for"); the database keeps it over a hub restart (JupyterHub loads a
+    running server's ``user_options`` from ``orm_spawner``, committed after
+    ``Spawner.start``).
+    """
+    spawner.user_options = user_options
+    orm_spawner = getattr(spawner, "orm_spawner", None)
+    if orm_spawner is not None:
+        orm_spawner.user_options = dict(user_options)
 
 
 def tools_of(spawner: Any) -> str:
