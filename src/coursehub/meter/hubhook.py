@@ -4,19 +4,21 @@ Called by :class:`coursehub.spawn.cgroupspawner.CgroupSpawnerMixin` with
 itself as ``spawner`` (JupyterHub's ``Spawner``: ``user.name``, ``name``,
 ``user_options``, ``runtime_dir``, ``hub_id``, ``visible_gpus``,
 ``environment``). The usage folder is ``$COURSEHUB_USAGE_DIR`` of the hub
-process, else ``<runtime_dir>/usage``. Accounting never stops a server: an
+process, else ``<runtime_dir>/usage-<hub id>`` (:func:`hub_usage_dir`, which
+the rendered hub configuration gives its usage ingester too). Accounting never stops a server: an
 error is logged and the server runs unaccounted.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from coursehub.meter.cgroupread import add_cpuacct
-from coursehub.meter.journal import USAGE_DIR_VAR
+from coursehub.meter.journal import USAGE_DIR_VAR, hub_usage_folder
 from coursehub.meter.sampler import (
     COURSE_VAR,
     ensure_job_folder,
@@ -31,13 +33,24 @@ log = logging.getLogger(__name__)
 #: Attribute of the spawner holding its open unit id.
 UNIT_ATTR = "_coursehub_usage_unit"
 #: A spawner class attribute, True where every server runs as the hub's own
-#: account (the demo's): the jobs' folder need not be in other users' reach.
+#: account (the demo's): its jobs write to the hub's own folder (:func:`jobs_usage_dir`).
 SHARES_HUB_ACCOUNT_ATTR = "shares_hub_account"
 
 
 def server_unit_id(hub_id: str, user: str, server_name: str, started_at: float) -> str:
     """Return a server's unit id: ``server:<hub id>:<user>:<server name>:<start, ms>``."""
     return f"server:{hub_id}:{user}:{server_name}:{round(started_at * 1000)}"
+
+
+def hub_usage_dir(runtime_dir: str | os.PathLike[str], hub_id: str) -> Path:
+    """Return the usage folder of the hub ``hub_id``: ``$COURSEHUB_USAGE_DIR``, else its own.
+
+    Its own is ``<runtime_dir>/usage-<hub id>``
+    (:func:`coursehub.meter.journal.hub_usage_folder`): never another hub's.
+    """
+    folder = usage_folder(hub_usage_folder(runtime_dir, hub_id))
+    assert folder is not None  # a default was given
+    return folder
 
 
 def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
@@ -47,17 +60,17 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
     one more directory (:func:`coursehub.meter.cgroupread.add_cpuacct`), which
     the server's pid joins like the others. The server's environment gets
     ``COURSEHUB_COURSE_ID`` so that its runner jobs name their course, and
-    ``COURSEHUB_USAGE_DIR``: the jobs' usage folder (:func:`job_folder`, made
-    here), where its runner jobs write their records while they run; where
-    the students' jobs cannot reach it (:func:`ensure_job_folder`) the hub
-    log says so and the server gets no ``COURSEHUB_USAGE_DIR``.
+    ``COURSEHUB_USAGE_DIR``: where its runner jobs write their records while
+    they run (:func:`jobs_usage_dir`); where the students' jobs cannot reach
+    it the server gets no ``COURSEHUB_USAGE_DIR``. The course is
+    ``user_options["course"]``, which :class:`coursehub.spawn.spawner.CourseProfiles`
+    sets to the course of the profile (a student of one course has no spawn form).
     """
     try:
         cgroup = JobCgroup(
             add_cpuacct(cgroup.plan, Path(spawner.cgroup_root), Path(spawner.proc_cgroup))
         )
-        folder = usage_folder(Path(spawner.runtime_dir) / "usage")
-        assert folder is not None
+        folder = hub_usage_dir(spawner.runtime_dir, spawner.hub_id)
         course_id = str((spawner.user_options or {}).get("course") or "")
         unit_id = server_unit_id(spawner.hub_id, spawner.user.name, spawner.name or "", time.time())
         n_gpus = len(getattr(spawner, "visible_gpus", None) or ())
@@ -72,15 +85,35 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
         )
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
         env = {COURSE_VAR: course_id} if course_id else {}
-        try:
-            reach_users = not getattr(spawner, SHARES_HUB_ACCOUNT_ATTR, False)
-            env[USAGE_DIR_VAR] = str(ensure_job_folder(job_folder(folder), reach_users))
-        except OSError as exc:
-            log.warning("coursehub: runner jobs of %s not metered: %s", spawner.user.name, exc)
+        jobs = jobs_usage_dir(spawner, folder)
+        if jobs is not None:
+            env[USAGE_DIR_VAR] = str(jobs)
         spawner.environment = {**spawner.environment, **env}
     except Exception as exc:  # accounting must never stop a server
         log.warning("coursehub: usage of %s not recorded: %s", spawner.user.name, exc)
     return cgroup
+
+
+def jobs_usage_dir(spawner: Any, folder: Path) -> Path | None:
+    """Return where the runner jobs of ``spawner``'s server write their records (None: nowhere).
+
+    Servers run as the students' own accounts: the jobs' folder
+    (:func:`job_folder`, made here), whose files the ingest reads as their
+    owners'. Servers run as the hub's own account (the demo's,
+    :data:`SHARES_HUB_ACCOUNT_ATTR`): the hub's folder itself, since that
+    account writes there anyway; their records name the hub user
+    (``$JUPYTERHUB_USER``, :func:`coursehub.meter.sampler.job_user`), which a
+    file of a shared account cannot vouch for in a folder users write to.
+    Where the students' jobs cannot reach the jobs' folder
+    (:func:`ensure_job_folder`) the hub log says so.
+    """
+    if getattr(spawner, SHARES_HUB_ACCOUNT_ATTR, False):
+        return folder
+    try:
+        return ensure_job_folder(job_folder(folder))
+    except OSError as exc:
+        log.warning("coursehub: runner jobs of %s not metered: %s", spawner.user.name, exc)
+        return None
 
 
 def close_server_usage(spawner: Any, exit_reason: str = "stopped") -> None:

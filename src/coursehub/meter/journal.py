@@ -28,6 +28,20 @@ USAGE_DIR_VAR = "COURSEHUB_USAGE_DIR"
 SUFFIX = ".jsonl"
 
 
+def hub_usage_folder(runtime_dir: str | os.PathLike[str], hub_id: str) -> Path:
+    """Return a hub's own usage folder: ``<runtime_dir>/usage-<hub id>``.
+
+    One folder per hub, as the servers' runtime folders
+    (``servers-<hub id>``, :mod:`coursehub.spawn.runtimedir`): hubs of one
+    host (production, a demo, a test run as root) share the runtime
+    directory (``/run/coursehub`` as root) but never each other's records,
+    so an ingest of one hub's folder reads that hub's servers and jobs only.
+    The jobs' folder is its sibling ``usage-<hub id>-jobs``
+    (:func:`coursehub.meter.sampler.job_folder`).
+    """
+    return Path(runtime_dir) / f"usage-{hub_id}"
+
+
 def journal_path(folder: Path, source: str, at: float) -> Path:
     """Return ``folder/<source>-<YYYY-MM-DD>.jsonl``: the file of a record made at ``at`` (UTC)."""
     if not source or "/" in source or source.startswith("."):

@@ -26,6 +26,7 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -43,6 +44,8 @@ DEFAULT_INTERVAL_S = 60.0
 INTERVAL_VAR = "COURSEHUB_USAGE_INTERVAL_S"
 #: Environment variable giving a runner job's course (set in the server's environment).
 COURSE_VAR = "COURSEHUB_COURSE_ID"
+#: Environment variable giving a server's hub user (set by JupyterHub): a runner job's user.
+HUB_USER_VAR = "JUPYTERHUB_USER"
 
 
 @dataclass
@@ -203,14 +206,15 @@ def record_job_end(
 ) -> UsageRecord | None:
     """Write a runner job's ``close`` record to the usage folder, if one is set.
 
-    The user is the job's Unix user, the course ``$COURSEHUB_COURSE_ID``
-    (the server's course). Returns the record, or None where no usage folder is
-    set or it cannot be written (a job's result never fails on accounting).
+    The user is :func:`job_user` (``$JUPYTERHUB_USER`` in a server, else the
+    Unix user), the course ``$COURSEHUB_COURSE_ID`` (the server's course).
+    Returns the record, or None where no usage folder is set or it cannot be
+    written (a job's result never fails on accounting).
     """
     folder = folder or usage_folder()
     if folder is None:
         return None
-    user = _user_name()
+    user = job_user()
     record = UsageRecord(
         event="close",
         unit_id=job_unit_id(job_id),
@@ -332,7 +336,7 @@ class JobMeter:
         self.folder = folder or usage_folder()
         self.interval_s = interval_s if interval_s is not None else env_interval_s()
         now = time.time()
-        self.user = _user_name()
+        self.user = job_user()
         self.record = UsageRecord(
             "open", job_unit_id(job_id), "job", self.user, os.environ.get(COURSE_VAR, ""), now, now
         )
@@ -373,7 +377,19 @@ class JobMeter:
             log.warning("coursehub: cannot write usage to %s: %s", self.folder, exc)
 
 
-def _user_name() -> str:
+def job_user(env: Mapping[str, str] | None = None) -> str:
+    """Return the user a runner job is charged to: ``$JUPYTERHUB_USER``, else the Unix user.
+
+    In a server, JupyterHub sets ``JUPYTERHUB_USER`` to its hub user, the
+    same name as the Unix account where servers run as the students' own
+    accounts, and the only name of the student where every server runs as
+    the hub's account (the demo's). Outside a server: the Unix user.
+    """
+    name = (os.environ if env is None else env).get(HUB_USER_VAR, "").strip()
+    return name or _unix_user()
+
+
+def _unix_user() -> str:
     import pwd
 
     try:

@@ -34,6 +34,7 @@ from coursehub.catalog.usage.trust import charged_course, file_writer, user_reco
 from coursehub.meter.bounds import HostLimits, bounds_problem, host_limits
 from coursehub.meter.journal import JournalError, list_journals, read_records
 from coursehub.meter.records import shown
+from coursehub.meter.sampler import job_folder
 
 #: Days a unit row is kept after its unit ended.
 KEEP_UNITS_DAYS = 400
@@ -118,6 +119,27 @@ def ingest_folder(
         except (JournalError, OSError, SQLAlchemyError) as exc:
             outcome.refused.append(f"{shown(path.name)}: skipped: {exc}")
     session.flush()
+    return outcome
+
+
+def ingest_hub(session: Session, folder: Path, limits: HostLimits | None = None) -> IngestOutcome:
+    """Read a hub's usage folder, then its jobs' folder (``FOLDER-jobs``) when it exists.
+
+    The jobs' files are all read as written by their owners
+    (``hub_folder=False``, :func:`ingest_folder`). Flushes, never commits.
+
+    Raises
+    ------
+    OSError
+        If a folder itself cannot be listed.
+    """
+    limits = host_limits() if limits is None else limits
+    outcome = ingest_folder(session, folder, limits=limits)
+    jobs = job_folder(folder)  # the runner jobs of the hub's servers, when there are any
+    if jobs.is_dir():
+        more = ingest_folder(session, jobs, hub_folder=False, limits=limits)
+        outcome.records += more.records
+        outcome.refused += more.refused
     return outcome
 
 
