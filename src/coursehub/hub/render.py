@@ -6,8 +6,8 @@
 JupyterHub Helm values ``z2jh-values.yaml.j2`` for ``kubernetes``. Each holds
 the authenticator, the spawner with course profiles
 (:class:`coursehub.spawn.spawner.CourseProfiles`), the course app as a
-hub-managed service with its role and scopes, the idle culler and
-``concurrent_spawn_limit``.
+hub-managed service with its role and scopes, the idle culler, the usage
+ingester (local spawners) and ``concurrent_spawn_limit``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ SPAWN_RETRY_RANGE_S = (10, 30)
 #: Seconds between two passes of jupyterhub-idle-culler and of the kernel culler
 #: (z2jh's ``cull.every`` default; the culler's own default is half its timeout).
 CULL_EVERY_S = 300
+#: Seconds between two passes of the hub's usage ingester (``coursehub usage ingest
+#: --every``, local spawners): the hub samples its servers every 60 s, so a Usage page
+#: is at most about three minutes behind.
+USAGE_INGEST_EVERY_S = 120
 #: Seconds the spawner may take to launch a server, by spawner kind: a Slurm
 #: queue wait or an image pull (z2jh's own default is 300) take longer.
 #: Seconds between the hub's polls of a systemd or Slurm server (``Spawner.poll_interval``,
@@ -342,6 +346,7 @@ def render_hub_config(settings: HubSettings) -> str:
         "busy_arg": busy_server_arg(),
         "server_args": server_args(settings.cull_idle_s),
         "cull_every_s": CULL_EVERY_S,
+        "usage_ingest_every_s": USAGE_INGEST_EVERY_S,
         "lti_launch_url": settings.service_url.rstrip("/") + LTI_LAUNCH_PATH,
         "lti_password_class": (
             "coursehub.spawn.demoauth.DemoPasswordAuthenticator" if settings.demo else "pam"

@@ -154,9 +154,9 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "yes, to the course's repository host only",
     ),
     ProcessRow(
-        "usage ingest",
+        "usage ingest (the hub's usage-ingest service, local spawners; or by hand)",
         "coursehub.catalog.usage.ingest:ingest_folder",
-        "the course app's account (root for the hub's records)",
+        "the hub's account as a hub service, else the course app's (root for the hub's records)",
         "the hub's usage folder and the jobs' folder (files checked by owner)",
         "catalog (usage tables)",
         "no need",

@@ -27,6 +27,12 @@ def register(subparsers: Any) -> None:
     ingest.add_argument(
         "--gpu-memory", help="memory of all the hub host's GPUs, e.g. 320G (default: this host's)"
     )
+    ingest.add_argument(
+        "--every",
+        metavar="S",
+        type=float,
+        help="read again every S seconds until stopped (the hub's usage-ingest service)",
+    )
     report = commands.add_parser("report", help="CPU-hours, GPU-hours and peak memory")
     report.add_argument("course", metavar="COURSE_ID", nargs="?", help="only this course")
     report.add_argument("--since", metavar="DATE", help="only from this day on (YYYY-MM-DD)")
@@ -41,12 +47,16 @@ def register(subparsers: Any) -> None:
         sub.set_defaults(func=func)
 
 
-def _folder(args: argparse.Namespace) -> Path:
+def _folder(args: argparse.Namespace, make: bool = False) -> Path:
+    """Return FOLDER, else ``$COURSEHUB_USAGE_DIR``; with ``make``, made owner-only if absent."""
+    from coursehub.filemodes import ensure_private_dir
     from coursehub.meter.sampler import usage_folder
 
     folder = args.folder or usage_folder()
     if folder is None:
         raise UsageError("no usage folder: give FOLDER or set COURSEHUB_USAGE_DIR")
+    if make and not Path(folder).exists():
+        ensure_private_dir(Path(folder))
     if not Path(folder).is_dir():
         raise UsageError(f"usage folder {folder} does not exist")
     return Path(folder)
@@ -84,27 +94,50 @@ def run_ingest(args: argparse.Namespace) -> int:
     """Apply what was appended to the usage files; print counts and refused lines.
 
     The hub's folder first, then its jobs folder (``FOLDER-jobs``), whose
-    files are all read as written by their owners.
+    files are all read as written by their owners. With ``--every S``: again
+    every S seconds until SIGTERM (:mod:`coursehub.usage.ingestloop`); the
+    folder is made (owner-only) if the hub has not made it yet. Either way
+    only one ingest of a folder runs at a time (:func:`ingest_lock`).
     """
-    from coursehub.catalog.usage.ingest import ingest_folder
-    from coursehub.meter.sampler import job_folder
+    from coursehub.usage.ingestloop import ingest_lock, run_every, stop_on_sigterm
 
-    folder = _folder(args)
+    every = args.every
+    if every is not None and not every > 0:
+        raise UsageError(f"--every must be more than 0 seconds, got {every:g}")
+    folder = _folder(args, make=every is not None)
     limits = _limits(args)
-    jobs = job_folder(folder)  # the runner jobs of the hub's servers, when there are any
+    with ingest_lock(folder):
+        if every is None:
+            _print_outcome(_ingest_pass(args, folder, limits), folder, quiet=False)
+            return 0
+        print(f"reading usage from {folder} every {every:g} s", flush=True)
+        with stop_on_sigterm() as stop:
+            run_every(
+                every,
+                lambda: _ingest_pass(args, folder, limits),
+                lambda outcome: _print_outcome(outcome, folder, quiet=True),
+                lambda line: print(line, file=sys.stderr, flush=True),
+                stop,
+            )
+    return 0
+
+
+def _ingest_pass(args: argparse.Namespace, folder: Path, limits: Any) -> Any:
+    from coursehub.catalog.usage.ingest import ingest_hub
+
     with _session(args) as session:
         try:
-            outcome = ingest_folder(session, folder, limits=limits)
-            if jobs.is_dir():
-                more = ingest_folder(session, jobs, hub_folder=False, limits=limits)
-                outcome.records += more.records
-                outcome.refused += more.refused
+            return ingest_hub(session, folder, limits)
         except OSError as exc:
             raise UsageError(f"reading the usage folder {folder}: {exc}") from exc
+
+
+def _print_outcome(outcome: Any, folder: Path, quiet: bool) -> None:
+    """Print the refused lines, then the count (``quiet``: nothing for a pass that read nothing)."""
     for problem in outcome.refused:
-        print(f"refused: {problem}", file=sys.stderr)
-    print(f"{outcome.records} usage records read from {folder}")
-    return 0
+        print(f"refused: {problem}", file=sys.stderr, flush=True)
+    if outcome.records or not quiet:
+        print(f"{outcome.records} usage records read from {folder}", flush=True)
 
 
 def run_report(args: argparse.Namespace) -> int:
