@@ -19,6 +19,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader
 from jupyterhub._data import DATA_FILES_PATH
 from markupsafe import escape
 
+from coursehub.meter.hubhook import hub_usage_dir
 from coursehub.resources.cgroupfs import MemoryState
 from coursehub.spawn.hubpages import template_dir
 from coursehub.spawn.oomreason import server_oom_reason
@@ -63,7 +64,7 @@ def test_the_spawners_poll_tells_an_oom_killed_server(tmp_path, test_parent):  #
     assert not any(d.exists() for d in dirs)  # the cgroup is removed after being read
     closing = [  # the usage record carries the kill to the team's servers page
         json.loads(line)
-        for path in (tmp_path / "run" / "usage").rglob("*")
+        for path in hub_usage_dir(tmp_path / "run", spawner.hub_id).rglob("*")
         if path.is_file()
         for line in path.read_text().splitlines()
         if '"close"' in line
