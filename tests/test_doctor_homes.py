@@ -9,7 +9,8 @@ import pytest
 
 from coursehub.cli import main
 from coursehub.doctor.homes import check_homes
-from coursehub.homequota.fs import QuotaBackend, QuotaError, read_home_usage
+from coursehub.homequota.fs import QuotaBackend, QuotaError
+from coursehub.homequota.reading import read_home_usage
 from coursehub.homequota.survey import HomesSurvey, describe_near, survey_homes
 from loopfs import loop_mount
 
@@ -48,9 +49,33 @@ def test_the_file_systems_own_limit_wins_over_the_catalogs(tmp_path):
     assert survey.near == [("alice", 95.0)] and survey.read == 2
 
 
-def test_no_usage_reading_but_btrfs_is_said():
-    with pytest.raises(QuotaError, match="no usage reading for ext4-user"):
-        read_home_usage(QuotaBackend("ext4-user", "/home"), "/home/alice")
+def test_ext4_and_xfs_homes_are_read_not_left_unread(tmp_path):
+    """quota(1) and xfs_quota(8) answers (tests/test_homequota_reading.py has their formats)."""
+    answers = {
+        "quota": "     /srv/homes   97280*      0  102400       0      12      0      0      0\n",
+        "xfs_quota": "/dev/sdb1   10240   0   102400   00 [--------] /srv/homes\n",
+    }
+
+    def run(command, **kwargs):
+        return subprocess.CompletedProcess(command, 0, answers[command[0]], "")
+
+    for user in ("alice", "bob"):
+        (tmp_path / user).mkdir()
+    kinds = {"alice": "ext4-user", "bob": "xfs-project"}
+    survey = survey_homes(
+        {"alice": 200 * M, "bob": 200 * M},
+        tmp_path,
+        90,
+        lambda backend, home: read_home_usage(backend, home, run),
+        detect=lambda home: QuotaBackend(kinds[home.name], "/srv/homes"),
+    )
+    assert survey.unread == {} and survey.read == 2
+    assert survey.near == [("alice", 95.0)]
+
+
+def test_a_home_without_a_quota_backend_has_no_reading():
+    with pytest.raises(QuotaError, match="no usage reading for tmpfs"):
+        read_home_usage(QuotaBackend(None, "/", "tmpfs"), "/")
 
 
 def test_homes_on_a_file_system_without_quota_are_skipped_with_the_reason(catalog, tmp_path):

@@ -17,9 +17,9 @@ from coursehub.homequota.fs import (
     detect_backend,
     parse_mountinfo,
     plan_limit,
-    read_btrfs_usage,
     run_commands,
 )
+from coursehub.homequota.reading import read_btrfs_usage
 from loopfs import loop_mount
 
 MOUNTINFO = """\

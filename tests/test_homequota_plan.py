@@ -11,8 +11,8 @@ from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.members import add_member
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.homequota.fs import read_btrfs_usage
 from coursehub.homequota.plan import department_default, most_generous, parse_quota
+from coursehub.homequota.reading import read_btrfs_usage
 from loopfs import loop_mount
 
 G = 2**30

@@ -5,7 +5,13 @@ import uuid
 
 import pytest
 
-from coursehub.catalog.courses import archive_course, create_course, create_portal, create_year
+from coursehub.catalog.courses import (
+    archive_course,
+    create_course,
+    create_portal,
+    create_year,
+    get_course,
+)
 from coursehub.catalog.db import make_engine, session_scope
 from coursehub.catalog.members import add_member
 from coursehub.catalog.models.courses import Course
@@ -16,7 +22,7 @@ from coursehub.errors import CoursehubError
 from coursehub.hub import cli as hub_cli
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError, RetryPolicy
 from coursehub.hub.reconcile import desired_from_courses
-from coursehub.hub.sync import READ_FAILED, course_specs, sync_catalog
+from coursehub.hub.sync import READ_FAILED, course_properties, course_specs, sync_catalog
 
 FAST = RetryPolicy(attempts=2, backoff_s=0.01, backoff_max_s=0.05, timeout_s=10)
 
@@ -84,6 +90,17 @@ def test_desired_state_from_catalog(catalog):
     }
     assert team.properties["role"] == "team"
     assert "x-a1" not in desired.users
+
+
+def test_a_courses_home_quota_reaches_its_groups_the_portals_else(catalog):
+    course_id = seed(catalog, "q1", n_students=1)
+    with session_scope(catalog) as session:
+        assert "home_quota" not in course_properties(get_course(session, course_id))
+        course = get_course(session, course_id)
+        course.portal.home_quota = 2 * 1024**3
+        assert course_properties(course)["home_quota"] == 2 * 1024**3
+        course.home_quota = 5 * 1024**3
+        assert course_properties(course)["home_quota"] == 5 * 1024**3
 
 
 # --- against a real hub --------------------------------------------------------------

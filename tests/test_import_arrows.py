@@ -34,10 +34,12 @@ ALLOWED: dict[str, set[str]] = {
     "csvsafe": {"errors"},
     "atomicfile": {"errors"},
     "sandbox": {"errors", "resources"},
-    "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter", "settings"},
+    # homequota: its fs, reading and usage modules (no catalog): quota at spawn, disk display
+    "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter", "settings"}
+    | {"homequota"},
     "meter": {"errors", "resources", "filemodes", "atomicfile"},
     "catalog": BASE | {"resources", "meter"},
-    "hub": BASE | {"resources", "catalog"},
+    "hub": BASE | {"resources", "catalog", "homequota"},
     "runner": BASE | {"resources", "meter"},
     "material": BASE | {"resources", "catalog", "coursedata"},
     "grading": BASE | {"resources", "catalog", "hub", "runner", "sandbox"},

@@ -63,6 +63,8 @@ SANDBOX_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-es
 BUSY_EXTENSION = "coursehub.spawn.busyactivity"
 #: The out-of-memory notice (:mod:`coursehub.spawn.oomnotice`), loaded with :data:`BUSY_EXTENSION`.
 OOM_EXTENSION = "coursehub.spawn.oomnotice"
+#: The home quota on the disk display (:mod:`coursehub.spawn.homedisk`), loaded with it too.
+HOMEDISK_EXTENSION = "coursehub.spawn.homedisk"
 #: The single-user server argument that enables :data:`BUSY_EXTENSION`.
 SERVER_ARG = f"--ServerApp.jpserver_extensions={BUSY_EXTENSION}=True"
 #: The profile's Slurm placement fields, in sbatch(1) option order.

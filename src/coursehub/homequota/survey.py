@@ -3,7 +3,7 @@
 Each student's limit is :func:`coursehub.homequota.plan.student_quotas`'s; the
 home ``HOMES/USER`` (``COURSEHUB_HOMES_DIR``, default ``/home``) is read by
 its backend (:func:`coursehub.homequota.fs.detect_backend`,
-:func:`coursehub.homequota.fs.read_home_usage`), whose own limit, where it
+:func:`coursehub.homequota.reading.read_home_usage`), whose own limit, where it
 has one, is the one the file system enforces and wins. Read by ``coursehub
 doctor`` and the course app's Prometheus series.
 """
@@ -22,7 +22,8 @@ NEAR_PERCENT = 90.0
 #: The folder of students' homes (``HOMES/USER``).
 HOMES_VAR = "COURSEHUB_HOMES_DIR"
 DEFAULT_HOMES = "/home"
-#: Reads ``(bytes used, limit or None)`` of a home; :func:`coursehub.homequota.fs.read_home_usage`.
+#: Reads ``(bytes used, limit or None)`` of a home
+#: (:func:`coursehub.homequota.reading.read_home_usage`).
 UsageReader = Callable[[object, str], tuple[int, int | None]]
 
 
@@ -52,10 +53,11 @@ def survey_homes(
 
     Students without a limit or without a home yet are left out; a home whose
     file system gives no reading is counted in ``unread`` with the reason.
-    ``read`` and ``detect`` default to :func:`coursehub.homequota.fs.read_home_usage`
+    ``read`` and ``detect`` default to :func:`coursehub.homequota.reading.read_home_usage`
     and :func:`coursehub.homequota.fs.detect_backend`.
     """
-    from coursehub.homequota.fs import QuotaError, detect_backend, read_home_usage
+    from coursehub.homequota.fs import QuotaError, detect_backend
+    from coursehub.homequota.reading import read_home_usage
 
     reader = read or read_home_usage
     detect = detect or detect_backend

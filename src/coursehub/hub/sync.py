@@ -62,6 +62,7 @@ from coursehub.catalog.models.courses import (
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.profiles import profile_json
 from coursehub.errors import UsageError
+from coursehub.homequota.plan import course_quota
 from coursehub.hub.hubclient import HubClient, HubError, HubUnreachableError
 from coursehub.hub.hubread import read_hub_state
 from coursehub.hub.pacing import PacePolicy, Pacer
@@ -268,6 +269,8 @@ def course_properties(course: Course) -> dict[str, Any]:
     }
     if course.profile is not None:
         props["profile"] = profile_json(course.profile)
+    if (home_quota := course_quota(course, None)) is not None:
+        props["home_quota"] = home_quota  # bytes, read at spawn by coursehub.spawn.homelimit
     if (material := material_properties(course.course_id, course.material)) is not None:
         props["material"] = material  # read at spawn time by coursehub.spawn.material
     return props

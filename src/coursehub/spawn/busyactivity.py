@@ -40,7 +40,8 @@ Enable it on the single-user servers (``coursehub hub config`` does)::
     c.Spawner.args = ["--ServerApp.jpserver_extensions=coursehub.spawn.busyactivity=True"]
 
 It also loads :mod:`coursehub.spawn.oomnotice` (a second extension point): a
-kernel stopped by the out-of-memory killer says so in the running cell.
+kernel stopped by the out-of-memory killer says so in the running cell; and
+:mod:`coursehub.spawn.homedisk` (a third): the disk display shows the home quota.
 
 A server where coursehub is not installed logs a warning and runs without it.
 """
@@ -59,7 +60,13 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
-from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, OOM_EXTENSION, SERVER_ARG
+from coursehub.contract import (
+    BUSY_EXTENSION,
+    HOMEDISK_EXTENSION,
+    MAX_BUSY_S,
+    OOM_EXTENSION,
+    SERVER_ARG,
+)
 from coursehub.settings import runs_dir
 
 __all__ = [
@@ -261,9 +268,10 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
     A package may list several extension points, each a module with its own
     ``_load_jupyter_server_extension`` (jupyter_server ``extension/manager.py``,
-    ``ExtensionPackage``): enabling this one enables :mod:`coursehub.spawn.oomnotice`.
+    ``ExtensionPackage``): enabling this one enables :mod:`coursehub.spawn.oomnotice`
+    and :mod:`coursehub.spawn.homedisk`.
     """
-    return [{"module": BUSY_EXTENSION}, {"module": OOM_EXTENSION}]
+    return [{"module": BUSY_EXTENSION}, {"module": OOM_EXTENSION}, {"module": HOMEDISK_EXTENSION}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
