@@ -170,3 +170,12 @@ def test_read_command_gives_up_on_a_slow_or_missing_command():
     assert asyncio.run(serverexit.read_command(["false"])) == ""
     assert asyncio.run(serverexit.read_command(["echo", "JobState=FAILED"])) == "JobState=FAILED\n"
 
+
+def test_a_completing_slurm_job_counts_as_ended_so_the_next_poll_sees_it():
+    from test_spawner_classes import make_spawner
+
+    spawner = make_spawner("slurm")
+    spawner.job_status = "COMPLETING vm"  # the batch script, hence the server, has exited
+    assert not spawner.state_isrunning()
+    spawner.job_status = "RUNNING vm"
+    assert spawner.state_isrunning()

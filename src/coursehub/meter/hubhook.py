@@ -71,16 +71,32 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
             n_gpus,
         )
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
-        env = {COURSE_VAR: course_id} if course_id else {}
-        try:
-            reach_users = not getattr(spawner, SHARES_HUB_ACCOUNT_ATTR, False)
-            env[USAGE_DIR_VAR] = str(ensure_job_folder(job_folder(folder), reach_users))
-        except OSError as exc:
-            log.warning("coursehub: runner jobs of %s not metered: %s", spawner.user.name, exc)
-        spawner.environment = {**spawner.environment, **env}
+        spawner.environment = {**spawner.environment, **job_usage_env(spawner, folder)}
     except Exception as exc:  # accounting must never stop a server
         log.warning("coursehub: usage of %s not recorded: %s", spawner.user.name, exc)
     return cgroup
+
+
+def job_usage_env(spawner: Any, folder: Path | str) -> dict[str, str]:
+    """Return the server environment that meters its runner jobs (never raises).
+
+    ``COURSEHUB_COURSE_ID`` (the server's course, so that its jobs name it)
+    and ``COURSEHUB_USAGE_DIR``: the jobs' folder next to the usage folder
+    ``folder`` (``$COURSEHUB_USAGE_DIR`` of the hub wins, :func:`usage_folder`;
+    :func:`job_folder`, made here by :func:`ensure_job_folder`). Where the
+    students' jobs cannot reach it the hub log says so and that variable is
+    left out (the jobs run unmetered).
+    """
+    course_id = str((spawner.user_options or {}).get("course") or "")
+    env = {COURSE_VAR: course_id} if course_id else {}
+    try:
+        base = usage_folder(Path(folder))
+        assert base is not None
+        reach_users = not getattr(spawner, SHARES_HUB_ACCOUNT_ATTR, False)
+        env[USAGE_DIR_VAR] = str(ensure_job_folder(job_folder(base), reach_users))
+    except OSError as exc:
+        log.warning("coursehub: runner jobs of %s not metered: %s", spawner.user.name, exc)
+    return env
 
 
 def close_server_usage(spawner: Any, exit_reason: str = "stopped") -> None:
