@@ -19,7 +19,8 @@ For each repeat, interleaved between the hubs: start a student's server,
 wait until it is ready, ``kill -9`` it (for Slurm: the server process in the
 job, ``scontrol listpids``), then time (a) until a reload of
 ``/user/<name>/lab`` answers JupyterHub's "Server not running" page (424)
-instead of the 503, and (b) until Start gives a ready server again. Prints
+instead of the 503, and (b) until Start gives a ready server again (and
+that start alone, which the machine's load sets). Prints
 per spawner the medians and their intervals
 (:func:`coursehub.bench.serverexit.summarise_exit_times`) and how many runs
 had a working server within 10 s.
@@ -157,8 +158,9 @@ def _signed_in(hub: RunningHub, user: str) -> requests.Session:
     return session
 
 
-def one_kill(hub: RunningHub) -> tuple[float, float]:
-    """Kill a fresh server; return (seconds until the reload says stopped, until ready again)."""
+def one_kill(hub: RunningHub) -> tuple[float, float, float]:
+    """Kill a fresh server; return seconds until the reload says stopped, until ready again
+    (both from the kill), and from Start to ready."""
     user = f"kill{uuid.uuid4().hex[:8]}"
     session = _signed_in(hub, user)
     admin = {"Authorization": f"token {hub.admin_token}"}
@@ -170,8 +172,8 @@ def one_kill(hub: RunningHub) -> tuple[float, float]:
         lab = f"{hub.url}/user/{user}/lab"
         noticed = _until(lambda: session.get(lab, timeout=30).status_code == 424)
         session.get(f"{hub.url}/hub/spawn/{user}", timeout=60)
-        _until(lambda: _ready(hub, user))
-        return noticed, time.monotonic() - start
+        spawn = _until(lambda: _ready(hub, user))
+        return noticed, time.monotonic() - start, spawn
     finally:
         requests.delete(f"{hub.api_url}/users/{user}/server", headers=admin, timeout=60)
         _until(lambda: not _server(hub, user))
@@ -190,21 +192,22 @@ def start_hubs(names: list[str], tmp: Path, proxy: str) -> dict[str, RunningHub]
     return hubs
 
 
-def run_kills(hubs: dict[str, RunningHub], repeats: int) -> dict[str, tuple[list, list]]:
+def run_kills(hubs: dict[str, RunningHub], repeats: int) -> dict[str, tuple[list, list, list]]:
     """Kill ``repeats`` servers per hub, interleaved; return the times per hub."""
-    times: dict[str, tuple[list, list]] = {name: ([], []) for name in hubs}
+    times: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in hubs}
     for repeat in range(repeats):
         for name, hub in hubs.items():
             try:
-                noticed, working = one_kill(hub)
+                noticed, working, spawn = one_kill(hub)
             except (TimeoutError, RuntimeError) as exc:
                 print(f"repeat {repeat + 1}/{repeats} {name}: failed: {exc}", flush=True)
                 continue
             times[name][0].append(noticed)
             times[name][1].append(working)
+            times[name][2].append(spawn)
             print(
                 f"repeat {repeat + 1}/{repeats} {name}: reload says stopped after "
-                f"{noticed:.1f} s, working server after {working:.1f} s",
+                f"{noticed:.1f} s, working server after {working:.1f} s (start {spawn:.1f} s)",
                 flush=True,
             )
     return times

@@ -27,8 +27,9 @@ def test_an_unknown_spawner_is_refused():
 
 
 def test_the_summary_counts_the_runs_within_10_s():
-    lines = summarise_exit_times("slurm", [2.0, 3.0, 9.0], [8.0, 12.5, 9.9])
+    lines = summarise_exit_times("slurm", [2.0, 3.0, 9.0], [8.0, 12.5, 9.9], [5.0, 9.0, 0.5])
     assert lines[0].startswith("     slurm  reload says stopped : median 3 s")
     assert "working server again: median 9.9 s" in lines[1]
-    assert lines[2] == "     slurm  working within 10 s: 2 of 3 runs"
+    assert "of which the start : median 5 s" in lines[2]
+    assert lines[3] == "     slurm  working within 10 s: 2 of 3 runs"
     assert summarise_exit_times("cgroup", [], []) == ["    cgroup  no run finished"]
