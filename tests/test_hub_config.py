@@ -68,11 +68,25 @@ def test_each_kind_names_its_spawner(tmp_path, monkeypatch):
         ).JupyterHub.spawner_class
         for kind in PYTHON_KINDS
     }
+    # each says why a server stopped by itself (coursehub.spawn.serverexit)
     assert classes == {
-        "systemd": "systemdspawner.SystemdSpawner",
+        "systemd": "coursehub.spawn.systemdserver.CoursehubSystemdSpawner",
         "local": "coursehub.spawn.cgroupspawner.CgroupLocalProcessSpawner",
-        "slurm": "batchspawner.SlurmSpawner",
+        "slurm": "coursehub.spawn.slurmspawner.CoursehubSlurmSpawner",
     }
+
+
+@pytest.mark.parametrize("kind", PYTHON_KINDS)
+def test_each_rendered_spawner_class_keeps_a_stop_notice(kind, tmp_path, monkeypatch):
+    from importlib import import_module
+
+    from coursehub.spawn.serverexit import StopNoticeMixin
+
+    name = load_python_config(
+        render_hub_config(replace(HubSettings(), kind=kind)), tmp_path, monkeypatch
+    ).JupyterHub.spawner_class
+    module, _, cls = name.rpartition(".")
+    assert issubclass(getattr(import_module(module), cls), StopNoticeMixin)
 
 
 def test_demo_config_is_marked_demo_only_and_loads(tmp_path, monkeypatch):

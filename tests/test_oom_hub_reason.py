@@ -101,3 +101,60 @@ def test_the_home_page_and_not_running_page_show_the_reason():
     assert "coursehub-stop-reason" not in _render(
         "home.html", user=plain, default_server=SimpleNamespace(active=False), url="/"
     )
+
+
+def _v2_job(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
+    """A JobCgroup on a fake cgroup v2 directory holding ``files`` (as the kernel writes them)."""
+    from coursehub.resources.cgroups import JobCgroup, JobCgroupPlan
+
+    job = tmp_path / "coursehub-servers-hub" / "jupyter-ann"
+    job.mkdir(parents=True)
+    for name, text in files.items():
+        (job / name).write_text(text)
+    return JobCgroup(JobCgroupPlan(version=2, job_dirs=(job,), writes=()))
+
+
+V2_OOM = {
+    "cpu.stat": "usage_usec 9000000\nuser_usec 8000000\nsystem_usec 1000000\n"
+    "nr_periods 40\nnr_throttled 12\nthrottled_usec 2500000\n",
+    "memory.events": "low 0\nhigh 0\nmax 57\noom 2\noom_kill 1\noom_group_kill 0\n",
+    "memory.peak": f"{2**30}\n",
+    "memory.max": f"{2**30}\n",
+}
+
+
+def test_a_v2_server_cgroups_counters_give_the_oom_reason(tmp_path):
+    from coursehub.resources.cgroups import CgroupStats
+    from coursehub.spawn.oomreason import cgroup_memory_state
+    from coursehub.spawn.serverexit import describe_server_exit
+
+    stats = _v2_job(tmp_path, V2_OOM).stats()
+    assert stats == CgroupStats(
+        nr_throttled=12, throttled_s=2.5, mem_peak_bytes=2**30, oom_kills=1, mem_limit_hits=57
+    )
+    reason = server_oom_reason(-signal.SIGKILL, cgroup_memory_state(stats, 2**30))
+    assert reason is not None
+    assert reason.startswith(f"{REASON} (peak reached: 1.0 GiB)")
+    assert "out of memory (it reached its memory limit of 1.0 GiB)" in describe_server_exit(
+        -signal.SIGKILL, stats, 2**30
+    )
+
+
+def test_a_v2_kernel_without_memory_peak_still_names_the_limit(tmp_path):
+    from coursehub.spawn.oomreason import cgroup_memory_state
+
+    files = {**V2_OOM}
+    del files["memory.peak"]  # Linux < 5.19
+    stats = _v2_job(tmp_path, files).stats()
+    assert stats.mem_peak_bytes is None and stats.oom_kills == 1
+    reason = server_oom_reason(-signal.SIGKILL, cgroup_memory_state(stats, 2**30))
+    assert reason is not None and "memory limit of 1.0 GiB (peak reached: unknown)" in reason
+
+
+def test_a_v2_server_killed_without_an_oom_kill_gets_no_oom_reason(tmp_path):
+    from coursehub.spawn.oomreason import cgroup_memory_state
+
+    files = {**V2_OOM, "memory.events": "low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\n"}
+    stats = _v2_job(tmp_path, files).stats()
+    assert stats.oom_kills == 0 and stats.mem_limit_hits == 3
+    assert server_oom_reason(-signal.SIGKILL, cgroup_memory_state(stats, 2**30)) is None

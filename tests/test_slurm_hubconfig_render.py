@@ -23,7 +23,8 @@ def load(text: str, tmp_path: Path):
 def test_the_slurm_config_keeps_servers_and_runs_the_hubs_python_with_slurm_conf(tmp_path):
     config = load(render_hub_config(replace(HubSettings(), kind="slurm")), tmp_path)
     assert config.JupyterHub.cleanup_servers is False  # job ids kept across a restart
-    assert config.JupyterHub.spawner_class == "batchspawner.SlurmSpawner"
+    # batchspawner's SlurmSpawner with the stop notice (coursehub.spawn.serverexit)
+    assert config.JupyterHub.spawner_class == "coursehub.spawn.slurmspawner.CoursehubSlurmSpawner"
     assert "exec_prefix" not in config.SlurmSpawner  # batchspawner's sudo -E -u {username}
     assert Path(config.SlurmSpawner.batchspawner_singleuser_cmd).is_absolute()
     assert Path(config.Spawner.cmd[0]).name == "jupyterhub-singleuser"

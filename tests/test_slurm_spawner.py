@@ -15,6 +15,7 @@ import requests
 
 from helpers import free_port, wait_until
 from hubfixture import RunningHub, find_proxy
+from slurmfixture import job_server_pids
 
 pytestmark = [pytest.mark.slurm, pytest.mark.integration]
 
@@ -105,4 +106,70 @@ def test_a_slurm_spawner_server_starts_is_reachable_and_stopping_it_leaves_no_jo
         202,
         204,
     )
+    wait_until(lambda: jobs_of("spawner-jupyterhub") == [], timeout_s=60, what="the job to go")
+
+
+#: coursehub's SlurmSpawner (the rendered class) with its pages and the rendered poll interval.
+NOTICE_CONFIG = """
+from coursehub.hub.render import POLL_INTERVAL_S
+from coursehub.spawn.hubpages import template_dir
+from coursehub.spawn.serverexit import server_stop_notices
+c.JupyterHub.spawner_class = "coursehub.spawn.slurmspawner.CoursehubSlurmSpawner"
+c.SlurmSpawner.poll_interval = POLL_INTERVAL_S
+c.JupyterHub.template_paths = [template_dir()]
+c.JupyterHub.template_vars = {"server_stop_notices": server_stop_notices}
+"""
+#: Seconds within which a dead server's reload must show "Server not running".
+NOTICED_WITHIN_S = 10
+
+
+@pytest.fixture
+def notice_hub(slurm_cluster, tmp_path):
+    """A hub whose servers are jobs of coursehub's SlurmSpawner (poll every 8 s, as rendered)."""
+    proxy = find_proxy()
+    if proxy is None:
+        pytest.skip("configurable-http-proxy not found (make setup)")
+    pytest.importorskip("batchspawner", reason="batchspawner is not installed")
+    ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
+    hub = RunningHub(tmp_path / "hub", proxy, ports)
+    hub.workdir.mkdir()
+    hub.extra_config = slurm_extra_config(slurm_cluster.partition) + NOTICE_CONFIG
+    hub.start()
+    try:
+        yield hub
+    finally:
+        hub.stop()
+
+
+def test_a_killed_slurm_server_is_noticed_said_and_started_again(notice_hub, student):
+    from test_server_exit import _signed_in
+
+    hub, user = notice_hub, student
+    api = requests.Session()
+    api.headers["Authorization"] = f"token {hub.admin_token}"
+    session = _signed_in(hub, user)
+
+    def server() -> dict:
+        model = api.get(f"{hub.api_url}/users/{user}", timeout=10).json()
+        return model.get("servers", {}).get("", {})
+
+    assert session.get(f"{hub.url}/hub/spawn/{user}", timeout=60).status_code == 200
+    wait_until(lambda: bool(server().get("ready")), timeout_s=120, what="the server")
+    job_id = str(server()["state"]["job_id"])
+    pids = job_server_pids(job_id)
+    assert pids, subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True)
+    for pid in pids:
+        os.kill(pid, 9)
+    page: dict[str, requests.Response] = {}
+
+    def reload_says_stopped() -> bool:
+        page["lab"] = session.get(f"{hub.url}/user/{user}/lab", timeout=30)
+        return page["lab"].status_code == 424
+
+    wait_until(reload_says_stopped, timeout_s=NOTICED_WITHIN_S, interval_s=0.5)
+    assert "Your server stopped unexpectedly" in page["lab"].text, hub.log_tail()
+    assert session.get(f"{hub.url}/hub/spawn/{user}", timeout=60).status_code == 200
+    wait_until(lambda: bool(server().get("ready")), timeout_s=120, what="the new server")
+    assert "stopped unexpectedly" not in session.get(f"{hub.url}/hub/home", timeout=30).text
+    api.delete(f"{hub.api_url}/users/{user}/server", timeout=60)
     wait_until(lambda: jobs_of("spawner-jupyterhub") == [], timeout_s=60, what="the job to go")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+from importlib import import_module
 from types import SimpleNamespace
 from unittest import mock
 
@@ -27,10 +28,11 @@ kubespawner_spawner = pytest.importorskip(
 GIB = 1024**3
 CPU_ONLY = make_profile("m2", cpu_limit=1.5, mem_limit="3G", n_threads=1)
 WITH_GPU = make_profile("gpu", cpu_limit=2, mem_limit="8G", gpus=1)
+# The classes `coursehub hub config` renders (coursehub's subclasses add the stop notice).
 CLASSES = {
     "local": CgroupLocalProcessSpawner,
-    "systemd": systemdspawner.SystemdSpawner,
-    "slurm": batchspawner.SlurmSpawner,
+    "systemd": import_module("coursehub.spawn.systemdserver").CoursehubSystemdSpawner,
+    "slurm": import_module("coursehub.spawn.slurmspawner").CoursehubSlurmSpawner,
     "kubernetes": kubespawner_spawner.KubeSpawner,
 }
 

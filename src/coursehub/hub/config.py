@@ -111,13 +111,35 @@ def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What each spawner kind leaves unmetered by coursehub's usage meter (docs/usage.md).
+UNMETERED = {
+    "slurm": (
+        "runner jobs (coursehub run) started in a server are not metered: the compute "
+        "nodes do not reach the hub's usage folder (Slurm's own accounting has the servers)"
+    ),
+}
+
+
+def plan_metering_warning(kind: str) -> str:
+    """Return the warning line on what the servers of spawner ``kind`` leave unmetered, or "".
+
+    The local (cgroup) spawners meter servers and their runner jobs; the
+    systemd spawner gives each unit the jobs' usage folder
+    (:mod:`coursehub.spawn.systemdserver`); a Slurm job runs on a compute
+    node that does not reach the hub's usage folder.
+    """
+    return UNMETERED.get(kind, "")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the configuration asked for on the command line; return 0.
 
     With ``--lti``, a public address that is plain HTTP (``--public-url``, else
     ``--bind-url``) is reported on stderr as one warning line
     (:func:`coursehub.hub.ltiplatforms.plan_https_warning`): LMS launches
-    cannot sign in there. The configuration is still rendered.
+    cannot sign in there. A spawner kind whose runner jobs are not metered
+    (:func:`plan_metering_warning`) gets one warning line too. The
+    configuration is still rendered.
 
     Raises
     ------
@@ -155,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
     warning = plan_https_warning(settings.bind_url, public_url) if platforms else ""
     if warning:
         print(f"coursehub: warning: --lti: {warning}", file=sys.stderr)
+    warning = plan_metering_warning(settings.kind)
+    if warning:
+        print(f"coursehub: warning: --spawner {settings.kind}: {warning}", file=sys.stderr)
     if args.output:
         write_atomically(
             args.output, text, mode=0o600

@@ -84,14 +84,27 @@ def open_server_usage(spawner: Any, cgroup: JobCgroup) -> JobCgroup:
             n_gpus,
         )
         setattr(spawner, UNIT_ATTR, (folder, unit_id))
-        env = {COURSE_VAR: course_id} if course_id else {}
-        jobs = jobs_usage_dir(spawner, folder)
-        if jobs is not None:
-            env[USAGE_DIR_VAR] = str(jobs)
-        spawner.environment = {**spawner.environment, **env}
+        spawner.environment = {**spawner.environment, **job_usage_env(spawner, folder)}
     except Exception as exc:  # accounting must never stop a server
         log.warning("coursehub: usage of %s not recorded: %s", spawner.user.name, exc)
     return cgroup
+
+
+def job_usage_env(spawner: Any, folder: Path) -> dict[str, str]:
+    """Return the server environment that meters its runner jobs (never raises).
+
+    ``COURSEHUB_COURSE_ID`` (the server's course, so that its jobs name it)
+    and ``COURSEHUB_USAGE_DIR``: where its jobs write their records
+    (:func:`jobs_usage_dir`, next to the hub's usage folder ``folder``,
+    :func:`hub_usage_dir`). Where the students' jobs cannot reach it that
+    variable is left out (the jobs run unmetered, and the hub log says so).
+    """
+    course_id = str((spawner.user_options or {}).get("course") or "")
+    env = {COURSE_VAR: course_id} if course_id else {}
+    jobs = jobs_usage_dir(spawner, folder)
+    if jobs is not None:
+        env[USAGE_DIR_VAR] = str(jobs)
+    return env
 
 
 def jobs_usage_dir(spawner: Any, folder: Path) -> Path | None:

@@ -1,4 +1,4 @@
-"""A local server that dies is noticed at once, and the student is told why.
+"""A server that dies is noticed (at once where it is local), and the student is told why.
 
 JupyterHub notices a server that exited by itself only at its next periodic
 poll (``Spawner.poll_interval``, 30 s by default): until then its route stays
@@ -19,6 +19,12 @@ counter, ``memory.events`` on cgroup v2, ``memory.oom_control`` on v1; Linux
 with status N. :data:`STOP_NOTICES` keeps that line for the student's
 "Server not running" page (``hub_templates/not_running.html``, through
 ``c.JupyterHub.template_vars["server_stop_notices"]``) until the next start.
+
+The spawners that cannot watch a process get the same notice from their
+poll (:class:`StopNoticeMixin`): :class:`SystemdStopNoticeMixin` says why from
+the unit's ``Result`` (``systemctl show``), :class:`SlurmStopNoticeMixin` from
+the job's ``JobState`` and ``ExitCode`` (``scontrol show job``); the words are
+:mod:`coursehub.spawn.exitstates`'s.
 """
 
 from __future__ import annotations
@@ -33,7 +39,14 @@ from typing import Any
 from traitlets import HasTraits
 
 from coursehub.resources.cgroups import CgroupStats
-from coursehub.resources.units import describe_mem
+from coursehub.spawn.exitstates import (
+    describe_slurm_exit,
+    describe_status,
+    describe_systemd_exit,
+    notice,
+    oom_notice,
+    parse_key_values,
+)
 
 #: Seconds to wait for the kernel to reap a re-attached (non-child) server
 #: after its pidfd says it exited (it is a zombie until its new parent reaps it).
@@ -61,19 +74,8 @@ def describe_server_exit(
     if stats is not None and stats.oom_kills is None and status == -signal.SIGKILL:
         oom = stats.mem_limit_hits > 0
     if oom:
-        limit = f" of {describe_mem(mem_limit)}" if mem_limit else ""
-        return (
-            f"Your server stopped unexpectedly: out of memory (it reached its memory limit{limit})."
-        )
-    if status is not None and status < 0:
-        try:
-            name = signal.Signals(-status).name
-        except ValueError:
-            name = "unknown signal"
-        return f"Your server stopped unexpectedly: killed by signal {-status} ({name})."
-    if status:
-        return f"Your server stopped unexpectedly: it exited with status {status}."
-    return "Your server stopped unexpectedly."
+        return oom_notice(mem_limit)
+    return describe_status(status)
 
 
 class StopNotices:
@@ -119,7 +121,51 @@ def server_stop_notices(user: Any) -> dict[str, str]:
     return STOP_NOTICES.for_user(user)
 
 
-class ServerExitWatchMixin(HasTraits):
+class StopNoticeMixin(HasTraits):
+    """Mix in before a Spawner: a server the hub's poll finds gone gets its notice.
+
+    JupyterHub calls ``poll_and_notify`` from its periodic poll and from the
+    home page (``HomeHandler``), never for a stop it asked for (it calls
+    ``stop_polling`` first). :meth:`exit_context` is read before the poll
+    (batchspawner's poll clears the job id), :meth:`describe_exit` after it;
+    a failure there leaves the plain "stopped unexpectedly" line.
+    """
+
+    # attributes provided by the Spawner class this is mixed into
+    user: Any
+    name: str
+    log: Any
+    mem_limit: int | None
+
+    async def start(self) -> Any:
+        """Forget the last stop's notice, then start the server."""
+        STOP_NOTICES.clear(self.user.name, self.name or "")
+        return await super().start()  # type: ignore[misc]
+
+    def exit_context(self) -> Any:
+        """Return what :meth:`describe_exit` needs that the poll may clear (default: None)."""
+        return None
+
+    async def describe_exit(self, status: int, context: Any) -> str:
+        """Return the notice for a server found gone with poll status ``status``."""
+        return describe_status(status)
+
+    async def poll_and_notify(self) -> int | None:
+        """JupyterHub's poll and stop callbacks; a server found gone gets its notice."""
+        context = self.exit_context()
+        status: int | None = await super().poll_and_notify()  # type: ignore[misc]
+        if status is not None:
+            try:
+                text = await self.describe_exit(status, context)
+            except Exception as exc:  # the notice never breaks the poll
+                self.log.warning("%s: why the server ended is unknown: %s", self.user.name, exc)
+                text = notice()
+            STOP_NOTICES.record(self.user.name, self.name or "", text)
+            self.log.warning("%s: %s", self.user.name, text)
+        return status
+
+
+class ServerExitWatchMixin(StopNoticeMixin):
     """Mix in before a LocalProcessSpawner: notice the server's exit at once, keep why.
 
     ``start_polling`` (JupyterHub calls it after a spawn and for each server
@@ -135,10 +181,6 @@ class ServerExitWatchMixin(HasTraits):
 
     # attributes provided by the Spawner class this is mixed into
     pid: int
-    user: Any
-    name: str
-    log: Any
-    mem_limit: int | None
     _callbacks: list[Any]
 
     def start_polling(self) -> None:
@@ -152,19 +194,13 @@ class ServerExitWatchMixin(HasTraits):
         super().stop_polling()  # type: ignore[misc]
 
     async def start(self) -> Any:
-        """Forget the last stop's notice, then start the server."""
-        STOP_NOTICES.clear(self.user.name, self.name or "")
+        """Forget the last stop's notice and counters, then start the server."""
         self._exit_stats = None
-        return await super().start()  # type: ignore[misc]
+        return await super().start()
 
-    async def poll_and_notify(self) -> int | None:
-        """JupyterHub's poll and stop callbacks; a server found gone gets its notice."""
-        status: int | None = await super().poll_and_notify()  # type: ignore[misc]
-        if status is not None:
-            notice = describe_server_exit(status, self._exit_stats, self.mem_limit)
-            STOP_NOTICES.record(self.user.name, self.name or "", notice)
-            self.log.warning("%s: %s", self.user.name, notice)
-        return status
+    async def describe_exit(self, status: int, context: Any) -> str:
+        """The process's status and its cgroup's counters (:func:`describe_server_exit`)."""
+        return describe_server_exit(status, self._exit_stats, self.mem_limit)
 
     def _watch_exit(self) -> None:
         self._unwatch_exit()
@@ -209,3 +245,67 @@ class ServerExitWatchMixin(HasTraits):
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
         await self.poll_and_notify()
+
+
+#: Seconds the hub waits for ``scontrol`` or ``systemctl`` when asking why a
+#: server ended (a slurmctld that is down answers only after its own 15 s timeout).
+QUERY_TIMEOUT_S = 5.0
+
+
+async def read_command(argv: list[str], timeout_s: float = QUERY_TIMEOUT_S) -> str:
+    """Return the standard output of ``argv``, or "" if it fails, is missing or is too slow."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        )
+    except OSError:
+        return ""
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return ""
+    return out.decode(errors="replace") if proc.returncode == 0 else ""
+
+
+class SlurmStopNoticeMixin(StopNoticeMixin):
+    """Mix in before batchspawner's SlurmSpawner: why the job ended, from ``scontrol show job``.
+
+    The job id is read before the poll (batchspawner's ``poll`` clears it
+    when the job is gone); ``scontrol`` keeps an ended job for ``MinJobAge``
+    seconds (300 by default), without slurmdbd.
+    """
+
+    job_id: str
+
+    def exit_context(self) -> Any:
+        """The job id of the server (batchspawner's ``job_id``), before the poll clears it."""
+        return self.job_id
+
+    async def describe_exit(self, status: int, context: Any) -> str:
+        """The job's ``JobState`` and ``ExitCode`` in words (:func:`describe_slurm_exit`)."""
+        if not context:
+            return notice()
+        fields = parse_key_values(await read_command(["scontrol", "show", "job", "-o", context]))
+        return describe_slurm_exit(
+            fields.get("JobState", ""), fields.get("ExitCode", ""), self.mem_limit
+        )
+
+
+class SystemdStopNoticeMixin(StopNoticeMixin):
+    """Mix in before SystemdSpawner: why the unit ended, from ``systemctl show``.
+
+    A transient unit that failed stays loaded with its ``Result`` until
+    SystemdSpawner's next start resets it (``systemctl reset-failed``).
+    """
+
+    unit_name: str
+
+    async def describe_exit(self, status: int, context: Any) -> str:
+        """The unit's ``Result`` in words (:func:`describe_systemd_exit`)."""
+        argv = ["systemctl", "show", self.unit_name]
+        props = ("Result", "ExecMainCode", "ExecMainStatus")
+        text = await read_command([*argv, *(f"--property={p}" for p in props)])
+        return describe_systemd_exit(parse_key_values(text), self.mem_limit)

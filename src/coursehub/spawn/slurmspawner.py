@@ -1,4 +1,10 @@
-"""batchspawner's SlurmSpawner for ``coursehub demo --spawner slurm`` (loaded by the hub).
+"""batchspawner's SlurmSpawner with coursehub's notices, and the demo's (loaded by the hub).
+
+:class:`CoursehubSlurmSpawner` (``coursehub hub config --spawner slurm``) is
+SlurmSpawner plus the student's "stopped unexpectedly" notice when the hub's
+poll finds the job ended, with why from the job's state (out of memory,
+cancelled, node failure, time limit: :mod:`coursehub.spawn.serverexit`); a
+job that is only COMPLETING counts as ended (its server has exited).
 
 The demo has no Unix account per student (every server runs as the hub's own
 user, :mod:`coursehub.spawn.cgroupspawner` does the same for local
@@ -23,8 +29,23 @@ from typing import Any
 from batchspawner import SlurmSpawner
 from traitlets import Unicode, default
 
+from coursehub.spawn.serverexit import SlurmStopNoticeMixin
 
-class DemoSlurmSpawner(SlurmSpawner):
+#: ``squeue`` states of a job whose server runs. batchspawner's default adds
+#: COMPLETING, a job whose batch script (hence its server) has already ended:
+#: a poll that met it waited one more ``poll_interval`` to see the server gone.
+RUNNING_STATES_RE = r"^RUNNING"
+
+
+class CoursehubSlurmSpawner(SlurmStopNoticeMixin, SlurmSpawner):
+    """SlurmSpawner whose server, found ended by the hub's poll, leaves a notice saying why."""
+
+    @default("state_running_re")
+    def _state_running_re_default(self) -> str:
+        return RUNNING_STATES_RE
+
+
+class DemoSlurmSpawner(CoursehubSlurmSpawner):
     """SlurmSpawner whose jobs run as the hub's user with homes from a template (demo only)."""
 
     home_dir_template = Unicode(

@@ -1,0 +1,58 @@
+"""SystemdSpawner with coursehub's stop notice and usage folder (``--spawner systemd``).
+
+:class:`CoursehubSystemdSpawner` is jupyterhub-systemdspawner's
+``SystemdSpawner`` plus:
+
+- the student's "stopped unexpectedly" notice when the hub's poll finds the
+  unit ended, with why from the unit's ``Result`` (out of memory, killed by
+  signal N: :class:`coursehub.spawn.serverexit.SystemdStopNoticeMixin`);
+- the runner jobs' usage folder in the unit's environment
+  (``COURSEHUB_USAGE_DIR`` and ``COURSEHUB_COURSE_ID``,
+  :func:`coursehub.meter.hubhook.job_usage_env`), so that the
+  ``coursehub run`` jobs a student starts in the server are metered as on
+  the cgroup spawners.
+
+Its settings stay in ``c.SystemdSpawner`` (traitlets applies a parent class's
+section to a subclass). Reference: https://github.com/jupyterhub/systemdspawner.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from systemdspawner import SystemdSpawner
+from traitlets import Unicode, default
+
+from coursehub.meter.hubhook import hub_usage_dir, job_usage_env
+from coursehub.spawn.identity import default_runtime_dir, hub_id_from_config
+from coursehub.spawn.serverexit import SystemdStopNoticeMixin
+
+
+class CoursehubSystemdSpawner(SystemdStopNoticeMixin, SystemdSpawner):
+    """SystemdSpawner with the stop notice and the runner jobs' usage folder."""
+
+    runtime_dir = Unicode(
+        help="The hub's runtime folder; the jobs' usage folder is "
+        "<runtime_dir>/usage-<hub id>-jobs unless $COURSEHUB_USAGE_DIR is set for the hub "
+        "(then <that>-jobs)."
+    ).tag(config=True)
+    hub_id = Unicode(
+        help="This hub's id in host-wide names (default: a hash of JupyterHub.db_url, "
+        "see coursehub.spawn.identity)."
+    ).tag(config=True)
+
+    @default("hub_id")
+    def _default_hub_id(self) -> str:
+        return hub_id_from_config(self.config)
+
+    @default("runtime_dir")
+    def _default_runtime_dir(self) -> str:
+        return default_runtime_dir()
+
+    async def start(self) -> Any:
+        """Add the jobs' usage folder to the unit's environment, then start the unit."""
+        jobs_env = job_usage_env(self, hub_usage_dir(self.runtime_dir, self.hub_id))
+        environment: dict[str, str] = dict(self.environment)  # type: ignore[has-type]
+        self.environment = {**environment, **jobs_env}
+        return await super().start()

@@ -1,0 +1,181 @@
+"""Why a systemd or Slurm server ended, on the student's page: pure mappings and the mixins.
+
+The report (jupyterhub/systemdspawner#87, #7): after ``kill -9`` the student
+only met 503 pages; the local spawners now say "Your server stopped
+unexpectedly" and why (:mod:`coursehub.spawn.serverexit`). These tests hold
+the systemd and Slurm spawners to the same: the unit's ``Result`` and the
+job's ``JobState``/``ExitCode`` in words, recorded when the hub's poll finds
+the server gone, and never for a stop the hub asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from coursehub.spawn import serverexit
+from coursehub.spawn.exitstates import (
+    describe_slurm_exit,
+    describe_systemd_exit,
+    parse_key_values,
+    parse_slurm_exit_code,
+)
+from coursehub.spawn.serverexit import (
+    STOP_NOTICES,
+    SlurmStopNoticeMixin,
+    SystemdStopNoticeMixin,
+)
+
+GIB = 1024**3
+SCONTROL_OOM = (
+    "JobId=42 JobName=spawner-jupyterhub UserId=ann(1001) JobState=OUT_OF_MEMORY "
+    "Reason=OutOfMemory Dependency=(null) Requeue=0 ExitCode=0:125 RunTime=00:01:02"
+)
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "expected"),
+    [
+        ("OUT_OF_MEMORY", "0:125", "out of memory (it reached its memory limit of 1.0 GiB)"),
+        ("CANCELLED by 0", "0:15", "its Slurm job was cancelled"),
+        ("CANCELLED", "0:9", "its Slurm job was cancelled"),
+        ("NODE_FAIL", "0:0", "the compute node that ran it failed"),
+        ("TIMEOUT", "0:1", "its Slurm job reached its time limit"),
+        ("PREEMPTED", "0:0", "preempted"),
+        ("FAILED", "0:9", "killed by signal 9 (SIGKILL)"),
+        ("FAILED", "137:0", "killed by signal 9 (SIGKILL)"),
+        ("FAILED", "3:0", "it exited with status 3"),
+        ("COMPLETED", "0:0", "Your server stopped unexpectedly."),
+        ("", "", "Your server stopped unexpectedly."),
+    ],
+)
+def test_a_slurm_job_state_says_why_the_server_ended(state, exit_code, expected):
+    text = describe_slurm_exit(state, exit_code, GIB)
+    assert text.startswith("Your server stopped unexpectedly")
+    assert expected in text
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        ({"Result": "oom-kill", "ExecMainCode": "2", "ExecMainStatus": "9"}, "out of memory"),
+        ({"Result": "signal", "ExecMainCode": "2", "ExecMainStatus": "9"}, "signal 9 (SIGKILL)"),
+        ({"Result": "core-dump", "ExecMainStatus": "11"}, "killed by signal 11 (SIGSEGV)"),
+        ({"Result": "exit-code", "ExecMainCode": "1", "ExecMainStatus": "3"}, "with status 3"),
+        ({"Result": "timeout"}, "systemd stopped it after a timeout"),
+        ({"Result": "success", "ExecMainStatus": "0"}, "Your server stopped unexpectedly."),
+        ({}, "Your server stopped unexpectedly."),
+    ],
+)
+def test_a_systemd_unit_result_says_why_the_server_ended(props, expected):
+    assert expected in describe_systemd_exit(props, GIB)
+
+
+def test_scontrol_and_systemctl_fields_are_read():
+    fields = parse_key_values(SCONTROL_OOM)
+    assert fields["JobState"] == "OUT_OF_MEMORY"
+    assert fields["ExitCode"] == "0:125"
+    assert parse_key_values("Result=oom-kill\nExecMainStatus=9\n") == {
+        "Result": "oom-kill",
+        "ExecMainStatus": "9",
+    }
+    assert parse_slurm_exit_code("137:0") == (137, 0)
+    assert parse_slurm_exit_code("bad") == (0, 0)
+
+
+class FakeBatchSpawner:
+    """batchspawner's poll: a job found gone clears its id, then the stop callbacks run."""
+
+    def __init__(self, status: int | None) -> None:
+        self.status = status
+        self.job_id = "42"
+        self.unit_name = "jupyter-hub-ann-singleuser"
+        self.user = SimpleNamespace(name=f"ann-{id(self)}")
+        self.name = ""
+        self.mem_limit = GIB
+        self.log = SimpleNamespace(warning=lambda *a: None)
+
+    async def poll_and_notify(self) -> int | None:
+        if self.status is not None:
+            self.job_id = ""
+        return self.status
+
+    async def start(self) -> Any:
+        return ("127.0.0.1", 8888)
+
+
+class SlurmLike(SlurmStopNoticeMixin, FakeBatchSpawner):
+    pass
+
+
+class SystemdLike(SystemdStopNoticeMixin, FakeBatchSpawner):
+    pass
+
+
+def _fake_command(monkeypatch: pytest.MonkeyPatch, outputs: dict[str, str]) -> list[list[str]]:
+    calls: list[list[str]] = []
+
+    async def read_command(argv: list[str], timeout_s: float = 5.0) -> str:
+        calls.append(argv)
+        return outputs.get(argv[0], "")
+
+    monkeypatch.setattr(serverexit, "read_command", read_command)
+    return calls
+
+
+def _notice(spawner: Any) -> str | None:
+    return STOP_NOTICES.for_user(spawner.user).get("")
+
+
+def test_a_slurm_server_found_gone_leaves_the_jobs_reason(monkeypatch):
+    calls = _fake_command(monkeypatch, {"scontrol": SCONTROL_OOM})
+    spawner = SlurmLike(status=1)
+    assert asyncio.run(spawner.poll_and_notify()) == 1
+    assert calls == [["scontrol", "show", "job", "-o", "42"]]  # the id from before the poll
+    assert "out of memory (it reached its memory limit of 1.0 GiB)" in (_notice(spawner) or "")
+    asyncio.run(spawner.start())  # a new start forgets it
+    assert _notice(spawner) is None
+
+
+def test_a_running_slurm_server_leaves_no_notice(monkeypatch):
+    calls = _fake_command(monkeypatch, {"scontrol": SCONTROL_OOM})
+    spawner = SlurmLike(status=None)
+    assert asyncio.run(spawner.poll_and_notify()) is None
+    assert calls == []
+    assert _notice(spawner) is None
+
+
+def test_a_systemd_server_found_gone_leaves_the_units_reason(monkeypatch):
+    out = "Result=signal\nExecMainCode=2\nExecMainStatus=9\n"
+    calls = _fake_command(monkeypatch, {"systemctl": out})
+    spawner = SystemdLike(status=1)
+    asyncio.run(spawner.poll_and_notify())
+    assert calls[0][:3] == ["systemctl", "show", "jupyter-hub-ann-singleuser"]
+    assert _notice(spawner) == "Your server stopped unexpectedly: killed by signal 9 (SIGKILL)."
+
+
+def test_an_unanswered_query_still_says_the_server_stopped(monkeypatch):
+    _fake_command(monkeypatch, {})  # scontrol down or the job forgotten
+    spawner = SlurmLike(status=1)
+    asyncio.run(spawner.poll_and_notify())
+    assert _notice(spawner) == "Your server stopped unexpectedly."
+
+
+def test_read_command_gives_up_on_a_slow_or_missing_command():
+    assert asyncio.run(serverexit.read_command(["sleep", "5"], timeout_s=0.2)) == ""
+    assert asyncio.run(serverexit.read_command(["/nonexistent/scontrol"])) == ""
+    assert asyncio.run(serverexit.read_command(["false"])) == ""
+    assert asyncio.run(serverexit.read_command(["echo", "JobState=FAILED"])) == "JobState=FAILED\n"
+
+
+def test_a_completing_slurm_job_counts_as_ended_so_the_next_poll_sees_it():
+    from test_spawner_classes import make_spawner
+
+    spawner = make_spawner("slurm")
+    spawner.job_status = "COMPLETING vm"  # the batch script, hence the server, has exited
+    assert not spawner.state_isrunning()
+    spawner.job_status = "RUNNING vm"
+    assert spawner.state_isrunning()
