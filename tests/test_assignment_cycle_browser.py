@@ -136,7 +136,7 @@ def test_the_assignment_cycle_runs_from_the_course_page(course, serve, browser, 
         page.get_by_label("Points off per hour late").fill("1")
         page.get_by_role("button", name="Create assignment").click()
         page.get_by_text("Assignment ps1 created").wait_for()
-        assert "2099-06-30 16:00 UTC" in page.inner_text("main")  # 18:00 in Paris, summer
+        assert "2099-06-30 18:00 CEST (Europe/Paris)" in page.inner_text("main")  # the course zone
         assert "1 point(s) off per hour late" in page.inner_text("main")
         click_step(page, "Generate ps1", "ps1 generated.")
         click_step(page, "Release ps1", "ps1 released.")

@@ -18,7 +18,6 @@ section to a subclass). Reference: https://github.com/jupyterhub/systemdspawner.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from systemdspawner import SystemdSpawner
