@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session
 
 # The real-JupyterHub fixture ``hub`` (tests/hubfixture.py) and the real-Slurm
 # fixture ``slurm_cluster`` (tests/slurmfixture.py).
-pytest_plugins = ["hubfixture", "slurmfixture"]
+pytest_plugins = ["hubfixture", "slurmfixture", "suiteorder"]
 
 from cgrouptree import remove_cgroup_tree  # noqa: E402
 from helpers import free_port  # noqa: E402
@@ -158,24 +158,6 @@ class PostgresServer:
                 " STRATEGY FILE_COPY" if self.version >= 150000 else ""
             )
         self.execute(sql)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep each test file on one pytest-xdist worker, and every Slurm test on one.
-
-    With ``--dist loadgroup`` a file's tests then share its module- and
-    session-scoped set-ups (a hub, a built notebook) as they do in a serial run;
-    the Slurm tests share one single-node cluster, since its daemons and munge
-    are host-wide. Without xdist the marker is inert. ``tryfirst``: pytest-xdist's
-    worker reads the markers in its own ``pytest_collection_modifyitems``
-    (``xdist/remote.py``), so they must be on the items before it runs.
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        name = "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The test suite's own scheduling: under pytest-xdist each file stays on one worker.
 
-``make test`` runs ``pytest -n N --dist loadgroup``; ``tests/conftest.py`` marks each
+``make test`` runs ``pytest -n N --dist loadgroup``; ``tests/suiteorder.py`` marks each
 test with the ``xdist_group`` of its file (``slurm`` for every Slurm test), and
 pytest-xdist appends the group to the node id it schedules by. When that breaks
 (pytest-dev/pytest-xdist#1386), nothing fails: the Slurm tests just meet on one
