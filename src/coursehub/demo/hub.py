@@ -79,7 +79,6 @@ from coursehub.hub.hubclient import HubClient
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
 from coursehub.hub.sync import SyncOutcome, sync_catalog
 
-SERVICE_NAME = "coursehub"
 HUB_START_TIMEOUT_S = 90.0
 #: Seconds the hub gets to stop its servers, services and proxy after SIGTERM.
 HUB_STOP_TIMEOUT_S = 30.0
