@@ -22,11 +22,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from coursehub.contract import make_profile
+from coursehub.contract import SERVER_ARG, make_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.spawn.busyactivity import (
     GPU_IDLE_VAR,
-    SERVER_ARG,
     parse_gpu_idle_s,
     plan_gpu_culling,
     plan_pid_file_pids,

@@ -50,7 +50,7 @@ from coursehub.catalog.db import make_engine, session_scope
 from coursehub.contract import hub_id_of_data_dir
 from coursehub.demo.files import DEMO_UMASK, ensure_course_data, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
-from coursehub.demo.ports import check_ports, free_port, pick_ports
+from coursehub.demo.ports import check_ports, pick_ports
 from coursehub.demo.processes import (
     WATCH_INTERVAL_S,
     become_subreaper,
@@ -62,9 +62,7 @@ from coursehub.demo.processes import (
     stop_processes,
 )
 from coursehub.demo.setup import (
-    DemoSecrets,
     demo_spawn_limit,
-    find_proxy,
     formgrader_names,
     grading_layouts,
     load_secrets,
@@ -90,14 +88,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 __all__ = [
     "DemoHub",
-    "DemoSecrets",
-    "demo_spawn_limit",
-    "find_proxy",
-    "free_port",
-    "grading_layouts",
-    "load_secrets",
-    "prepare_catalog",
-    "render_demo_config",
     "run_demo",
 ]
 #: Lines of the hub log shown when the hub fails.

@@ -59,14 +59,12 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
-from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, OOM_EXTENSION, SERVER_ARG
+from coursehub.contract import BUSY_EXTENSION, MAX_BUSY_S, OOM_EXTENSION
 from coursehub.settings import runs_dir
 
 __all__ = [
     "ACTIVITY_KEY",
     "GPU_IDLE_VAR",
-    "MAX_BUSY_S",
-    "SERVER_ARG",
     "BusyKernelActivity",
     "plan_busy_since",
     "plan_gpu_culling",
