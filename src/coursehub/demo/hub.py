@@ -46,7 +46,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from coursehub.catalog.db import make_engine, session_scope
+from coursehub.catalog.connect import open_catalog
+from coursehub.catalog.db import session_scope
 from coursehub.contract import hub_id_of_data_dir
 from coursehub.demo.files import DEMO_UMASK, ensure_course_data, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
@@ -213,15 +214,12 @@ class DemoHub:
         records the time and status (``last_sync_at``, ``last_sync_status``)
         that its page shows; a hub that cannot be read is an outcome too.
         """
-        engine = make_engine(database_url)
-        try:
-            with (
-                HubClient(f"{self.url}/hub/api", self.secrets.service_token) as client,
-                session_scope(engine) as session,
-            ):
-                return sync_catalog(session, client)
-        finally:
-            engine.dispose()
+        with (
+            open_catalog(database_url) as engine,
+            HubClient(f"{self.url}/hub/api", self.secrets.service_token) as client,
+            session_scope(engine) as session,
+        ):
+            return sync_catalog(session, client)
 
     def stop(self) -> None:
         """Stop the hub (SIGTERM, then SIGKILL after the grace), then whatever it left.
