@@ -37,7 +37,9 @@ from pathlib import Path
 import psutil
 import requests
 
-from coursehub.demo.hub import DemoHub, free_port, prepare_catalog
+from coursehub.demo.hub import DemoHub
+from coursehub.demo.ports import free_port
+from coursehub.demo.setup import prepare_catalog
 
 #: Backoff when a 429 carries no Retry-After (seconds, doubled up to the cap).
 BACKOFF_S, BACKOFF_CAP_S = 2.0, 30.0

@@ -247,6 +247,7 @@ def local_spawner(
     admin: bool = False,
     server: str = "",
     home: Path | None = None,
+    hub: Any = None,
 ) -> Any:
     """A real :class:`jupyterhub.spawner.SimpleLocalProcessSpawner` for a stand-in user.
 
@@ -262,6 +263,9 @@ def local_spawner(
     home
         Folder whose ``<username>`` child is the user's home (``home_dir_template``);
         None: the spawner's default.
+    hub
+        The hub model ``get_env`` reads (``public_host``, ``api_url``, ``base_url``);
+        None: the spawner's default (JupyterHub gives the real one at spawn).
     """
     from types import SimpleNamespace
 
@@ -274,7 +278,8 @@ def local_spawner(
         for g in groups
     ]
     user = SimpleNamespace(name=name, admin=admin, groups=hub_groups, url=f"/user/{name}/")
-    spawner = SimpleLocalProcessSpawner(user=user, name=server)
+    extra = {} if hub is None else {"hub": hub}
+    spawner = SimpleLocalProcessSpawner(user=user, name=server, **extra)
     if home is not None:
         spawner.home_dir_template = str(home / "{username}")
     return spawner

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from coursehub.web.testing import IDENTITIES, api_headers, identity_headers
+from helpers import PageActions
 
 ADMIN = api_headers("admin")
 LEAD = api_headers("lead")
@@ -99,12 +100,7 @@ def test_a_lead_copies_the_course_and_an_archived_year_is_read_only_but_grades_e
         answer = client.open(path, method=method, json=body, headers=LEAD)
         assert answer.status_code == 409, (path, answer.get_json())
         assert "academic year 2025-2026 is archived" in answer.get_json()["error"]
-    lead_page = identity_headers(IDENTITIES["lead"])
-    form = client.get("/courses/mlmeca-2025/edit", headers=lead_page).get_data(as_text=True)
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', form)[1]
-    page = client.post(
-        "/courses/mlmeca-2025/edit", data={"title": "x", "csrf_token": token}, headers=lead_page
-    )
+    page = PageActions(client).post_form("/courses/mlmeca-2025/edit", "lead", {"title": "x"})
     assert page.status_code == 409 and "read-only" in page.get_data(as_text=True)
     grades = client.get(
         "/courses/mlmeca-2025/grading/grades.csv", headers=identity_headers(IDENTITIES["lead"])

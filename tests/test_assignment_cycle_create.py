@@ -33,6 +33,7 @@ from coursehub.web.testing import (
     make_test_app,
     seed_web_catalog,
 )
+from helpers import csrf_token
 
 PAGE = "/courses/mlmeca-2025/grading"
 TEACHER = identity_headers(IDENTITIES["teacher"])
@@ -169,10 +170,7 @@ def client(database_url, layout):
 
 
 def token(client, headers=TEACHER) -> str:
-    page = client.get(f"{PAGE}/new", headers=headers).get_data(as_text=True)
-    match = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
-    assert match, "no CSRF token in the page"
-    return match.group(1)
+    return csrf_token(client.get(f"{PAGE}/new", headers=headers).get_data(as_text=True))
 
 
 def upload(client, name, filename, data, **fields):

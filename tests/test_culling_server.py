@@ -22,17 +22,16 @@ from pathlib import Path
 import pytest
 import requests
 
-from coursehub.contract import make_profile
+from coursehub.contract import SERVER_ARG, make_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.spawn.busyactivity import (
     GPU_IDLE_VAR,
-    SERVER_ARG,
     parse_gpu_idle_s,
     plan_gpu_culling,
     plan_pid_file_pids,
     running_job_pids,
 )
-from helpers import free_port, wait_until
+from helpers import free_port, local_spawner, wait_until
 
 SLEEPER = "import time\ntime.sleep(300)\n"
 
@@ -83,24 +82,14 @@ def test_pid_files_give_their_pid_and_nothing_else():
 
 
 def test_only_a_server_whose_profile_has_gpus_is_told_to_stop_sooner(tmp_path):
-    from jupyterhub.spawner import SimpleLocalProcessSpawner
-
     from coursehub.spawn.spawner import CourseProfiles
 
     gpu = make_profile("gpu", cpu_limit=2, mem_limit="8G", gpus=1)
     cpu = make_profile("cpu", cpu_limit=2, mem_limit="4G")
     environments = {}
     for profile in (gpu, cpu):
-        group = type(
-            "G",
-            (),
-            {
-                "name": f"nbgrader-{profile.name}",
-                "properties": {"profile": render_profile(profile)},
-            },
-        )
-        user = type("U", (), {"name": "chtestgpu", "groups": [group], "url": "/user/chtestgpu/"})
-        spawner = SimpleLocalProcessSpawner(user=user, name="")
+        group = (f"nbgrader-{profile.name}", {"profile": render_profile(profile)})
+        spawner = local_spawner([group], name="chtestgpu")
         profiles = CourseProfiles(
             "local", gpu_ids=[0], state_path=tmp_path / f"{profile.name}.json", gpu_idle_s=600
         )

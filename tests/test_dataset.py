@@ -9,16 +9,14 @@ import pytest
 
 from coursehub.cli import main
 from coursehub.errors import UsageError
-from coursehub.pendulum.dataset import (
+from coursehub.pendulum.datafile import (
     ENERGY_TOLERANCE,
     FORMAT_VERSION,
     PendulumDataset,
-    generate_dataset,
     load_dataset,
-    make_windows,
-    plan_split,
     save_dataset,
 )
+from coursehub.pendulum.dataset import generate_dataset, make_windows, plan_split
 from coursehub.pendulum.physics import energy
 
 

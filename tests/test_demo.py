@@ -14,8 +14,8 @@ import psutil
 import pytest
 import requests
 
-from coursehub.demo.hub import find_proxy
 from coursehub.demo.seed import roster_bytes
+from coursehub.demo.setup import find_proxy
 from coursehub.errors import UsageError
 from helpers import free_port, wait_until
 
@@ -265,7 +265,7 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
     from traitlets.config import Config
 
     from coursehub.atomicfile import write_atomically
-    from coursehub.demo.hub import grading_layouts, render_demo_config
+    from coursehub.demo.setup import grading_layouts, render_demo_config
     from coursehub.grading.layout import make_layout, render_course_config
 
     layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")
@@ -300,7 +300,7 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
 
 
 def test_the_demo_renders_the_whole_jupyter_server_only_if_the_site_asks(tmp_path, monkeypatch):
-    from coursehub.demo.hub import render_demo_config
+    from coursehub.demo.setup import render_demo_config
     from coursehub.grading.layout import make_layout
 
     layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")

@@ -87,7 +87,7 @@ def test_a_person_with_several_roles_is_listed_once_and_every_manager_is_listed(
 
 def load_demo_config(tmp_path, monkeypatch, names):
     from coursehub.atomicfile import write_atomically
-    from coursehub.demo.hub import grading_layouts, render_demo_config
+    from coursehub.demo.setup import grading_layouts, render_demo_config
     from coursehub.grading.layout import make_layout, render_course_config
 
     layout = make_layout("mlmeca-2025", tmp_path / "nbgrader" / "courses", tmp_path / "x")

@@ -7,7 +7,8 @@ import pytest
 from coursehub.cli import main
 from coursehub.pendulum import metrics, train
 from coursehub.pendulum.baselines import fit_ridge, persistence_rollout
-from coursehub.pendulum.dataset import generate_dataset, save_dataset
+from coursehub.pendulum.datafile import save_dataset
+from coursehub.pendulum.dataset import generate_dataset
 from coursehub.pendulum.physics import PendulumParams, integrate_rk4
 
 SIGMA = np.array([1.0, 2.0, 1.0, 4.0])

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from coursehub.spawn.busyactivity import SERVER_ARG, busy_activity, plan_busy_since
+from coursehub.contract import SERVER_ARG
+from coursehub.spawn.busyactivity import busy_activity, plan_busy_since
 from helpers import free_port, wait_until
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -12,10 +12,9 @@ import yaml
 from traitlets.config.loader import PyFileConfigLoader
 
 from coursehub.cli import main
+from coursehub.contract import SERVER_ARG, hub_id_for_db_url
 from coursehub.errors import UsageError
 from coursehub.hub.render import HubSettings, render_hub_config, render_idle_notice
-from coursehub.spawn.busyactivity import SERVER_ARG
-from coursehub.spawn.identity import hub_id_for_db_url
 from coursehub.spawn.serverexit import server_stop_notices
 from helpers import assert_matches_golden
 

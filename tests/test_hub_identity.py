@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coursehub.spawn.identity import (
-    HubIdentityError,
-    HubLock,
-    check_hub_id,
-    hub_id_for_db_url,
-    plan_hub_id,
-    plan_hub_identity,
-)
+from coursehub.contract import hub_id_for_db_url, plan_hub_id, plan_hub_identity
+from coursehub.spawn.identity import HubIdentityError, HubLock, check_hub_id
 
 
 @pytest.mark.parametrize(

@@ -99,10 +99,6 @@ def test_the_api_refuses_what_a_caller_may_not_do_or_a_bad_body(
     assert "error" in answer.get_json()
 
 
-def csrf_of(client, path: str, who: str) -> str:
-    return PageActions(client).csrf(path, who)
-
-
 @pytest.fixture
 def with_token(app, repo):
     """The lead set the private repository and its token; a first update published it."""
@@ -141,26 +137,16 @@ def test_every_way_of_setting_the_repository_asks_the_credential_again_for_anoth
     for answer in (put, patch):
         assert answer.status_code == 400, answer.get_json()
         assert "give the credential again" in answer.get_json()["error"]
-    teacher = identity_headers(IDENTITIES["teacher"])
+    pages = PageActions(client)
     form = {"repo": other, "branch": "main", "subdir": "notebooks"}
-    page = client.post(
-        "/courses/mlmeca-2025/material",
-        data={**form, "csrf_token": csrf_of(client, "/courses/mlmeca-2025/material", "teacher")},
-        headers=teacher,
-    )
+    page = pages.post_form("/courses/mlmeca-2025/material", "teacher", form)
     assert page.status_code in (400, 409, 422) and "give the credential again" in page.get_data(
         as_text=True
     )
-    edit = client.post(
+    edit = pages.post_form(
         "/courses/mlmeca-2025/edit",
-        data={
-            "title": "Machine learning",
-            "git_url": other,
-            "branch": "main",
-            "subpath": "notebooks",
-            "csrf_token": csrf_of(client, "/courses/mlmeca-2025/edit", "teacher"),
-        },
-        headers=teacher,
+        "teacher",
+        {"title": "Machine learning", "git_url": other, "branch": "main", "subpath": "notebooks"},
     )
     assert "give the credential again" in edit.get_data(as_text=True)
     assert repo_now(client) == url

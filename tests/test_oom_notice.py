@@ -28,8 +28,8 @@ from jupyter_server.services.kernels.connection.base import (
     serialize_msg_to_ws_v1,
 )
 
+from coursehub.contract import SERVER_ARG
 from coursehub.resources.cgroupfs import CgroupMount, MemoryState, read_memory_state
-from coursehub.spawn.busyactivity import SERVER_ARG
 from coursehub.spawn.oomnotice import KERNEL_OOM_SCORE_ADJ, OomWatch
 from coursehub.spawn.oomreason import OOM_ENAME, killed_by_oom, oom_error_content
 from helpers import free_port, wait_until

@@ -74,13 +74,11 @@ def test_the_catalog_refuses_a_bad_partition_naming_the_profile(session):
 
 
 def profile_form(client, admin, path: str, **fields: str):
-    import re
+    from helpers import csrf_token
 
-    page = client.get(path, headers=admin).get_data(as_text=True)
-    token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page)
-    assert token, "no CSRF token in the page"
+    token = csrf_token(client.get(path, headers=admin).get_data(as_text=True))
     data = {"cpu_limit": "2", "mem_limit": "4G", "gpus": "1", "jobs_per_gpu": "1"}
-    return client.post(path, data={**data, **fields, "csrf_token": token.group(1)}, headers=admin)
+    return client.post(path, data={**data, **fields, "csrf_token": token}, headers=admin)
 
 
 def test_an_admin_gives_a_profile_a_partition_in_the_web_app(client):

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from coursehub.demo.hub import demo_spawn_limit
+from coursehub.demo.setup import demo_spawn_limit
 from coursehub.errors import UsageError
 from coursehub.hub.render import HubSettings, plan_spawn_limit, render_hub_config
 

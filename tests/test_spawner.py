@@ -11,7 +11,8 @@ from tornado import web
 from coursehub.contract import DEFAULT_PROFILE, make_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.errors import UsageError
-from coursehub.spawn.spawner import CourseProfiles, GpuAssignments, chain_hooks
+from coursehub.spawn.gpustate import GpuAssignments
+from coursehub.spawn.spawner import CourseProfiles, chain_hooks
 from helpers import local_spawner
 
 GIB = 1024**3

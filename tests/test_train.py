@@ -15,7 +15,8 @@ from coursehub.errors import UsageError
 from coursehub.pendulum import resume, train, trainsettings
 from coursehub.pendulum.checkpoint import load_checkpoint
 from coursehub.pendulum.config import ModelConfig, TrainConfig
-from coursehub.pendulum.dataset import generate_dataset, load_dataset, save_dataset
+from coursehub.pendulum.datafile import load_dataset, save_dataset
+from coursehub.pendulum.dataset import generate_dataset
 from coursehub.pendulum.fitting import WARMUP_STEPS, TrainData, fit, plan_epoch, plan_lr
 from coursehub.resources.cpus import effective_cpus
 from coursehub.usecases.pendulum_pipeline import plan_train_args

@@ -28,7 +28,7 @@ from coursehub.contract import profile_to_json as render_profile
 from coursehub.hub.render import DISK_WARNING_FRACTION, busy_server_arg, server_args
 from coursehub.spawn.homedisk import parse_quota_env, plan_disk_metrics, read_home
 from coursehub.spawn.homelimit import QUOTA_ENV
-from helpers import free_port, wait_until
+from helpers import free_port, local_spawner, wait_until
 from loopfs import fill, loop_mount
 
 M = 2**20
@@ -36,15 +36,12 @@ COURSE = make_profile("m2-2cpu-3g", cpu_limit=2, mem_limit="3G", n_threads=2)
 
 
 def _course_env(tmp_path) -> dict[str, str]:
-    from jupyterhub.spawner import SimpleLocalProcessSpawner
-
     from coursehub.spawn.spawner import CourseProfiles
 
-    group = SimpleNamespace(name="nbgrader-m2", properties={"profile": render_profile(COURSE)})
-    user = SimpleNamespace(name="chtestlim", groups=[group], url="/user/chtestlim/")
-    # the hub and server models get_env reads (JupyterHub gives the real ones at spawn)
+    group = ("nbgrader-m2", {"profile": render_profile(COURSE)})
+    # the hub model get_env reads (JupyterHub gives the real one at spawn)
     hub = SimpleNamespace(public_host="", api_url="http://127.0.0.1:8081/hub/api", base_url="/hub/")
-    spawner = SimpleLocalProcessSpawner(user=user, name="", hub=hub)
+    spawner = local_spawner([group], name="chtestlim", hub=hub)
     CourseProfiles("local", gpu_ids=[], state_path=tmp_path / "gpus.json").apply(spawner, {})
     env = spawner.get_env()
     return {key: env[key] for key in ("MEM_LIMIT", "CPU_LIMIT")}

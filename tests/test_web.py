@@ -370,7 +370,7 @@ def test_identity_header_round_trip():
     [(0, 1, (1, 1)), (1500, 1, (1, 30)), (1500, 99, (30, 30)), (51, 0, (1, 2))],
 )
 def test_plan_pages(n_items, page, expected):
-    from coursehub.web.coursepage import plan_pages
+    from coursehub.catalog.readmodel import plan_pages
 
     assert plan_pages(n_items, page, size=50) == expected
 

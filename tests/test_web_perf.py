@@ -17,8 +17,8 @@ import requests
 
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.db import make_engine, session_scope
+from coursehub.catalog.readmodel import PAGE_SIZE
 from coursehub.errors import UsageError
-from coursehub.web.coursepage import PAGE_SIZE
 from coursehub.web.identity import Identity
 from coursehub.web.serving import ServerPlan, plan_gunicorn_options, plan_workers
 from coursehub.web.testing import (

@@ -46,7 +46,6 @@ COURSE_GROUP_ROLES: Mapping[str, str] = {
     STUDENT_GROUP_PREFIX: "students",
     TEAM_GROUP_PREFIX: "team",
 }
-COURSE_GROUP_PREFIXES: tuple[str, ...] = tuple(COURSE_GROUP_ROLES)
 #: Hub group listing every user coursehub put on the hub (only those may be pruned).
 MANAGED_USERS_GROUP = "coursehub-users"
 

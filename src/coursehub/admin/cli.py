@@ -13,6 +13,7 @@ import argparse
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from coursehub.admin.budgetcli import BUDGET_HELP, add_budget_arguments, budget_work
@@ -73,8 +74,11 @@ def register_portal(subparsers: Any) -> None:
     sub.add_argument("--title", required=True)
     manager = commands.add_parser("manager", help="add or remove a portal's managers")
     actions = manager.add_subparsers(dest="manager_command", metavar="ACTION", required=True)
-    for name, text in (("add", "make USER a manager of CODE"), ("remove", "USER stops managing")):
-        sub = _command(actions, name, text, run_portal_manager)
+    for name, text, remove in (
+        ("add", "make USER a manager of CODE", False),
+        ("remove", "USER stops managing", True),
+    ):
+        sub = _command(actions, name, text, partial(run_portal_manager, remove=remove))
         sub.add_argument("code", metavar="CODE")
         sub.add_argument("username", metavar="USER")
 
@@ -266,17 +270,14 @@ def run_portal_rename(args: argparse.Namespace) -> int:
     return _transaction(args, work)
 
 
-def run_portal_manager(args: argparse.Namespace) -> int:
-    """Add or remove a portal manager."""
+def run_portal_manager(args: argparse.Namespace, remove: bool = False) -> int:
+    """Add a portal manager (``remove``: remove one); print the portal's managers."""
     from coursehub.catalog.admin import add_manager, remove_manager, render_managers
     from coursehub.catalog.courses import get_portal
 
     def work(session: Any) -> None:
         portal = get_portal(session, args.code)
-        if args.manager_command == "add":
-            add_manager(session, portal, args.username)
-        else:
-            remove_manager(session, portal, args.username)
+        (remove_manager if remove else add_manager)(session, portal, args.username)
         print(f"portal {portal.code} managers: {render_managers(portal)}")
 
     return _transaction(args, work)

@@ -95,7 +95,8 @@ def default_cpu_budget() -> int:
 def ensure_dataset(path: Path) -> Path:
     """Write the students' shared dataset to ``path`` unless it is there; return ``path``."""
     if not path.exists():
-        from coursehub.pendulum.dataset import generate_dataset, save_dataset
+        from coursehub.pendulum.datafile import save_dataset
+        from coursehub.pendulum.dataset import generate_dataset
 
         save_dataset(generate_dataset(N_TRAJECTORIES, seed=0, progress=False), path)
     return path

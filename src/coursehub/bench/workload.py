@@ -5,7 +5,7 @@
 It trains the default forecaster of :mod:`coursehub.pendulum.model` (LSTM
 over sin/cos features, 2 layers of 128 units) with Adam on minibatches of
 windows from the training split of ``FILE`` (a dataset written once by the
-benchmark with :func:`coursehub.pendulum.dataset.save_dataset` and read by
+benchmark with :func:`coursehub.pendulum.datafile.save_dataset` and read by
 every student). It never sets a thread count itself: under the runner the
 bootstrap and the thread variables decide; in a plain interpreter torch
 starts one thread per host core, as in a notebook kernel.
@@ -209,7 +209,7 @@ def train_steps(data: Path, steps: int, batch_size: int, device_name: str) -> Wo
     import torch
 
     from coursehub.pendulum.config import ModelConfig, TrainConfig
-    from coursehub.pendulum.dataset import load_dataset
+    from coursehub.pendulum.datafile import load_dataset
     from coursehub.pendulum.fitting import WindowSource, build_state, train_epoch
     from coursehub.pendulum.model import fit_scaler
 

@@ -31,8 +31,6 @@ from coursehub.catalog.models.base import utcnow
 from coursehub.catalog.models.courses import Course, CourseMaterial
 
 NEW, UPDATING, OK, ERROR = "new", "updating", "ok", "error"
-#: Kinds of credential a course may hold.
-CREDENTIAL_KINDS = ("", "token", "deploy-key")
 #: Branch of the published (students') repository: append-only, whatever the upstream branch.
 PUBLISHED_BRANCH = "main"
 #: Schemes of ``scheme://`` URLs accepted for a course repository.

@@ -3,9 +3,9 @@
 :mod:`coursehub.catalog.readmodel` reads one course as it is shown; the
 queries here answer questions across courses: how many courses each academic
 year holds, which courses a person teaches or manages through a portal, a
+person's role in a course, a course with its year (the read-only check), a
 course's students as hub usernames, the usage units running now, the OOM
-kills in each student's servers. Each runs
-one ``SELECT``.
+kills in each student's servers. Each runs one ``SELECT``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from coursehub.catalog.models.courses import (
     TEAM_ROLES,
@@ -43,6 +43,23 @@ def team_course_pks(session: Session, username: str) -> set[int]:
         .where(Person.username == username, Membership.role.in_(list(TEAM_ROLES)))
     )
     return set(session.scalars(query))
+
+
+def role_in_course(session: Session, username: str, course: Course) -> Role | None:
+    """Return ``username``'s role in ``course`` (``Role.LEAD``...), None if they have none."""
+    query = (
+        select(Membership.role)
+        .join(Membership.person)
+        .where(Membership.course_pk == course.id, Person.username == username)
+    )
+    return session.scalar(query)
+
+
+def course_with_year(session: Session, course_id: str) -> Course | None:
+    """Return the course ``course_id`` with its academic year loaded; None if there is none."""
+    return session.scalar(
+        select(Course).options(joinedload(Course.year)).where(Course.course_id == course_id)
+    )
 
 
 def managed_course_pks(session: Session, username: str) -> set[int] | None:

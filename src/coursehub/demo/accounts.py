@@ -30,40 +30,37 @@ def list_accounts(database_url: str) -> list[DemoAccount]:
     """Return the demo's logins: administrator, portal manager, then course members, team first."""
     from sqlalchemy import select
 
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.catalog.models.courses import Course, Membership, Person, Portal, PortalManager
     from coursehub.catalog.readmodel import render_display_name
     from coursehub.demo.seed import DEMO_ADMIN, DEMO_MANAGER
 
-    engine = make_engine(database_url)
-    try:
-        with session_scope(engine) as session:
-            rows = session.execute(
-                select(
-                    Person.username,
-                    Person.first_name,
-                    Person.last_name,
-                    Membership.role,
-                    Course.course_id,
-                )
-                .join(Membership, Membership.person_pk == Person.id)
-                .join(Course, Course.id == Membership.course_pk)
-                .order_by(Membership.role == "student", Course.course_id, Person.username)
-            ).all()
-            staff = {
-                p.username: render_display_name(p.first_name, p.last_name, p.username)
-                for p in session.scalars(
-                    select(Person).where(Person.username.in_([DEMO_ADMIN[0], DEMO_MANAGER[0]]))
-                )
-            }
-            managers = session.execute(
-                select(Person.username, Person.first_name, Person.last_name, Portal.code)
-                .join(PortalManager, PortalManager.person_pk == Person.id)
-                .join(Portal, Portal.id == PortalManager.portal_pk)
-                .order_by(Person.username, Portal.code)
-            ).all()
-    finally:
-        engine.dispose()
+    with open_catalog(database_url) as engine, session_scope(engine) as session:
+        rows = session.execute(
+            select(
+                Person.username,
+                Person.first_name,
+                Person.last_name,
+                Membership.role,
+                Course.course_id,
+            )
+            .join(Membership, Membership.person_pk == Person.id)
+            .join(Course, Course.id == Membership.course_pk)
+            .order_by(Membership.role == "student", Course.course_id, Person.username)
+        ).all()
+        staff = {
+            p.username: render_display_name(p.first_name, p.last_name, p.username)
+            for p in session.scalars(
+                select(Person).where(Person.username.in_([DEMO_ADMIN[0], DEMO_MANAGER[0]]))
+            )
+        }
+        managers = session.execute(
+            select(Person.username, Person.first_name, Person.last_name, Portal.code)
+            .join(PortalManager, PortalManager.person_pk == Person.id)
+            .join(Portal, Portal.id == PortalManager.portal_pk)
+            .order_by(Person.username, Portal.code)
+        ).all()
     accounts = [DemoAccount(DEMO_ADMIN[0], staff.get(DEMO_ADMIN[0], DEMO_ADMIN[0]), "admin", "")]
     accounts += [
         DemoAccount(u, render_display_name(first, last, u), "manager", portal)

@@ -46,11 +46,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from coursehub.catalog.db import make_engine, session_scope
+from coursehub.catalog.connect import open_catalog
+from coursehub.catalog.db import session_scope
 from coursehub.contract import hub_id_of_data_dir
 from coursehub.demo.files import DEMO_UMASK, ensure_course_data, ensure_private_data
 from coursehub.demo.lock import DemoLock, acquire_lock
-from coursehub.demo.ports import check_ports, free_port, pick_ports
+from coursehub.demo.ports import check_ports, pick_ports
 from coursehub.demo.processes import (
     WATCH_INTERVAL_S,
     become_subreaper,
@@ -62,9 +63,7 @@ from coursehub.demo.processes import (
     stop_processes,
 )
 from coursehub.demo.setup import (
-    DemoSecrets,
     demo_spawn_limit,
-    find_proxy,
     formgrader_names,
     grading_layouts,
     load_secrets,
@@ -79,7 +78,6 @@ from coursehub.hub.hubclient import HubClient
 from coursehub.hub.process import HubStartError, start_hub, wait_until_up
 from coursehub.hub.sync import SyncOutcome, sync_catalog
 
-SERVICE_NAME = "coursehub"
 HUB_START_TIMEOUT_S = 90.0
 #: Seconds the hub gets to stop its servers, services and proxy after SIGTERM.
 HUB_STOP_TIMEOUT_S = 30.0
@@ -91,14 +89,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 __all__ = [
     "DemoHub",
-    "DemoSecrets",
-    "demo_spawn_limit",
-    "find_proxy",
-    "free_port",
-    "grading_layouts",
-    "load_secrets",
-    "prepare_catalog",
-    "render_demo_config",
     "run_demo",
 ]
 #: Lines of the hub log shown when the hub fails.
@@ -224,15 +214,12 @@ class DemoHub:
         records the time and status (``last_sync_at``, ``last_sync_status``)
         that its page shows; a hub that cannot be read is an outcome too.
         """
-        engine = make_engine(database_url)
-        try:
-            with (
-                HubClient(f"{self.url}/hub/api", self.secrets.service_token) as client,
-                session_scope(engine) as session,
-            ):
-                return sync_catalog(session, client)
-        finally:
-            engine.dispose()
+        with (
+            open_catalog(database_url) as engine,
+            HubClient(f"{self.url}/hub/api", self.secrets.service_token) as client,
+            session_scope(engine) as session,
+        ):
+            return sync_catalog(session, client)
 
     def stop(self) -> None:
         """Stop the hub (SIGTERM, then SIGKILL after the grace), then whatever it left.

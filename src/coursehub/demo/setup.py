@@ -75,14 +75,14 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
     the portal manager in the catalog (:func:`coursehub.demo.seed.ensure_staff`),
     so that a data directory seeded by an older version gets them too.
     """
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import database_url, session_scope
     from coursehub.catalog.schema import upgrade_database
     from coursehub.demo.seed import ensure_staff, is_seeded, seed_catalog
     from coursehub.grading.demo import setup_demo_grading
 
-    url = f"sqlite:///{data_dir / 'catalog.sqlite'}"
-    engine = make_engine(url)
-    try:
+    url = database_url({"COURSEHUB_DATA_DIR": str(data_dir)})  # the data directory's SQLite file
+    with open_catalog(url, check_schema=False) as engine:  # created here: migrated, not checked
         upgrade_database(engine)
         with session_scope(engine) as session:
             if is_seeded(session):
@@ -101,8 +101,6 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
 
         start_demo_book(data_dir, course_ids[0])  # in the background (docs/books.md)
         return url, True
-    finally:
-        engine.dispose()
 
 
 def demo_spawn_limit(override: str | None = None) -> int:
@@ -145,19 +143,16 @@ def formgrader_names(database_url: str, course_ids: Sequence[str]) -> dict[str, 
     """
     from sqlalchemy import select
 
-    from coursehub.catalog.db import make_engine, session_scope
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_scope
     from coursehub.catalog.models.courses import Course
 
     if not course_ids:
         return {}
-    engine = make_engine(database_url)
-    try:
-        with session_scope(engine) as session:
-            rows = session.execute(
-                select(Course.course_id, Course.title).where(Course.course_id.in_(course_ids))
-            ).all()
-    finally:
-        engine.dispose()
+    with open_catalog(database_url) as engine, session_scope(engine) as session:
+        rows = session.execute(
+            select(Course.course_id, Course.title).where(Course.course_id.in_(course_ids))
+        ).all()
     titles = {course_id: title for course_id, title in rows}
     return {c: f"Grading: {titles.get(c, c)}" for c in course_ids}
 

@@ -30,8 +30,6 @@ START_HINT = (
     "start the single-node cluster as root with `scripts/slurm-single-node start`, then "
     '`eval "$(scripts/slurm-single-node env)"` so that SLURM_CONF points at it (docs/slurm.md)'
 )
-#: The client commands the demo and batchspawner run.
-SLURM_COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sinfo")
 #: Seconds ``scontrol ping`` and ``sinfo`` may take.
 SLURM_QUERY_TIMEOUT_S = 20.0
 

@@ -30,10 +30,8 @@ from coursehub.errors import UsageError
 from coursehub.pendulum.datafile import (
     ENERGY_TOLERANCE,
     EXCLUDED,
-    FORMAT_VERSION,
     SPLIT_CODES,
     PendulumDataset,
-    load_dataset,
     save_dataset,
 )
 from coursehub.pendulum.physics import (
@@ -46,16 +44,11 @@ from coursehub.pendulum.physics import (
 
 __all__ = [
     "DEFAULT_DATA_PATH",
-    "ENERGY_TOLERANCE",
-    "FORMAT_VERSION",
-    "PendulumDataset",
     "add_arguments",
     "generate_dataset",
-    "load_dataset",
     "make_windows",
     "plan_split",
     "run",
-    "save_dataset",
 ]
 
 DEFAULT_DATA_PATH = Path("data") / "pendulum.npz"

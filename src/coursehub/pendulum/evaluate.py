@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.pendulum import metrics
-from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, PendulumDataset, load_dataset
+from coursehub.pendulum.datafile import PendulumDataset, load_dataset
+from coursehub.pendulum.dataset import DEFAULT_DATA_PATH
 
 DEFAULT_STARTS = 5
 FORECASTERS = ("model", "persistence", "ridge_ar10")

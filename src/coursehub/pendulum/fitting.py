@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from coursehub.errors import UsageError
 from coursehub.pendulum.config import ModelConfig, TrainConfig
-from coursehub.pendulum.dataset import PendulumDataset
+from coursehub.pendulum.datafile import PendulumDataset
 from coursehub.pendulum.model import Forecaster, Scaler, count_parameters, fit_scaler, rollout_loss
 
 # Validation windows per epoch (a fixed, seeded subset of the validation split).

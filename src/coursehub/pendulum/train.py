@@ -62,7 +62,8 @@ from coursehub.errors import (
     storage_hint,
 )
 from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH
-from coursehub.pendulum.dataset import DEFAULT_DATA_PATH, load_dataset
+from coursehub.pendulum.datafile import load_dataset
+from coursehub.pendulum.dataset import DEFAULT_DATA_PATH
 from coursehub.pendulum.resume import prepare_resume
 from coursehub.pendulum.trainsettings import (
     RESUME_FIXED,

@@ -206,12 +206,13 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
     """Start ``coursehub run`` (without ``--no-wait``) in its own session; print its log path."""
     from coursehub.runner.api import make_spec
     from coursehub.runner.local import new_job_id
+    from coursehub.runner.resultfile import log_path_of
 
     script, script_args, options = spec_options(args)
     if not args.log:  # the detached runner's --log must name a folder that exists
         Path(backend.runs_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
     log = args.log or str(
-        backend.runs_dir / f"{new_job_id(make_spec(script, script_args, **options))}.log"
+        log_path_of(Path(backend.runs_dir), new_job_id(make_spec(script, script_args, **options)))
     )
     argv = [
         sys.executable,

@@ -18,7 +18,7 @@ from coursehub.errors import UsageError
 from coursehub.resources.spec import ResourceSpec
 from coursehub.runner.job import JobSpec
 from coursehub.runner.result import RunResult, render_summary
-from coursehub.runner.resultfile import read_result, result_path
+from coursehub.runner.resultfile import log_path_of, read_result, result_path, slurm_run_id
 from coursehub.runner.slurm.allocation import read_usage
 from coursehub.runner.slurm.commands import (
     FINAL_STATES,
@@ -60,7 +60,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
     runs = runs_dir or default_runs_dir()
     if is_slurm_job_id(job_id):
         info = job_info(job_id)
-        result = read_result(runs / f"slurm-{job_id}.json")
+        result = read_result(result_path(log_path_of(runs, slurm_run_id(job_id))))
         if info is None:
             if result is None:
                 raise UsageError(f"no Slurm job {job_id} (unknown to Slurm, no result in {runs})")
@@ -75,7 +75,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
         if result is None and info.get("JobState") in FINAL_STATES:
             result = summarize_ended_slurm_job(job_id, info, runs)
         return line + (f"\n{render_summary(result)}" if result else "")
-    log = runs / f"{job_id}.log"
+    log = log_path_of(runs, job_id)
     result = read_result(result_path(log))
     if result is not None:
         return f"job {job_id}: ended\n{render_summary(result)}"
@@ -88,7 +88,7 @@ def job_status(job_id: str, runs_dir: Path | None = None) -> str:
 
 def summarize_ended_slurm_job(job_id: str, info: dict[str, str], runs: Path) -> RunResult:
     """Return the result of an ended ``--no-wait`` Slurm job from Slurm and its usage file."""
-    log = Path(info.get("StdOut") or runs / f"slurm-{job_id}.log")
+    log = Path(info.get("StdOut") or log_path_of(runs, slurm_run_id(job_id)))
     usage = read_usage(Path(usage_path(str(log))))
     threads = int(info.get("CPUs/Task") or 1)
     mem = parse_slurm_mem(info.get("MinMemoryNode", ""))
@@ -120,7 +120,7 @@ def cancel_job(job_id: str, runs_dir: Path | None = None) -> str:
             raise UsageError(f"Slurm job {job_id} has already ended ({info['JobState']})")
         scancel(job_id)
         return f"Slurm job {job_id}: cancelled"
-    log = runs / f"{job_id}.log"
+    log = log_path_of(runs, job_id)
     if result_path(log).is_file():
         raise UsageError(f"job {job_id} has already ended")
     pid = runner_pid(log.with_suffix(".pid"))

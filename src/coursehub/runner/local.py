@@ -51,6 +51,7 @@ from coursehub.runner.limits import confine, kernel_kill_reason, plan_backstop_r
 from coursehub.runner.monitor import TreeMonitor
 from coursehub.runner.processgroup import kill_group
 from coursehub.runner.result import RunResult
+from coursehub.runner.resultfile import log_path_of
 from coursehub.runner.slots import (
     AdmissionCancelledError,
     SlotLease,
@@ -143,7 +144,7 @@ class LocalBackend(Backend):
         """
         self.validate(spec)
         job_id = Path(spec.log_path).stem if spec.log_path else new_job_id(spec)
-        log_path = Path(spec.log_path) if spec.log_path else self.runs_dir / f"{job_id}.log"
+        log_path = Path(spec.log_path) if spec.log_path else log_path_of(self.runs_dir, job_id)
         log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         job = LocalJob(self, spec, job_id, log_path, on_output or self.on_output)
         job.start()

@@ -5,7 +5,8 @@ output ``<job id>.log`` and, once it has ended, its result
 ``<job id>.json``: the fields of :class:`coursehub.runner.result.RunResult`
 as one JSON object (``log_path`` as text, ``gpu_indices`` as a list,
 ``cgroup`` as an object or null), mode 0600 like the log. A Slurm job's id
-is ``slurm-<Slurm job id>``.
+is ``slurm-<Slurm job id>`` (:func:`slurm_run_id`); the paths come from
+:func:`log_path_of` and :func:`result_path`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.runner.result import RunResult
+
+
+def slurm_run_id(slurm_id: str) -> str:
+    """Return the runner's id of the Slurm job ``slurm_id``: ``slurm-<Slurm job id>``."""
+    return f"slurm-{slurm_id}"
+
+
+def log_path_of(runs_dir: Path, job_id: str) -> Path:
+    """Return the output file of job ``job_id`` in ``runs_dir``: ``<job id>.log``."""
+    return runs_dir / f"{job_id}.log"
 
 
 def result_path(log_path: Path) -> Path:

@@ -65,15 +65,12 @@ from coursehub.contract import (
     HOMEDISK_EXTENSION,
     MAX_BUSY_S,
     OOM_EXTENSION,
-    SERVER_ARG,
 )
 from coursehub.settings import runs_dir
 
 __all__ = [
     "ACTIVITY_KEY",
     "GPU_IDLE_VAR",
-    "MAX_BUSY_S",
-    "SERVER_ARG",
     "BusyKernelActivity",
     "plan_busy_since",
     "plan_gpu_culling",

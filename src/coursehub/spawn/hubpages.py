@@ -14,9 +14,6 @@ from __future__ import annotations
 
 from importlib import resources
 
-#: The key of a service's ``info`` read by the Services menu.
-DISPLAY_NAME = "display_name"
-
 
 def template_dir() -> str:
     """Return the directory of coursehub's hub templates (for ``JupyterHub.template_paths``)."""

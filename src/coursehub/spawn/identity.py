@@ -22,25 +22,14 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from coursehub.contract import (
-    DEFAULT_DB_URL,
-    HUB_ID_DIGITS,
-    hub_id_for_db_url,
-    plan_hub_id,
-    plan_hub_identity,
-)
+from coursehub.contract import hub_id_for_db_url
 from coursehub.errors import CoursehubError
 
 __all__ = [
-    "DEFAULT_DB_URL",
-    "HUB_ID_DIGITS",
     "HubIdentityError",
     "HubLock",
     "check_hub_id",
-    "hub_id_for_db_url",
     "hub_id_from_config",
-    "plan_hub_id",
-    "plan_hub_identity",
 ]
 
 #: What a hub id may be made of (it goes into cgroup, unit and file names).

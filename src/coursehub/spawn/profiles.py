@@ -62,11 +62,8 @@ from coursehub.resources.threads import thread_env
 from coursehub.resources.units import format_mem
 
 __all__ = [
-    "DEFAULT_PROFILE",
     "NVIDIA_CONTROL_DEVICES",
-    "SPAWNER_KINDS",
     "CourseChoice",
-    "CourseProfile",
     "UnitPropertyValues",
     "choose_profile",
     "generosity",

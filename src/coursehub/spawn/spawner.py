@@ -44,7 +44,7 @@ from typing import Any
 
 from tornado import web
 
-from coursehub.contract import NO_COURSE_CHOICES
+from coursehub.contract import DEFAULT_PROFILE, NO_COURSE_CHOICES, SPAWNER_KINDS, CourseProfile
 from coursehub.errors import UsageError
 from coursehub.meter.budgetclient import URL_VAR as BUDGET_URL_VAR
 from coursehub.meter.sampler import COURSE_VAR
@@ -56,11 +56,8 @@ from coursehub.spawn.identity import check_hub_id, hub_id_from_config
 from coursehub.spawn.jupytertools import plan_config_path, plan_tools
 from coursehub.spawn.material import apply_material
 from coursehub.spawn.profiles import (
-    DEFAULT_PROFILE,
     NO_COURSE_REFUSED,
-    SPAWNER_KINDS,
     CourseChoice,
-    CourseProfile,
     choose_profile,
     parse_options_form,
     plan_choices,
@@ -71,7 +68,6 @@ from coursehub.spawn.profiles import (
 
 __all__ = [
     "CourseProfiles",
-    "GpuAssignments",
     "chain_hooks",
     "plan_user_options",
     "record_course",
@@ -129,7 +125,7 @@ class CourseProfiles:
     Parameters
     ----------
     kind
-        Spawner kind (:data:`coursehub.spawn.profiles.SPAWNER_KINDS`).
+        Spawner kind (:data:`coursehub.contract.SPAWNER_KINDS`).
     default_profile
         Profile of a user in no course with a profile.
     gpu_ids

@@ -3,9 +3,9 @@
 The material package may not import the books (they read the material), so
 this command lives above both: the update of :mod:`coursehub.material.cli`,
 then, for each course whose update gave students a new commit and whose book
-settings say ``build_on_update``, a detached build
-(:func:`coursehub.books.background.build_if_asked`). The course app's
-"Update now" does the same (:mod:`coursehub.web.materialjobs`).
+settings say ``build_on_update``, a detached build (:func:`rebuild_book`). The
+course app's "Update now" (:mod:`coursehub.web.materialjobs`) calls
+:func:`rebuild_book` too.
 """
 
 from __future__ import annotations
@@ -46,16 +46,49 @@ def run(args: argparse.Namespace) -> int:
     int
         The update's exit status (:func:`coursehub.material.cli.run_update_command`).
     """
-    from coursehub.books.background import build_if_asked
-    from coursehub.books.settings import BookPaths, books_root
+    from coursehub.books.settings import books_root
     from coursehub.material.layout import material_root
 
     root = books_root()
     material_dir = Path(args.material_dir or material_root())
 
     def rebuild(outcome: UpdateOutcome) -> None:
-        paths = BookPaths(root, outcome.course_id)
-        if build_if_asked(paths, outcome.changed, material_dir=material_dir):
+        if rebuild_book(outcome, root, material_dir):
             print(f"{outcome.course_id}: book build started (see coursehub book show)")
 
     return run_update_command(args, on_published=rebuild)
+
+
+def rebuild_book(
+    outcome: UpdateOutcome,
+    books_dir: Path,
+    material_dir: Path,
+    shared_root: Path | None = None,
+) -> bool:
+    """After a course's material update, start its book build where it asks for one.
+
+    Parameters
+    ----------
+    outcome : UpdateOutcome
+        The update that published (its ``course_id`` and ``changed``).
+    books_dir : Path
+        The root of the built books (:func:`coursehub.books.settings.books_root`).
+    material_dir : Path
+        The root of the material mirrors, which the build reads.
+    shared_root : Path, optional
+        The course data root the build may read (the course app's ``SHARED_ROOT``).
+
+    Returns
+    -------
+    bool
+        True when a build started: the update gave students a new commit, the
+        course's book settings say ``build_on_update`` and no build was running
+        (:func:`coursehub.books.background.build_if_asked`).
+    """
+    from coursehub.books.background import build_if_asked
+    from coursehub.books.settings import BookPaths
+
+    paths = BookPaths(books_dir, outcome.course_id)
+    return build_if_asked(
+        paths, outcome.changed, material_dir=material_dir, shared_root=shared_root
+    )

@@ -110,7 +110,8 @@ def train_through_runner(out_dir: Path, args: argparse.Namespace, n_threads: int
 
 def run(args: argparse.Namespace) -> int:
     """Generate, train (through the runner), evaluate; print where the results are."""
-    from coursehub.pendulum.dataset import generate_dataset, save_dataset
+    from coursehub.pendulum.datafile import save_dataset
+    from coursehub.pendulum.dataset import generate_dataset
 
     if args.n_trajectories < 10:
         raise UsageError(f"--n-trajectories={args.n_trajectories} is too small: use >= 10")

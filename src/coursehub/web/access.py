@@ -23,7 +23,6 @@ import enum
 from collections.abc import Iterable
 
 from flask import abort, current_app, g
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.admin import (
@@ -35,7 +34,8 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, list_portals
 from coursehub.catalog.errors import ForbiddenError
-from coursehub.catalog.models.courses import Course, Membership, Person, Portal, Role
+from coursehub.catalog.models.courses import Course, Portal, Role
+from coursehub.catalog.queries import role_in_course
 from coursehub.catalog.rules import Actor
 from coursehub.web.config import parse_groups
 from coursehub.web.identity import Identity
@@ -102,22 +102,10 @@ def may_create_courses(identity: Identity | None, creator_groups: Iterable[str])
     return identity.admin or bool(set(identity.groups) & set(creator_groups))
 
 
-def role_in_course(session: Session, identity: Identity | None, course: Course) -> str | None:
-    """Return the identity's role in ``course`` (``"lead"``, ``"student"``...), None if none."""
-    if identity is None:
-        return None
-    query = (
-        select(Membership.role)
-        .join(Membership.person)
-        .where(Membership.course_pk == course.id, Person.username == identity.name)
-    )
-    return session.scalar(query)
-
-
 def course_actor(session: Session, identity: Identity, course: Course) -> Actor:
     """Return who ``identity`` is for the catalog's rules in ``course`` (admin flag, role,
     manager of its portal)."""
-    role = role_in_course(session, identity, course)
+    role = role_in_course(session, identity.name, course)
     manager = is_manager(session, identity.name, course.portal)
     return Actor(identity.name, identity.admin, Role(role) if role else None, manager)
 

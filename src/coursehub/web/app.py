@@ -31,6 +31,7 @@ from coursehub.web.api import budgets as budgets_api
 from coursehub.web.api import courses as courses_api
 from coursehub.web.api import lti as lti_api
 from coursehub.web.api import material as material_api
+from coursehub.web.api.base import API_PREFIX
 from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
 from coursehub.web.redirects import plan_location
 from coursehub.web.views import (
@@ -59,32 +60,35 @@ from coursehub.web.views.base import (
     require_login,
 )
 
-#: Every blueprint of the app, in the order registered: sign-in, the pages (course books:
-#: docs/books.md, usage: docs/usage.md, grades to the LMS: docs/lti.md), the JSON API (its
-#: material routes nested in ``courses_api.bp``: endpoints ``api.material.*``), the LMS links.
-BLUEPRINTS: tuple[Blueprint, ...] = (
-    auth.bp,
-    browse.bp,
-    courses.bp,
-    groups.bp,
-    team.bp,
-    roster.bp,
-    profiles.bp,
-    people.bp,
-    grading.bp,
-    material.bp,
-    admin.bp,
-    portals.bp,
-    courseenv.bp,
-    teamaccess.bp,
-    books.bp,
-    usage.bp,
-    budgets.bp,
-    ltigrades.bp,
-    courses_api.bp,
-    admin_api.bp,
-    lti_api.bp,
-    lti.bp,
+#: Every blueprint of the app with its URL prefix (None: at the root), in the order
+#: registered: sign-in, the pages (course books: docs/books.md, usage: docs/usage.md, grades
+#: to the LMS: docs/lti.md), the JSON API (courses, their material and budget, the catalog's
+#: administration, the LMS launch and the tool's key set), the LMS links.
+BLUEPRINTS: tuple[tuple[Blueprint, str | None], ...] = (
+    (auth.bp, None),
+    (browse.bp, None),
+    (courses.bp, None),
+    (groups.bp, None),
+    (team.bp, None),
+    (roster.bp, None),
+    (profiles.bp, None),
+    (people.bp, None),
+    (grading.bp, None),
+    (material.bp, None),
+    (admin.bp, None),
+    (portals.bp, None),
+    (courseenv.bp, None),
+    (teamaccess.bp, None),
+    (books.bp, None),
+    (usage.bp, None),
+    (budgets.bp, None),
+    (ltigrades.bp, None),
+    (courses_api.bp, API_PREFIX),
+    (material_api.bp, API_PREFIX),
+    (budgets_api.bp, API_PREFIX),
+    (admin_api.bp, API_PREFIX),
+    (lti_api.bp, f"{API_PREFIX}/lti"),
+    (lti.bp, None),
 )
 #: The blueprints read a token, never a cookie: no CSRF check.
 CSRF_EXEMPT: tuple[Blueprint, ...] = (
@@ -138,8 +142,8 @@ def create_app(
     for blueprint in CSRF_EXEMPT:
         csrf.exempt(blueprint)
     auth.init_app(app, mode)
-    for blueprint in BLUEPRINTS:
-        app.register_blueprint(blueprint)
+    for blueprint, url_prefix in BLUEPRINTS:
+        app.register_blueprint(blueprint, url_prefix=url_prefix)
     app.before_request(require_login)
     app.before_request(refuse_page_changes_to_read_only_courses)
     app.context_processor(navigation)

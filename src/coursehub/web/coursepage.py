@@ -35,12 +35,10 @@ from coursehub.web.access import Access, plan_access
 from coursehub.web.identity import Identity
 
 __all__ = [
-    "PAGE_SIZE",
     "CourseAccess",
     "CoursePage",
     "load_course_access",
     "load_course_page",
-    "plan_pages",
 ]
 
 

@@ -5,7 +5,9 @@ it at once) and hands :func:`coursehub.material.service.run_update` to a
 daemon thread of its own session factory; one thread per course in this
 process (another process, e.g. the timer's ``coursehub material update
 --all``, is kept out by the course's lock file). After a first good update
-the course is synced into the hub, so that new servers get the material.
+the course is synced into the hub, so that new servers get the material, and
+the course's book is rebuilt where it asks for it, as ``coursehub material
+update`` does (:func:`coursehub.usecases.material_update.rebuild_book`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import Any
 from flask import current_app
 from sqlalchemy.orm import Session, sessionmaker
 
-from coursehub.books.background import build_if_asked
-from coursehub.books.settings import BookPaths, books_root
+from coursehub.books.settings import books_root
 from coursehub.catalog.material import mark_requested
 from coursehub.catalog.models.courses import Course
 from coursehub.material.layout import MaterialLayout, material_root
 from coursehub.material.service import UpdateOutcome, run_update
+from coursehub.usecases.material_update import rebuild_book
 from coursehub.web.database import SESSIONS_KEY
 from coursehub.web.hubsync import hub_sync_settings, hub_sync_worker
 
@@ -56,19 +58,14 @@ def start_update(session: Session, course: Course, accept_rewrite: bool = False)
         worker = hub_sync_worker() if hub_sync_settings().enabled else None
         # read in the request: the thread has no app context
         books_dir = current_app.config.get("BOOKS_DIR")
-        book = BookPaths(Path(books_dir) if books_dir else books_root(), course_id)
+        books = Path(books_dir) if books_dir else books_root()
         layout = material_layout()
         shared = current_app.config.get("SHARED_ROOT")
 
         def on_published(outcome: UpdateOutcome) -> None:
             if worker is not None and outcome.first_publication:
                 worker.submit([course_id])
-            build_if_asked(
-                book,
-                outcome.changed,
-                material_dir=layout.root,
-                shared_root=Path(shared) if shared else None,
-            )
+            rebuild_book(outcome, books, layout.root, Path(shared) if shared else None)
 
         thread = threading.Thread(
             target=_run,

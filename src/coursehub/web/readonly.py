@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from flask import g, request
-from sqlalchemy import select
-from sqlalchemy.orm import joinedload
 
 from coursehub.catalog.admin import check_writable
-from coursehub.catalog.models.courses import Course
+from coursehub.catalog.queries import course_with_year
 from coursehub.web.database import get_session
 
 #: Changes still allowed on a read-only course: restore it, copy it to another year.
@@ -26,8 +24,6 @@ def refuse_changes_to_read_only_courses() -> None:
         return
     if request.endpoint in READ_ONLY_EXEMPT or g.get("identity") is None:
         return
-    course = get_session().scalar(
-        select(Course).options(joinedload(Course.year)).where(Course.course_id == course_id)
-    )
+    course = course_with_year(get_session(), course_id)
     if course is not None:
         check_writable(course)

@@ -26,14 +26,6 @@ as many at once as the runner's admission slots hold jobs of the course's
 ``n_threads``; gradebook writes are serialised by SQLite's own database
 lock (:mod:`coursehub.grading.autograde.gradebook`).
 
-Modules: ``outcomes`` (a submission's outcome, the outcomes file),
-``gradebook`` (busy-timeout URL, students, zero scores), ``cells`` (the
-cells an outcome names, the points lost), ``job`` (one
-submission's limits, spec, start and outcome), ``plan`` (pure plans of a
-batch), ``batch`` (:func:`~coursehub.grading.autograde.batch.autograde_assignment`,
-side by side), ``lock`` (one at a time), ``progress`` (the record the course
-page reads), ``launch`` (start one in the background from the course page),
-``pool`` and ``workerbatch`` (the default: one long-lived grading worker per
-slot, nbgrader imported once, a fresh sandboxed kernel per submission, the
-same limits and outcomes; ``COURSEHUB_GRADING_WORKER``).
+By default one long-lived grading worker per slot grades them, nbgrader imported
+once (``COURSEHUB_GRADING_WORKER``). Its modules and what each holds: docs/architecture.md.
 """

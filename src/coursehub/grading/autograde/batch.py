@@ -35,8 +35,8 @@ SQLite's database lock
   run continues where it stopped. Interrupted (Ctrl-C, SIGTERM), it
   cancels its running jobs and records nothing for them.
 
-Extension point, Slurm job arrays: a backend offering ``submit_array``
-(:class:`ArrayBackend`) could take every pending
+Extension point, Slurm job arrays: a backend offering
+``submit_array(specs, max_running) -> jobs`` could take every pending
 :func:`coursehub.grading.autograde.job.grading_spec` at once as one array
 (``sbatch --array=0-N%parallel``) in place of
 :meth:`coursehub.grading.autograde.running.JobBatch.fill`'s one ``submit`` per
@@ -48,8 +48,8 @@ the Slurm backend is being written separately.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 from coursehub.grading.autograde.gradebook import ensure_students
 from coursehub.grading.autograde.job import AutogradeLimits, submitted_at
@@ -74,13 +74,6 @@ from coursehub.grading.sandbox.plan import check_sandbox
 
 #: Limits of a job when none are given: one thread, no memory cap, the default wall clock.
 DEFAULT_LIMITS = AutogradeLimits()
-
-
-class ArrayBackend(Protocol):
-    """Extension point: a runner backend that sends many jobs as one job array (not built)."""
-
-    def submit_array(self, specs: Sequence[Any], max_running: int) -> list[Any]:
-        """Submit ``specs`` as one array, at most ``max_running`` at once; return their jobs."""
 
 
 def autograde_assignment(

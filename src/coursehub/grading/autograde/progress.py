@@ -29,9 +29,6 @@ from coursehub.atomicfile import write_atomically
 from coursehub.grading.layout import CourseLayout
 from coursehub.resources.processes import pid_running
 
-#: Values of :attr:`AutogradeProgress.state`.
-STATES = ("not-started", "starting", "running", "done", "interrupted")
-
 
 @dataclass(frozen=True)
 class AutogradeFailure:

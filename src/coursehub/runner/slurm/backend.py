@@ -40,6 +40,7 @@ from pathlib import Path
 
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
 from coursehub.runner.result import RunResult
+from coursehub.runner.resultfile import log_path_of, slurm_run_id
 from coursehub.runner.slurm.allocation import read_usage
 from coursehub.runner.slurm.commands import (
     FINAL_STATES,
@@ -118,7 +119,11 @@ class SlurmBackend(Backend):
         self.validate(spec)
         spec = dataclasses.replace(spec, cwd=spec.cwd or os.getcwd())
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        output = str(spec.log_path) if spec.log_path else str(self.runs_dir / "slurm-%j.log")
+        output = (
+            str(spec.log_path)
+            if spec.log_path
+            else str(log_path_of(self.runs_dir, slurm_run_id("%j")))
+        )
         usage = usage_path(output)
         script = render_batch_script(spec, self.placement, output, usage, self.python, self.grace_s)
         job_id = sbatch(script, describe_request(spec), self.placement.partition)
@@ -239,7 +244,7 @@ class SlurmJob(Job):
         )
         # the course's usage, as a local job's: recorded by the submitting side,
         # whose environment names the usage folder and the course
-        return self._finish(result, f"slurm-{self.job_id}", self.spec.resources.gpus)
+        return self._finish(result, slurm_run_id(self.job_id), self.spec.resources.gpus)
 
 
 class _LogReader:

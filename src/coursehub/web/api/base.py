@@ -7,7 +7,8 @@ of the config). Cookies are ignored, so the API is exempt from CSRF
 (:data:`coursehub.web.app.CSRF_EXEMPT`). Errors are ``{"error": "..."}`` with
 400 (plus ``fields``), 401, 403, 404 or 409. A blueprint made by
 :func:`api_blueprint` checks the token before each call and answers a
-malformed body (:class:`~coursehub.web.api.payloads.PayloadError`) with 400.
+malformed body (:class:`~coursehub.web.api.payloads.PayloadError`) with 400;
+:data:`coursehub.web.app.BLUEPRINTS` mounts it under :data:`API_PREFIX`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from coursehub.web.hubsync import HubSyncOutcome
 from coursehub.web.identity import Identity
 from coursehub.web.readonly import refuse_changes_to_read_only_courses
 
-#: URL prefix of every blueprint of the API.
+#: URL prefix of every blueprint of the API (given in :data:`coursehub.web.app.BLUEPRINTS`).
 API_PREFIX = "/api/v1"
 #: The description and its HTML view: readable without a token.
 PUBLIC_ENDPOINTS = frozenset({"api.openapi", "api.openapi_html"})
@@ -38,9 +39,9 @@ SYNC_HEADER = "Coursehub-Hub-Sync"
 
 
 def api_blueprint(name: str, import_name: str) -> Blueprint:
-    """Return a blueprint under :data:`API_PREFIX` whose calls need a hub token
-    (:func:`authenticate`) and whose malformed bodies get 400 (:func:`payload_error`)."""
-    bp = Blueprint(name, import_name, url_prefix=API_PREFIX)
+    """Return a blueprint whose calls need a hub token (:func:`authenticate`) and whose
+    malformed bodies get 400 (:func:`payload_error`); registered under :data:`API_PREFIX`."""
+    bp = Blueprint(name, import_name)
     bp.before_request(authenticate)
     bp.register_error_handler(PayloadError, payload_error)
     return bp

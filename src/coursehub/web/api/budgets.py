@@ -8,15 +8,15 @@ budget (both figures null: back to the course's); ``GET
 their week (:func:`coursehub.meter.budget.status_to_json`), which the hub
 reads at spawn and the runner before a job. Figures are JSON numbers of hours
 (null: no budget), checked by :func:`coursehub.meter.budget.parse_hours`. A
-blueprint nested in :data:`coursehub.web.api.courses.bp`: same tokens, errors
-and read-only rule (:mod:`coursehub.web.api.base`).
+blueprint of :func:`coursehub.web.api.base.api_blueprint`: the API's tokens,
+errors and read-only rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, abort, g, jsonify
+from flask import Response, abort, g, jsonify
 
 from coursehub.catalog.budgets import (
     OverrideRow,
@@ -30,12 +30,11 @@ from coursehub.errors import UsageError
 from coursehub.meter.budget import WeeklyBudget, parse_hours, status_to_json
 from coursehub.usage.weekly import budget_status, zone_from_env
 from coursehub.web.access import Access
-from coursehub.web.api.base import api_course, read_body
+from coursehub.web.api.base import api_blueprint, api_course, read_body
 from coursehub.web.api.payloads import PayloadError
 from coursehub.web.saving import committing
 
-#: Nested in the course API's blueprint (endpoints ``api.budget.*``).
-bp = Blueprint("budget", __name__)
+bp = api_blueprint("api_budget", __name__)
 
 FIELDS = ("cpu_hours", "gpu_hours")
 

@@ -1,9 +1,9 @@
 """The course API under ``/api/v1/``: courses, their members, roster and sync, and the
 description itself (``openapi.yaml`` in this package, also shown as a page).
 
-The calls, tokens and error bodies are :mod:`coursehub.web.api.base`'s. The
-material routes (:mod:`coursehub.web.api.material`) are nested in :data:`bp`:
-their endpoints are ``api.material.*`` and they share its token check.
+The calls, tokens and error bodies are :mod:`coursehub.web.api.base`'s; a
+course's material and budget have their own blueprints
+(:mod:`coursehub.web.api.material`, :mod:`coursehub.web.api.budgets`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from coursehub.web.access import (
 from coursehub.web.actions import apply_course_changes, apply_new_course
 from coursehub.web.api.apidoc import openapi_text, plan_api_doc
 from coursehub.web.api.base import api_blueprint, api_course, synced
-from coursehub.web.api.budgets import bp as budget_bp
-from coursehub.web.api.material import bp as material_bp
 from coursehub.web.api.payloads import (
     parse_course_changes,
     parse_new_course,
@@ -55,8 +53,6 @@ from coursehub.web.rosterflow import plan_import, render_plan_json
 from coursehub.web.saving import committing
 
 bp = api_blueprint("api", __name__)
-bp.register_blueprint(material_bp)  # endpoints "api.material.*"
-bp.register_blueprint(budget_bp)  # endpoints "api.budget.*"
 
 
 @bp.get("/openapi.yaml")

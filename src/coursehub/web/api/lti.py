@@ -21,12 +21,18 @@ Answers: 200 ``{"name", "course_id", "role", "next", "hub_sync"}``; 403
 LMS course adds ``"code"``, the link code, to an Instructor's launch only);
 400 for a malformed request; 401 without the token; 503 when the hub cannot
 be asked about the username.
+
+``GET /api/v1/lti/jwks.json`` serves the tool's public key set
+(:func:`coursehub.lti.keys.public_jwks`), anonymously: the LMS fetches it to
+check the tool's token requests; it holds no private member. 404 until
+``coursehub lti keygen`` has made the key pair (:func:`key_path`).
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, jsonify, request
@@ -40,14 +46,18 @@ from coursehub.catalog.models.courses import Course
 from coursehub.catalog.models.lti import LtiLink
 from coursehub.errors import CoursehubError
 from coursehub.hub.hubclient import HubClient, HubError
-from coursehub.web.api.base import API_PREFIX, json_error, parse_authorization
+from coursehub.lti.keys import ToolKeyError, load_private_key, public_jwks, tool_key_path
+from coursehub.web.api.base import json_error, parse_authorization
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync, hub_sync_settings
 from coursehub.web.redirects import safe_next
 
 log = logging.getLogger(__name__)
 
-bp = Blueprint("lti_api", __name__, url_prefix=f"{API_PREFIX}/lti")
+#: Registered under ``/api/v1/lti`` (:data:`coursehub.web.app.BLUEPRINTS`).
+bp = Blueprint("lti_api", __name__)
+#: Seconds a platform may cache the key set.
+JWKS_MAX_AGE_S = 300
 
 
 def hub_prefix(config: Any) -> str:
@@ -190,3 +200,28 @@ def launch() -> Response | tuple[Response, int]:
         next=next_url,
         hub_sync=outcome.status,
     )
+
+
+def key_path() -> Path:
+    """Return the tool's private key path from the config, else the default."""
+    configured = current_app.config.get("LTI_TOOL_KEY")
+    return Path(str(configured)).expanduser() if configured else tool_key_path()
+
+
+@bp.get("/jwks.json")
+def jwks() -> Response | tuple[Response, int]:
+    """The tool's public key set (JSON Web Key Set, RFC 7517)."""
+    path = key_path()
+    if not path.exists():
+        message = (
+            "the tool has no key pair yet: run `coursehub lti keygen` on the course app's host"
+        )
+        return jsonify(error=message), 404
+    try:
+        keys = public_jwks(load_private_key(path))
+    except ToolKeyError as exc:
+        current_app.logger.error("LTI key set: %s", exc)
+        return jsonify(error="the tool's key pair cannot be used: see the course app's log"), 503
+    response = jsonify(keys)
+    response.headers["Cache-Control"] = f"public, max-age={JWKS_MAX_AGE_S}"
+    return response

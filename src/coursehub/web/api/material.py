@@ -6,15 +6,15 @@ and the last error only for the course's team and admins; ``PUT`` (the course's 
 set the repository and its credential (sent in the body over the hub's
 HTTPS, stored as a private file, never answered back); ``POST .../update``
 (the teaching team): start an update in the background (202). A blueprint
-nested in :data:`coursehub.web.api.courses.bp`: same tokens, errors and
-read-only rule (:mod:`coursehub.web.api.base`).
+of :func:`coursehub.web.api.base.api_blueprint`: the API's tokens, errors and
+read-only rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Response, current_app, jsonify
 
 from coursehub.catalog.material import render_pull_link, render_state
 from coursehub.catalog.models.courses import Course
@@ -22,12 +22,11 @@ from coursehub.errors import UsageError
 from coursehub.material.credential import parse_credential
 from coursehub.material.service import set_course_material
 from coursehub.web.access import Access
-from coursehub.web.api.base import api_course, json_error, read_body
+from coursehub.web.api.base import api_blueprint, api_course, json_error, read_body
 from coursehub.web.materialjobs import material_layout, start_update
 from coursehub.web.saving import committing
 
-#: Nested in the course API's blueprint (endpoints ``api.material.*``).
-bp = Blueprint("material", __name__)
+bp = api_blueprint("api_material", __name__)
 
 
 def render_material(course: Course, team: bool = True) -> dict[str, Any]:

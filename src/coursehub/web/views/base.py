@@ -40,10 +40,8 @@ PUBLIC_ENDPOINTS = frozenset({"static", "auth.login", "auth.oauth_callback", "au
 PUBLIC_ENDPOINTS |= {"books.root", "books.page"}
 #: a built book's other files (CSS, scripts, images): an unguessable per-build address
 PUBLIC_ENDPOINTS |= {"books.files"}
-#: the LTI tool's public key set, fetched by the LMS (coursehub.web.views.ltigrades)
-PUBLIC_ENDPOINTS |= {"lti_grades.jwks"}
-#: endpoint prefixes of the JSON API's blueprints
-API_BLUEPRINTS = ("api.", "api_admin.", "lti_api.")
+#: endpoint prefixes of the JSON API's blueprints (the LTI key set among them: anonymous)
+API_BLUEPRINTS = ("api.", "api_admin.", "api_material.", "api_budget.", "lti_api.")
 
 
 def refuse_page_changes_to_read_only_courses() -> None:

@@ -30,8 +30,9 @@ from coursehub.catalog.lti.confirm import (
 from coursehub.catalog.lti.links import confirm_link, get_pending, links_of, pending_links, unlink
 from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.models.lti import LtiLink
+from coursehub.catalog.queries import role_in_course
 from coursehub.errors import CoursehubError
-from coursehub.web.access import Access, role_in_course
+from coursehub.web.access import Access
 from coursehub.web.database import get_session
 from coursehub.web.saving import commit_or_show, show_error
 from coursehub.web.views.base import load_course
@@ -42,7 +43,8 @@ bp = Blueprint("lti", __name__)
 def load_lead_course(course_id: str) -> Course:
     """Return the course if the user is one of its leads or a hub admin, else 403."""
     course, access = load_course(course_id, Access.MANAGE)
-    if access < Access.ADMIN and role_in_course(get_session(), g.identity, course) != Role.LEAD:
+    role = role_in_course(get_session(), g.identity.name, course)
+    if access < Access.ADMIN and role != Role.LEAD:
         abort(403, description="only the course's leads and hub admins link LMS courses to it")
     return course
 
