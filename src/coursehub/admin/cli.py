@@ -268,13 +268,13 @@ def run_portal_rename(args: argparse.Namespace) -> int:
 
 def run_portal_manager(args: argparse.Namespace) -> int:
     """Add or remove a portal manager."""
-    from coursehub.catalog.admin import add_manager, remove_manager, render_managers
+    from coursehub.catalog.admin import appoint_manager, remove_manager, render_managers
     from coursehub.catalog.courses import get_portal
 
     def work(session: Any) -> None:
         portal = get_portal(session, args.code)
         if args.manager_command == "add":
-            add_manager(session, portal, args.username)
+            appoint_manager(session, portal, args.username)
         else:
             remove_manager(session, portal, args.username)
         print(f"portal {portal.code} managers: {render_managers(portal)}")
