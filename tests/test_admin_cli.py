@@ -53,15 +53,17 @@ def test_a_year_is_created_once_made_current_and_listed_as_json(catalog, capsys)
 
 
 def test_a_portal_gets_its_managers_is_renamed_and_listed(catalog, capsys):
-    run(capsys, catalog, "portal", "create", "INFO", "--title", "Info", "--manager", "alice")
-    assert run(capsys, catalog, "portal", "create", "INFO", "--manager", "alice")[0] == 0
+    run(capsys, catalog, "portal", "create", "INFO", "--title", "Info", "--manager", "tdupont")
+    assert run(capsys, catalog, "portal", "create", "INFO", "--manager", "tdupont")[0] == 0
     run(capsys, catalog, "portal", "rename", "INFO", "--title", "Informatique")
-    run(capsys, catalog, "portal", "manager", "add", "INFO", "bob")
-    run(capsys, catalog, "portal", "manager", "remove", "INFO", "alice")
+    run(capsys, catalog, "portal", "manager", "add", "INFO", "gmartin")
+    run(capsys, catalog, "portal", "manager", "remove", "INFO", "tdupont")
     portals = json.loads(run(capsys, catalog, "portal", "list", "--json")[1])
-    assert {"code": "INFO", "title": "Informatique", "managers": ["bob"]} in portals
-    status, _, err = run(capsys, catalog, "portal", "manager", "remove", "INFO", "alice")
-    assert status == 2 and "alice is not a manager of portal INFO" in err
+    assert {"code": "INFO", "title": "Informatique", "managers": ["gmartin"]} in portals
+    status, _, err = run(capsys, catalog, "portal", "manager", "remove", "INFO", "tdupont")
+    assert status == 2 and "tdupont is not a manager of portal INFO" in err
+    status, _, err = run(capsys, catalog, "portal", "manager", "add", "INFO", "jdoe")
+    assert status != 0 and "portal manager 'jdoe' is not a known person" in err
 
 
 def test_a_course_is_created_shown_listed_and_archived_idempotently(catalog, capsys):

@@ -344,7 +344,7 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     (
         "PUT",
         f"{A}/portals/<code>/managers/<username>",
-        f"{A}/portals/MECA/managers/newbie",
+        f"{A}/portals/MECA/managers/gmartin",
         None,
         API_ADMIN_ONLY,
     ),

@@ -271,13 +271,13 @@ def run_portal_rename(args: argparse.Namespace) -> int:
 
 
 def run_portal_manager(args: argparse.Namespace, remove: bool = False) -> int:
-    """Add a portal manager (``remove``: remove one); print the portal's managers."""
-    from coursehub.catalog.admin import add_manager, remove_manager, render_managers
+    """Add a portal manager, a known person (``remove``: remove one); print the managers."""
+    from coursehub.catalog.admin import appoint_manager, remove_manager, render_managers
     from coursehub.catalog.courses import get_portal
 
     def work(session: Any) -> None:
         portal = get_portal(session, args.code)
-        (remove_manager if remove else add_manager)(session, portal, args.username)
+        (remove_manager if remove else appoint_manager)(session, portal, args.username)
         print(f"portal {portal.code} managers: {render_managers(portal)}")
 
     return _transaction(args, work)

@@ -108,7 +108,7 @@ def ensure_portal(
     session: Session, code: str, title: str = "", managers: Iterable[str] = ()
 ) -> tuple[Portal, bool]:
     """Return the portal ``code`` (created with ``title`` if new) and whether it was created,
-    with ``managers`` added (people created if unknown).
+    with ``managers`` added (:func:`appoint_manager`: known people only).
 
     An existing portal keeps its title unless ``title`` is given and differs:
     then :class:`ConflictError` (rename it with :func:`rename_portal`).
@@ -123,7 +123,7 @@ def ensure_portal(
             f"rename it (`coursehub portal rename {portal.code} --title ...`)"
         )
     for username in managers:
-        add_manager(session, portal, username)
+        appoint_manager(session, portal, username)
     return portal, created
 
 
@@ -137,8 +137,23 @@ def rename_portal(session: Session, portal: Portal, title: str) -> Portal:
     return portal
 
 
+def appoint_manager(session: Session, portal: Portal, username: str) -> Person:
+    """Make the known person ``username`` a manager of ``portal``; idempotent.
+
+    The rule of the web app, the API and ``coursehub portal``: a manager, as a
+    lead, must be a known person. Raises :class:`NotFoundError` naming the
+    field (``portal manager``) otherwise.
+    """
+    get_known_person(session, username, "portal manager")
+    return add_manager(session, portal, username)
+
+
 def add_manager(session: Session, portal: Portal, username: str) -> Person:
-    """Make ``username`` a manager of ``portal`` (the person is created if unknown). Idempotent."""
+    """Make ``username`` a manager of ``portal`` (the person is created if unknown). Idempotent.
+
+    For seeding (the demo's manager, test catalogs); people's requests go
+    through :func:`appoint_manager`.
+    """
     person = ensure_person(session, username)
     exists = session.scalar(
         select(PortalManager.id).where(
@@ -269,7 +284,7 @@ def get_known_person(session: Session, username: str, what: str) -> Person:
     if person is None:
         raise NotFoundError(
             f"{what} {check_username(username)!r} is not a known person: people become known "
-            "when they join a course (its Members page, a roster import) or manage a portal"
+            "when they join a course (its Members page, a roster import)"
         )
     return person
 

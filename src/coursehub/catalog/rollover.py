@@ -81,7 +81,7 @@ def plan_rollover(
 
 
 def check_copy_years(source: AcademicYear, target: AcademicYear) -> None:
-    """Refuse a copy from an archived year, to an archived year or to the same year."""
+    """Refuse a copy from an archived year, to an archived year, the same or an earlier year."""
     if source.archived:
         raise ReadOnlyError(
             f"academic year {source.label} is archived: its courses cannot be rolled over "
@@ -93,6 +93,11 @@ def check_copy_years(source: AcademicYear, target: AcademicYear) -> None:
         )
     if target.id == source.id:
         raise ValidationError(f"copying onto the same academic year {target.label}")
+    if target.start_year < source.start_year:
+        raise ValidationError(
+            f"academic year {target.label} is before {source.label}: courses are copied "
+            "to a later year only"
+        )
 
 
 def codes_in(session: Session, year: AcademicYear) -> set[str]:

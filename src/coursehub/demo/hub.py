@@ -59,6 +59,7 @@ from coursehub.demo.processes import (
     describe_status,
     die_with_parent,
     proxy_of_pid_file,
+    reap_orphans,
     remove_stale_pid_files,
     stop_processes,
 )
@@ -256,11 +257,14 @@ class DemoHub:
         remove_stale_pid_files([self.data_dir / "proxy.pid", self.data_dir / "jupyterhub.pid"])
 
     def wait(self) -> int:
-        """Block until the hub exits; return its status. Its descendants are noted meanwhile."""
+        """Block until the hub exits; return its status. Its descendants are noted meanwhile,
+        and adopted orphans that ended are reaped
+        (:func:`coursehub.demo.processes.reap_orphans`)."""
         assert self.process is not None
         while True:
             for child in descendants(self.process.pid):
                 self.seen.setdefault(child.pid, child)
+            reap_orphans(keep={self.process.pid})
             try:
                 return self.process.wait(WATCH_INTERVAL_S)
             except subprocess.TimeoutExpired:

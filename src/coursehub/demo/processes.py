@@ -11,6 +11,10 @@ then re-parented. Two mechanisms keep them in reach of the demo:
 - while the hub runs, its descendants are listed every
   :data:`WATCH_INTERVAL_S` (for systems without subreapers).
 
+An adopted orphan that ends is reaped at the same pace
+(:func:`reap_orphans`): the runner's watchdog of every autograde or book
+build job is such an orphan (a double fork), and each left a zombie.
+
 The hub gets ``PR_SET_PDEATHSIG`` = SIGTERM, so a demo killed with SIGKILL
 still has its hub stop its proxy, services and servers.
 """
@@ -126,6 +130,37 @@ def remove_stale_pid_files(paths: Iterable[Path]) -> None:
         pid = read_pid_file(path)
         if pid is None or not psutil.pid_exists(pid):
             path.unlink(missing_ok=True)
+
+
+def plan_reaps(children: Iterable[tuple[int, str]], keep: Iterable[int]) -> list[int]:
+    """Return the pids to reap: the zombies among ``(pid, psutil status)`` not in ``keep`` (pure).
+
+    ``keep`` holds the children a ``Popen`` waits for itself (the hub), whose
+    exit status must stay for it.
+    """
+    kept = set(keep)
+    return [pid for pid, status in children if status == "zombie" and pid not in kept]
+
+
+def reap_orphans(keep: Iterable[int] = ()) -> list[int]:
+    """Reap this process's ended children but ``keep`` (``waitpid``, no wait); return their pids.
+
+    A subreaper (:func:`become_subreaper`) adopts the orphans of its
+    descendants; nobody else waits for them, so each one that ends stays a
+    zombie until this is called.
+    """
+    import psutil
+
+    children = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            children.append((child.pid, child.status()))
+    reaped = []
+    for pid in plan_reaps(children, keep):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                reaped.append(pid)
+    return reaped
 
 
 def describe_status(status: int) -> str:

@@ -122,6 +122,25 @@ def ensure_staff(session: Any) -> None:
     session.commit()
 
 
+def ensure_current_year(session: Any) -> None:
+    """Make the demo year the current one when no year is (idempotent; commits).
+
+    Forms and the usage overview default to the current year; a demo
+    catalog seeded by an older version had none.
+    """
+    from sqlalchemy import select
+
+    from coursehub.catalog.admin import set_current_year
+    from coursehub.catalog.courses import get_year
+    from coursehub.catalog.models.courses import AcademicYear
+
+    if session.scalar(select(AcademicYear.id).where(AcademicYear.is_current.is_(True))) is None:
+        year = get_year(session, DEMO_YEAR)
+        if year.is_active:
+            set_current_year(session, year)
+    session.commit()
+
+
 def ensure_notebook(home: str | Path) -> Path | None:
     """Copy the pendulum notebook into ``home`` unless a file of that name is there.
 

@@ -72,13 +72,15 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
 
     Seeding also sets the first course up for nbgrader under ``data_dir/nbgrader``
     and releases its demo assignment. Every start puts the administrator and
-    the portal manager in the catalog (:func:`coursehub.demo.seed.ensure_staff`),
-    so that a data directory seeded by an older version gets them too.
+    the portal manager in the catalog (:func:`coursehub.demo.seed.ensure_staff`)
+    and makes the demo year current if no year is
+    (:func:`coursehub.demo.seed.ensure_current_year`), so that a data directory
+    seeded by an older version gets them too.
     """
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import database_url, session_scope
     from coursehub.catalog.schema import upgrade_database
-    from coursehub.demo.seed import ensure_staff, is_seeded, seed_catalog
+    from coursehub.demo.seed import ensure_current_year, ensure_staff, is_seeded, seed_catalog
     from coursehub.grading.demo import setup_demo_grading
 
     url = database_url({"COURSEHUB_DATA_DIR": str(data_dir)})  # the data directory's SQLite file
@@ -87,9 +89,11 @@ def prepare_catalog(data_dir: Path) -> tuple[str, bool]:
         with session_scope(engine) as session:
             if is_seeded(session):
                 ensure_staff(session)
+                ensure_current_year(session)
                 return url, False
             course_ids = seed_catalog(session)
             ensure_staff(session)
+            ensure_current_year(session)
             setup_demo_grading(
                 session,
                 course_ids[0],

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from coursehub.admin.carry import carry_course, carry_year
 from coursehub.admin.render import render_course_row, render_portal, render_year
 from coursehub.catalog.admin import (
-    add_manager,
+    appoint_manager,
     archive_course,
     archive_year,
     ensure_portal,
@@ -163,7 +163,7 @@ def put_manager(code: str, username: str) -> Response:
 
 def _add_manager(session: Session, code: str, username: str) -> Portal:
     portal = get_portal(session, code)
-    add_manager(session, portal, username)
+    appoint_manager(session, portal, username)
     return portal
 
 

@@ -22,11 +22,12 @@ from coursehub.catalog.admin import (
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.queries import count_courses_by_year
+from coursehub.catalog.yearoffers import plan_year_offers
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.saving import commit_or_show
 from coursehub.web.views.base import form_field
-from coursehub.web.views.portals import run_rollover
+from coursehub.web.views.portals import preview_or_run_rollover
 
 bp = Blueprint("admin", __name__)
 
@@ -48,7 +49,7 @@ def index() -> str:
         years=years,
         counts=counts,
         portals=list_portals(session),
-        open_years=[y.label for y in years if y.is_active],
+        offers=plan_year_offers((y.label, y.is_active) for y in years),
     )
 
 
@@ -108,10 +109,10 @@ def restore(year: str) -> Response:
 
 
 @bp.post("/admin/years/<year>/rollover")
-def rollover(year: str) -> Response:
-    """Copy every course of a year (every portal) to the year posted as ``to``."""
-    run_rollover(year, form_field("to"), None, bool(request.form.get("with_team")))
-    return back()
+def rollover(year: str) -> Response | str:
+    """Preview, then (``confirm``) copy every course of a year (every portal) to the year
+    posted as ``to``."""
+    return preview_or_run_rollover(year, form_field("to"), None, url_for("admin.index"))
 
 
 @bp.post("/admin/portals")

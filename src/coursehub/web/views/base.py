@@ -22,6 +22,7 @@ from wtforms import Form
 
 from coursehub.catalog.admin import managed_portals
 from coursehub.catalog.models.courses import Course
+from coursehub.catalog.people import find_person
 from coursehub.catalog.queries import team_course_pks
 from coursehub.web.access import Access, creator_groups, may_create_courses, require
 from coursehub.web.auth import auth_mode
@@ -84,7 +85,29 @@ def navigation() -> dict[str, Any]:
         "can_find_people": manager or may_find_people(identity),
         "hub_mode": auth_mode() == "hub",
         "admin_link": admin_link,
+        "user_label": my_name(identity) if identity is not None and not g.get("refused") else "",
     }
+
+
+def plan_user_label(username: str, full_name: str) -> str:
+    """The header's name for the signed-in user: their catalog name, else the username (pure).
+
+    The demo's ``admin`` read "admin admin" (the username, then the admin
+    badge); with a name in the catalog it reads "Camille Roux".
+    """
+    return full_name.strip() or username
+
+
+def my_name(identity: Identity) -> str:
+    """Return :func:`plan_user_label` for ``identity``, kept per user as :func:`my_portals`."""
+
+    def full_name() -> str:
+        person = find_person(get_session(), identity.name)
+        return f"{person.first_name} {person.last_name}" if person is not None else ""
+
+    return plan_user_label(
+        identity.name, cached_per_user("coursehub_display_names", identity.name, full_name)
+    )
 
 
 def my_portals(identity: Identity) -> list[str]:

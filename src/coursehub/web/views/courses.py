@@ -12,12 +12,12 @@ from wtforms import SelectChoice
 from coursehub.catalog.admin import (
     get_known_person,
     managed_portals,
-    next_year_label,
     plan_read_only,
 )
 from coursehub.catalog.courses import get_portal, list_portals, list_years
 from coursehub.catalog.models.courses import Course, Portal
 from coursehub.catalog.profiles import list_profiles
+from coursehub.catalog.yearoffers import plan_year_offer
 from coursehub.errors import CoursehubError
 from coursehub.web.access import (
     Access,
@@ -56,7 +56,9 @@ def show(course_id: str) -> str:
         Access=Access,
         hub_sync=hub_sync_settings(),
         can_copy=can_copy,
-        next_year=next_year_label(course.year.label),
+        copy_offer=plan_year_offer(
+            course.year.label, [(y.label, y.is_active) for y in list_years(session)]
+        ),
         read_only=plan_read_only(
             course.archived, course.year.archived, course.course_id, course.year.label
         ),

@@ -13,7 +13,7 @@ from werkzeug.wrappers import Response
 
 from coursehub.admin.carry import carry_course, carry_year
 from coursehub.catalog.admin import (
-    add_manager,
+    appoint_manager,
     archive_course,
     managed_portals,
     remove_manager,
@@ -24,6 +24,7 @@ from coursehub.catalog.members import course_leads
 from coursehub.catalog.models.courses import Portal
 from coursehub.catalog.readmodel import load_course as read_course
 from coursehub.catalog.readmodel import load_own
+from coursehub.catalog.yearoffers import plan_year_offers
 from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, require_admin, require_copy, require_portal
 from coursehub.web.database import get_session
@@ -69,7 +70,7 @@ def show(code: str) -> str:
         courses=courses,
         leads={c.id: course_leads(session, c) for c in courses},
         years=years,
-        open_years=[y.label for y in years if y.is_active],
+        offers=plan_year_offers((y.label, y.is_active) for y in years),
     )
 
 
@@ -82,7 +83,7 @@ def add_portal_manager(code: str) -> Response:
     with commit_or_show(session) as saved:
         retry_on_conflict(
             session,
-            lambda: add_manager(session, get_portal(session, code), username),
+            lambda: appoint_manager(session, get_portal(session, code), username),
             f"making {username} a manager of portal {code}",
         )
     if saved:
@@ -122,14 +123,39 @@ def run_rollover(from_year: str, to_year: str, portal: str | None, with_team: bo
         flash_outcome(apply_hub_sync(session, course_id))
 
 
-@bp.post("/portals/<code>/rollover")
-def rollover(code: str) -> Response:
-    """Copy the portal's courses of year ``from`` to year ``to``."""
-    portal = portal_for(code, "roll its courses over")
-    run_rollover(
-        form_field("from"), form_field("to"), portal.code, bool(request.form.get("with_team"))
+def preview_or_run_rollover(
+    from_year: str, to_year: str, portal: str | None, back: str
+) -> Response | str:
+    """Without ``confirm`` in the form, show what the rollover would copy (a dry run) and a
+    Confirm button; with it, roll over and return to ``back``."""
+    with_team = bool(request.form.get("with_team"))
+    if request.form.get("confirm"):
+        run_rollover(from_year, to_year, portal, with_team)
+        return redirect(back)
+    try:
+        steps = carry_year(
+            get_session(), from_year, to_year, portal=portal, with_team=with_team, dry_run=True
+        )
+    except CoursehubError as exc:
+        flash(str(exc), "error")
+        return redirect(back)
+    return render_template(
+        "admin/rollover_preview.html",
+        steps=[step for step, _ in steps],
+        from_year=from_year,
+        to_year=to_year,
+        scope=f"{portal} " if portal else "",
+        with_team=with_team,
+        back=back,
     )
-    return redirect(url_for("portals.show", code=portal.code))
+
+
+@bp.post("/portals/<code>/rollover")
+def rollover(code: str) -> Response | str:
+    """Preview, then (``confirm``) copy the portal's courses of year ``from`` to year ``to``."""
+    portal = portal_for(code, "roll its courses over")
+    back = url_for("portals.show", code=portal.code)
+    return preview_or_run_rollover(form_field("from"), form_field("to"), portal.code, back)
 
 
 def course_back(course_id: str) -> Response:
