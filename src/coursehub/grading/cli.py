@@ -196,9 +196,11 @@ def run(args: argparse.Namespace) -> int:
     if command == "grader-user":
         return _grader_user()
     if command == "student-config":
-        from coursehub.grading.layout import render_student_config
+        from coursehub.grading.deadline import default_timezone, zone_of
+        from coursehub.grading.studentconfig import render_student_config
 
-        print(render_student_config(layout_from_env("x").exchange_root), end="")
+        zone = zone_of(default_timezone()).key  # an unknown zone is refused here
+        print(render_student_config(layout_from_env("x").exchange_root, timezone=zone), end="")
         return 0
     layout = layout_from_env(args.course_id)
     if command in ("fetch", "submit"):
