@@ -32,8 +32,9 @@ of CPU time the hypervisor gave to other machines (steal), the jobs' CPU
 seconds per submission (more in parallel: the two jobs slow each other), and whether
 every run gave the serial run's scores.
 
-Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60 --repeats 3``
-(about 25 minutes a repeat on 2 CPUs;
+Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60`` (3 repeats
+by default; with ``--repeats 1`` it warns and prints no interval;
+about 25 minutes a repeat on 2 CPUs;
 target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers:
 overhead at most 1 s a submission, batch within 1.3 x the CPU limit).
 """
@@ -231,21 +232,38 @@ def one_run(
 VARIANTS = {"serial": (True, False), "parallel": (False, False), "worker": (False, True)}
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Return the command line's options; exit with a message for a bad one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--parallel", type=int, default=None, help="default: all that fit")
     parser.add_argument("--threads", type=int, default=1, help="threads per job")
-    parser.add_argument("--repeats", type=int, default=1, help="rounds of the variants")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="rounds of the variants (default 3; 2 or more for an interval)",
+    )
     parser.add_argument("--steps", type=int, default=1000, help="optimiser steps (~5 s)")
     parser.add_argument(
         "--variants", default="serial,parallel,worker", help="comma-separated, run in turn"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.repeats < 2:
+        print("warning: --repeats 1 gives medians of one run and no interval")
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         parser.error(f"--variants: choose among {', '.join(VARIANTS)}, got {args.variants!r}")
+    args.variant_list = variants
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    variants = args.variant_list
     budget = default_cpu_budget()
     parallel = args.parallel or max(1, budget // args.threads)
     print(

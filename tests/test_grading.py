@@ -43,8 +43,8 @@ from coursehub.grading.layout import (
     make_layout,
     plan_exchange_dirs,
     render_course_config,
-    render_student_config,
 )
+from coursehub.grading.studentconfig import render_student_config
 from coursehub.hub.hubclient import HubError
 from helpers import assert_matches_golden
 
@@ -95,9 +95,12 @@ def test_every_html_export_of_a_course_sanitises_the_students_outputs(tmp_path):
 
 
 def test_student_config_matches_golden_file_and_loads(tmp_path):
-    text = render_student_config("/srv/nbgrader/exchange")
+    text = render_student_config("/srv/nbgrader/exchange", timezone="Europe/Paris")
     assert_matches_golden(text, "grading_student_config.py.golden")
     config = load_config(text, tmp_path)
+    assert config.ExchangeFactory.list == "coursehub.grading.studentlist.ZonedList"
+    assert config.ExchangeList.timezone == "Europe/Paris"  # shown in; recorded in UTC:
+    assert "timezone" not in config.Exchange and "timestamp_format" not in config.Exchange
     assert config.Authenticator.plugin_class.__name__ == "JupyterHubAuthPlugin"
     assert config.ExchangeFactory.fetch_assignment.endswith("RecordingFetchAssignment")
 

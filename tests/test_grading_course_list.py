@@ -27,7 +27,8 @@ import requests
 from coursehub.grading.assignments import add_assignment, generate_assignment, release_assignment
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.formgrader.service import render_formgrader_config, token_variable
-from coursehub.grading.layout import ensure_course, make_layout, render_student_config
+from coursehub.grading.layout import ensure_course, make_layout
+from coursehub.grading.studentconfig import render_student_config
 from coursehub.spawn.jupytertools import TEAM, plan_config_path
 from helpers import free_port
 from hubfixture import RunningHub, find_proxy

@@ -9,6 +9,7 @@ the Unix user), so each fetch and submit passes its student's id.
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -28,7 +29,7 @@ from coursehub.grading.autograde.batch import autograde_assignment
 from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.autograde.outcomes import load_outcomes
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir, setup_demo_grading
-from coursehub.grading.exchange import fetch_assignment, submit_assignment
+from coursehub.grading.exchange import fetch_assignment, fetch_feedback, submit_assignment
 from coursehub.grading.export import CSV_COLUMNS, export_grades_csv, read_grade_table
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 from coursehub.runner.local import LocalBackend
@@ -208,3 +209,49 @@ def test_a_job_the_runner_refuses_is_reported_not_raised(tmp_path):
     [outcome] = autograde_assignment(layout, PS, ["alice"], limits, backend(tmp_path))
     assert (outcome.status, outcome.score) == ("failed", 0.0)
     assert "student alice: not run: 64 threads" in outcome.message
+
+
+def fix_submission(layout: CourseLayout, student: str, body: str) -> Path:
+    """Write ``body`` in the collected notebook of ``student``, as a teacher would; return it."""
+    path = layout.course_dir / "submitted" / student / PS / f"{DEMO_ASSIGNMENT}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    cell = next(c for c in notebook.cells if c.metadata["nbgrader"]["grade_id"] == "energy")
+    cell.source = cell.source.replace(ANSWERS[student], body)
+    assert cell.source != ANSWERS[student]
+    nbformat.write(notebook, path)
+    return path
+
+
+def regrade_and_fetch_feedback(layout: CourseLayout, tmp_path: Path, student: str) -> str:
+    """Autograde again (force), generate and release feedback; return the student's HTML."""
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
+    [outcome] = autograde_assignment(layout, PS, [student], limits, backend(tmp_path), force=True)
+    assert (outcome.status, outcome.score) == ("graded", 4.0), outcome.message
+    generate_feedback(layout, PS)
+    release_feedback(layout, PS)
+    home = tmp_path / "home" / student
+    [html] = fetch_feedback(layout.exchange_root, layout.course_id, PS, student, home)
+    return html.read_text()
+
+
+@pytest.mark.parametrize("replaced", [False, True], ids=["edited", "folder-replaced"])
+def test_a_student_gets_the_feedback_of_a_submission_the_teacher_fixed(tmp_path, replaced):
+    # jupyter/nbgrader#1712: the teacher fixes a collected notebook, grades it again
+    layout = new_course(tmp_path, "phys-2025")
+    answer(layout, tmp_path, "bob", ANSWERS["bob"])
+    collect(layout, PS)
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
+    [first] = autograde_assignment(layout, PS, ["bob"], limits, backend(tmp_path))
+    assert first.score == 0.0
+    fixed = fix_submission(layout, "bob", CORRECT)
+    if replaced:  # the teacher's own folder: the notebook only, no secret nor timestamp
+        folder = fixed.parent
+        text = fixed.read_text()
+        shutil.rmtree(folder)
+        folder.mkdir()
+        fixed.write_text(text)
+    html = regrade_and_fetch_feedback(layout, tmp_path, "bob")
+    assert "4.0 / 4.0" in html
+    # the submission keeps its own time (the late penalty) and secret (the feedback's name)
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        assert (fixed.parent / name).is_file()

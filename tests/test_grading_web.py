@@ -125,3 +125,23 @@ def test_the_schedule_form_shows_the_due_date_in_the_zone_it_was_typed_in(client
     assert f'name="duedate" value="{typed}"' in page
     assert 'name="timezone" value="Europe/Paris"' in page
     assert "hard deadline: no submission after it" in page
+
+
+def test_a_student_sees_the_due_date_in_the_courses_zone_on_the_course_page(client, layout):
+    from coursehub.grading.assignments import generate_assignment, release_assignment
+
+    page = client.get(PAGE, headers=TEACHER).get_data(as_text=True)
+    data = {"csrf_token": csrf_token(page), "duedate": "2025-03-30T23:59"}
+    data |= {"timezone": "Europe/Paris", "late_method": "zero", "after_due": "accept"}
+    assert (
+        client.post(f"{PAGE}/{DEMO_ASSIGNMENT}/schedule", headers=TEACHER, data=data).status_code
+        == 302
+    )
+    generate_assignment(layout, DEMO_ASSIGNMENT)
+    release_assignment(layout, DEMO_ASSIGNMENT)
+    student = identity_headers(IDENTITIES["student"])
+    course_page = client.get("/courses/mlmeca-2025/", headers=student).get_data(as_text=True)
+    due = re.search(r"Assignments due</h2>(.*?)</dl>", course_page, re.S)
+    assert due is not None, "the student's course page lists no due date"
+    assert "2025-03-30 23:59 CEST (Europe/Paris)" in due.group(1)
+    assert "UTC" not in due.group(1)

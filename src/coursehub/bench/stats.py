@@ -174,13 +174,17 @@ def describe_median(name: str, values: Sequence[float], unit: str = "") -> str:
     """Return one line: ``name: median M<unit>, 95 % interval [L, H] (n=N)`` (pure).
 
     ``[L, H]``: :func:`bootstrap_median_interval` of ``values``; three
-    significant digits.
+    significant digits. One value has no interval: the line says so
+    (``no interval (n=1: repeat at least twice)``) rather than print a
+    zero-width one.
 
     Raises
     ------
     ValueError
         If ``values`` is empty.
     """
+    if len(values) == 1:
+        return f"{name}: {values[0]:.3g}{unit}, no interval (n=1: repeat at least twice)"
     low, high = bootstrap_median_interval(values)
     return (
         f"{name}: median {statistics.median(values):.3g}{unit}, "

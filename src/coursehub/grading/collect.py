@@ -51,6 +51,7 @@ from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import ignore_patterns, notebook_hash
 
 from coursehub.grading.limits import check_folder, limits_of
+from coursehub.grading.receipts import keep_receipt, receipt_dir, restore_receipt
 
 
 def plan_newest(
@@ -173,21 +174,51 @@ class VerifiedCollect(ExchangeCollect):
                 if os.path.islink(path):
                     self.log.warning("Dropped symbolic link %s from a submission", path)
                     os.unlink(path)
+        folder = Path(dest)  # submitted/<student>/<assignment>
+        keep_receipt(
+            folder, receipt_dir(Path(self.coursedir.root), folder.name, folder.parent.name)
+        )
 
 
 class PrivateReleaseFeedback(ExchangeReleaseFeedback):
     """nbgrader's feedback release; each released file readable by its student only."""
 
     def copy_files(self) -> None:
+        self.restore_receipts()
         super().copy_files()
         for html in glob.glob(os.path.join(self.src_path, "*.html")):
             folder = Path(html).parent
             student_id = folder.parent.name
+            if not (folder / "submission_secret.txt").is_file():
+                continue  # excluded by restore_receipts: nothing was released
             secret = (folder / "submission_secret.txt").read_text()
             checksum = notebook_hash(secret=secret, notebook_id=Path(html).stem)
             released = Path(self.dest_path) / f"{checksum}.html"
             if released.is_file():
                 give_to_student(released, student_id)
+
+    def restore_receipts(self) -> None:
+        """Put back each feedback folder's missing secret and time; exclude who has none.
+
+        See :mod:`coursehub.grading.receipts`: without them nbgrader's
+        release would stop at that folder, for every student after it.
+        """
+        excluded = [s for s in (self.coursedir.student_id_exclude or "").split(",") if s]
+        for html in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
+            folder = Path(html).parent
+            student_id, assignment = folder.parent.name, folder.name
+            receipt = receipt_dir(Path(self.coursedir.root), assignment, student_id)
+            missing = restore_receipt(folder, receipt)
+            if missing and student_id not in excluded:
+                excluded.append(student_id)
+                self.log.warning(
+                    "No feedback released to %s for %s: the submission has no %s "
+                    "(collect it again)",
+                    student_id,
+                    assignment,
+                    " nor ".join(missing),
+                )
+        self.coursedir.student_id_exclude = ",".join(excluded)
 
 
 def give_to_student(path: Path, student_id: str) -> None:

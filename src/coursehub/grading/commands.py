@@ -32,9 +32,12 @@ def hub_config(args: argparse.Namespace) -> int:
 
 def student_config(args: argparse.Namespace) -> int:
     """``student-config``: print the servers' global ``nbgrader_config.py``."""
-    from coursehub.grading.layout import layout_from_env, render_student_config
+    from coursehub.grading.deadline import default_timezone, zone_of
+    from coursehub.grading.layout import layout_from_env
+    from coursehub.grading.studentconfig import render_student_config
 
-    print(render_student_config(layout_from_env("x").exchange_root), end="")
+    zone = zone_of(default_timezone()).key  # an unknown zone is refused here
+    print(render_student_config(layout_from_env("x").exchange_root, timezone=zone), end="")
     return 0
 
 

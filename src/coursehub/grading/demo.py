@@ -20,7 +20,9 @@ from coursehub.grading.assignments import (
     release_assignment,
 )
 from coursehub.grading.course import setup_course
-from coursehub.grading.layout import CourseLayout, make_layout, render_student_config
+from coursehub.grading.deadline import default_timezone
+from coursehub.grading.layout import CourseLayout, make_layout
+from coursehub.grading.studentconfig import render_student_config
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -51,7 +53,8 @@ def setup_demo_grading(
     layout = make_layout(course_id, courses_root, exchange_root, single_user=True)
     setup_course(session, course_id, layout)
     if student_config_dir is not None:
-        text = render_student_config(layout.exchange_root, single_user=True)
+        zone = default_timezone()
+        text = render_student_config(layout.exchange_root, single_user=True, timezone=zone)
         write_atomically(Path(student_config_dir) / "nbgrader_config.py", text)
     if DEMO_ASSIGNMENT not in list_assignments(layout):
         add_assignment(layout, DEMO_ASSIGNMENT, sorted(demo_source_dir().glob("*.ipynb")))

@@ -10,7 +10,7 @@ simulated under one Unix user (the demo, the tests).
 ``<exchange>/<course_id>/fetched/<student>+<assignment>`` (an empty file in a
 write-only directory), so that the course page can say who fetched. It is
 enabled in the servers' global config
-(:func:`coursehub.grading.layout.render_student_config`), as is
+(:func:`coursehub.grading.studentconfig.render_student_config`), as is
 :class:`PrivateSubmit`: nbgrader's submit leaves the submission folder 0o777
 with 0o644 files; this one makes it 0o770 with 0o640 files (group: the
 inbound's, i.e. the grader's), so only the grader and the submitting

@@ -63,7 +63,6 @@ COLLECT_CLASS = "coursehub.grading.collect.VerifiedCollect"
 RELEASE_FEEDBACK_CLASS = "coursehub.grading.collect.PrivateReleaseFeedback"
 #: The function whose config sandboxes every autograde that reads the course's config.
 SANDBOX_CONFIG = "coursehub.grading.sandbox.kernel.course_sandbox_config"
-SUBMIT_CLASS = "coursehub.grading.exchange.PrivateSubmit"
 INTEGRITY_CONFIG = "coursehub.grading.autograde.integrity.course_integrity_config"
 #: The late-penalty plugin following each assignment's policy (coursehub.grading.latepolicy).
 LATE_PENALTY_CLASS = "coursehub.grading.latepolicy.CourseLatePenalty"
@@ -209,38 +208,6 @@ def render_course_config(layout: CourseLayout) -> str:
         lines.append("# One Unix user for every account: the owner check would flag all.")
         lines.append("c.ExchangeCollect.check_owner = False")
     return "\n".join(lines) + "\n"
-
-
-def render_student_config(exchange_root: str | Path, single_user: bool = False) -> str:
-    """Return the global ``nbgrader_config.py`` of the students' servers (pure).
-
-    Install it as ``/etc/jupyter/nbgrader_config.py`` in the single-user
-    image. The hub plugin makes nbgrader list only the courses of the
-    user's ``nbgrader-{course_id}`` / ``formgrade-{course_id}`` groups; the
-    fetch class records each fetch for the course page. With
-    ``single_user`` (every server runs as one Unix user, as in the demo),
-    submissions are named after the hub user (``JUPYTERHUB_USER``) instead
-    of the Unix user.
-    """
-    text = (
-        "# nbgrader configuration of every user server (written by coursehub).\n"
-        "from nbgrader.auth import JupyterHubAuthPlugin\n\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.Exchange.root = {str(exchange_root)!r}\n"
-        "c.Exchange.path_includes_course = True\n"
-        "c.Authenticator.plugin_class = JupyterHubAuthPlugin\n"
-        "c.ExchangeFactory.fetch_assignment = "
-        "'coursehub.grading.exchange.RecordingFetchAssignment'\n"
-        f"c.ExchangeFactory.submit = {SUBMIT_CLASS!r}\n"
-    )
-    text += "\n".join(render_limits_config()) + "\n"
-    if single_user:
-        text += (
-            "# One Unix user for every server: name submissions after the hub user.\n"
-            "import os\n\n"
-            "c.CourseDirectory.student_id = os.environ.get('JUPYTERHUB_USER', '*')\n"
-        )
-    return text
 
 
 def plan_exchange_dirs(exchange_root: Path, course_id: str) -> list[tuple[Path, int]]:

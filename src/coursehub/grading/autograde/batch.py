@@ -70,6 +70,7 @@ from coursehub.grading.autograde.pool import worker_allowed, worker_wanted
 from coursehub.grading.autograde.running import JobBatch, ProgressSink
 from coursehub.grading.autograde.workerbatch import WorkerBatch
 from coursehub.grading.layout import CourseLayout
+from coursehub.grading.receipts import restore_receipts
 from coursehub.grading.sandbox.plan import check_sandbox
 
 #: Limits of a job when none are given: one thread, no memory cap, the default wall clock.
@@ -162,6 +163,7 @@ def run_batch(
     check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
+    restore_receipts(layout.course_dir, assignment, plan.students)  # a teacher's fixed folder
     previous = {o.student_id: o for o in load_outcomes(layout, assignment)}
     stamps = {s: submitted_at(layout, assignment, s) for s in plan.students}
     autograded = [
