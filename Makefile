@@ -74,10 +74,10 @@ demo: setup
 	$(BIN)/coursehub demo $(ARGS)
 
 # Parallel test workers (pytest-xdist): most tests wait on subprocesses (hubs, kernels,
-# PostgreSQL, Chromium), so 4 workers on 2 cores finish sooner; TEST_WORKERS=0 runs serially.
+# PostgreSQL, Chromium), so 6 workers on 2 cores keep both busy; TEST_WORKERS=0 runs serially.
 # Groups (a file, or every Slurm test) go out longest first (tests/suiteorder.py);
 # make test PYTEST_ARGS=--store-durations refreshes their measured seconds.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 PYTEST_ARGS ?=
 test: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=20 $(PYTEST_ARGS)
