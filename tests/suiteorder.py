@@ -12,9 +12,9 @@ Here the groups are put in the order of their measured seconds, longest first
 (the longest-processing-time rule of Graham, "Bounds on multiprocessing timing
 anomalies", SIAM J. Appl. Math. 17(2), 1969), from ``tests/durations.json``.
 
-That file holds ``{group: seconds}`` of one whole run. Refresh it with
+That file holds ``{group: seconds}`` as measured. Refresh it with
 ``make test PYTEST_ARGS=--store-durations`` (written by the controller at the
-end of the run). A group that it does not know yet (a new file) is given the
+end of the run; a run of some files updates theirs only). A group that it does not know yet (a new file) is given the
 upper quartile of the known ones, so that it starts early rather than last.
 The tests of a group keep their own order (some rely on it).
 """
@@ -113,5 +113,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if hasattr(session.config, "workerinput"):  # a worker: the controller writes
         return
-    text = json.dumps({g: round(s, 1) for g, s in sorted(_measured.items())}, indent=1)
+    seconds = {**load_durations(), **{g: round(s, 1) for g, s in _measured.items()}}
+    text = json.dumps(dict(sorted(seconds.items())), indent=1)
     DURATIONS_PATH.write_text(text + "\n", encoding="utf-8")
