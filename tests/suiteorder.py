@@ -14,8 +14,9 @@ anomalies", SIAM J. Appl. Math. 17(2), 1969), from ``tests/durations.json``.
 
 That file holds ``{group: seconds}`` as measured. Refresh it with
 ``make test PYTEST_ARGS=--store-durations`` (written by the controller at the
-end of the run; a run of some files updates theirs only). A group that it does not know yet (a new file) is given the
-upper quartile of the known ones, so that it starts early rather than last.
+end of the run; a run of some files updates theirs only). A group that it
+does not know yet (a new file) is given the upper quartile of the known ones,
+so that it starts early rather than last.
 The tests of a group keep their own order (some rely on it).
 """
 
