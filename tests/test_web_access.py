@@ -300,7 +300,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (302, 403, 403, 403, 403, 403, 403, 200, 200),
     ),
-    ("POST", "/portals/<code>/managers", "/portals/MECA/managers", None, NOBODY_BUT_ADMIN),
+    (
+        "POST",
+        "/portals/<code>/managers",
+        "/portals/MECA/managers",
+        None,
+        (302, 403, 403, 403, 403, 403, 403, 400, 403),
+    ),
     (
         "POST",
         "/portals/<code>/managers/<username>/delete",

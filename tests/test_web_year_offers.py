@@ -113,12 +113,18 @@ def test_a_portal_manager_must_be_a_known_person_as_a_lead(pages, client):
     shown = text_of(pages.get("/admin/", "admin"))
     assert "portal manager 'jdoe' is not a known person" in shown
     assert "Portal PHYS created." not in shown
-    pages.post_form(
+    refused = pages.post_form(
         "/portals/MECA/managers", "admin", {"username": "jdoe"}, form_page="/portals/MECA/"
     )
-    assert "portal manager 'jdoe' is not a known person" in text_of(
-        pages.get("/portals/MECA/", "admin")
+    assert refused.status_code == 400
+    assert re.search(
+        r'<input id="manager-username"[^>]*value="jdoe" aria-invalid="true" '
+        r'aria-describedby="manager-username-error">\s*<button[^>]*>Add manager</button>\s*'
+        r'<p class="field-error" id="manager-username-error">portal manager &#39;jdoe&#39; '
+        r"is not a known person",
+        refused.get_data(as_text=True),
     )
+    assert "jdoe manages" not in text_of(refused)
     api = client.put(
         "/api/v1/portals/MECA/managers/jdoe", headers={"Authorization": "token tok-admin"}
     )

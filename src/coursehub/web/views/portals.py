@@ -29,7 +29,7 @@ from coursehub.errors import CoursehubError
 from coursehub.web.access import Access, require_admin, require_copy, require_portal
 from coursehub.web.database import get_session
 from coursehub.web.hubsync import apply_hub_sync, flash_outcome
-from coursehub.web.saving import commit_or_show
+from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.views.base import form_field, load_course
 
 bp = Blueprint("portals", __name__)
@@ -60,8 +60,13 @@ def mine() -> str:
 @bp.get("/portals/<code>/")
 def show(code: str) -> str:
     """The portal's courses by year (archived ones too), with their leads and actions."""
+    return render_portal(portal_for(code, "see this portal's page"))
+
+
+def render_portal(portal: Portal, manager: str = "", manager_error: str = "") -> str:
+    """Render the portal's page; ``manager_error`` is shown under the manager field, which
+    keeps the ``manager`` typed."""
     session = get_session()
-    portal = portal_for(code, "see this portal's page")
     courses = list_courses(session, portal=portal, include_archived=True)
     years = list_years(session)
     return render_template(
@@ -71,23 +76,28 @@ def show(code: str) -> str:
         leads={c.id: course_leads(session, c) for c in courses},
         years=years,
         offers=plan_year_offers((y.label, y.is_active) for y in years),
+        manager=manager,
+        manager_error=manager_error,
     )
 
 
 @bp.post("/portals/<code>/managers")
-def add_portal_manager(code: str) -> Response:
-    """Make a user a manager of the portal (admins)."""
+def add_portal_manager(code: str) -> Response | tuple[str, int]:
+    """Make a user a manager of the portal (admins); a refusal is shown under the field."""
     require_admin(g.identity, "name a portal's managers")
     session = get_session()
+    portal = get_portal(session, code)
     username = form_field("username")
-    with commit_or_show(session) as saved:
-        retry_on_conflict(
-            session,
-            lambda: appoint_manager(session, get_portal(session, code), username),
-            f"making {username} a manager of portal {code}",
-        )
-    if saved:
-        flash(f"{username} manages portal {code}.", "success")
+    try:
+        with committing(session):
+            retry_on_conflict(
+                session,
+                lambda: appoint_manager(session, portal, username),
+                f"making {username} a manager of portal {code}",
+            )
+    except CoursehubError as exc:
+        return render_portal(get_portal(session, code), username, str(exc)), 400
+    flash(f"{username} manages portal {code}.", "success")
     return redirect(url_for("portals.show", code=code))
 
 
