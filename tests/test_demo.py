@@ -286,6 +286,10 @@ def test_demo_config_runs_each_graded_courses_formgrader_as_a_service(tmp_path, 
         {"get_config": lambda: config},
     )
     services = {s["name"]: s for s in config.JupyterHub.services}
+    # a terminal in a server finds `coursehub run` (the README's command) and python
+    environment = config.Spawner.environment.get_value({})  # the updates, applied
+    assert environment["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert environment["JUPYTER_CONFIG_PATH"] == str(tmp_path / "nbgrader" / "jupyter")
     assert services["mlmeca-2025"]["cwd"] == str(layout.course_dir)
     assert services["mlmeca-2025"]["command"][0] == sys.executable
     # the formgrader only: no kernels, terminals, contents or Lab (formgrader.guard)
