@@ -72,7 +72,16 @@ def test_teacher_in_a_and_student_in_b_gets_each_profile_in_its_place():
     assert choose_profile(choices, "a") == BIG
     assert choose_profile(choices, "b") == MID
     form = render_options_form(choices)
-    assert "Course A (team) (4 CPU" in form and "Course B (2 CPU" in form
+    assert "Course A [a] (team) (4 CPU" in form and "Course B [b] (2 CPU" in form
+
+
+def test_two_years_of_a_course_with_one_title_are_told_apart_on_the_spawn_page():
+    groups = [
+        _group("formgrade-a-2025", BIG, "Course A"),
+        _group("formgrade-a-2026", BIG, "Course A"),
+    ]
+    form = render_options_form(plan_choices(groups))
+    assert "Course A [a-2025] (team)" in form and "Course A [a-2026] (team)" in form
 
 
 # --- catalog ------------------------------------------------------------------------------

@@ -191,13 +191,15 @@ def render_options_form(choices: Sequence[CourseChoice]) -> str:
     """Return the spawn-page HTML that lets a user pick one of ``choices`` ("" for fewer than 2).
 
     The form field is ``course``; the first (most generous) choice is selected.
+    Each option names its course id, since two years of a course share a title.
     JupyterHub shows no form when the string is empty.
     """
     if len(choices) < 2:
         return ""
     options = [
         f'<option value="{html.escape(c.key)}"{" selected" if i == 0 else ""}>'
-        f"{html.escape(c.title)}{' (team)' if c.role == 'team' else ''}"
+        f"{html.escape(c.title)} [{html.escape(c.course_id)}]"
+        f"{' (team)' if c.role == 'team' else ''}"
         f" ({html.escape(c.profile.describe())})</option>"
         for i, c in enumerate(choices)
     ]
