@@ -37,6 +37,24 @@ def test_a_year_offers_the_later_open_years_nearest_first_else_says_why():
     assert set(plan_year_offers(years)) == {label for label, _ in years}
 
 
+def test_a_year_that_holds_the_copy_already_is_not_offered_and_the_reason_says_so():
+    years = [("2025-2026", True), ("2026-2027", True), ("2027-2028", True)]
+    held = {"2025-2026": {"MLMECA", "NUMFLU"}, "2026-2027": {"MLMECA"}}
+    assert plan_year_offer("2025-2026", years, ["MLMECA"], held).targets == ("2027-2028",)
+    assert plan_year_offer("2025-2026", years, ["NUMFLU"], held).targets == (
+        "2026-2027",
+        "2027-2028",
+    )
+    rollover = plan_year_offers(years, held)["2025-2026"]  # NUMFLU is not in 2026-2027 yet
+    assert rollover.targets == ("2026-2027", "2027-2028")
+    both = {**held, "2026-2027": {"MLMECA", "NUMFLU"}, "2027-2028": {"MLMECA", "NUMFLU", "X"}}
+    done = plan_year_offers(years, both)["2025-2026"]
+    assert done.targets == ()
+    assert (
+        done.reason == "no copy of 2025-2026 to a later year: 2026-2027, 2027-2028 already have it"
+    )
+
+
 def test_copy_to_next_year_waits_for_that_year_and_the_page_says_so(pages):
     page = pages.text(LEAD_PAGE, "lead")
     assert "Copy to next year" not in html.unescape(page).split("No ")[0]
@@ -101,6 +119,13 @@ def test_a_web_rollover_is_previewed_then_confirmed(pages):
     )
     assert "already there: mlmeca-2025" in words(portal)
     assert "Nothing to copy." in text_of(portal)
+    # once copied, neither the rollover nor the course's copy is offered again
+    admin = html.unescape(pages.text("/admin/", "admin"))
+    assert "Roll 2025-2026 over to" not in admin
+    assert "No rollover of 2025-2026: 2026-2027 already has it" in admin
+    lead = html.unescape(pages.text(LEAD_PAGE, "lead"))
+    assert "Copy to next year" not in lead.split("No ")[0]
+    assert "no copy of 2025-2026 to a later year: 2026-2027 already has it" in lead
 
 
 def test_a_portal_manager_must_be_a_known_person_as_a_lead(pages, client):

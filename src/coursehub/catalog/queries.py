@@ -5,7 +5,8 @@ queries here answer questions across courses: how many courses each academic
 year holds, which courses a person teaches or manages through a portal, a
 person's role in a course, a course with its year (the read-only check), a
 course's students as hub usernames, the usage units running now, the OOM
-kills in each student's servers. Each runs one ``SELECT``.
+kills in each student's servers, the years a course's code is in. Each runs
+one ``SELECT``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from coursehub.catalog.models.courses import (
     TEAM_ROLES,
+    AcademicYear,
     Course,
     Membership,
     Person,
@@ -26,6 +28,21 @@ from coursehub.catalog.models.courses import (
 from coursehub.catalog.models.usage import UsageUnit
 from coursehub.catalog.people import normalize_username
 from coursehub.meter.records import oom_kills_of
+
+
+def codes_by_year(session: Session) -> dict[str, set[str]]:
+    """Return the UE codes of each academic year's courses, by the year's label.
+
+    What a copy or a rollover into that year would find already there
+    (:func:`coursehub.catalog.yearoffers.plan_year_offer`).
+    """
+    rows = session.execute(
+        select(AcademicYear.label, Course.code).join(Course, Course.year_pk == AcademicYear.id)
+    )
+    held: dict[str, set[str]] = {}
+    for label, code in rows:
+        held.setdefault(label, set()).add(code)
+    return held
 
 
 def count_courses_by_year(session: Session) -> dict[int, int]:

@@ -21,7 +21,7 @@ from coursehub.catalog.admin import (
 )
 from coursehub.catalog.courses import get_portal, get_year, list_portals, list_years
 from coursehub.catalog.errors import ConflictError
-from coursehub.catalog.queries import count_courses_by_year
+from coursehub.catalog.queries import codes_by_year, count_courses_by_year
 from coursehub.catalog.yearoffers import plan_year_offers
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
@@ -49,7 +49,7 @@ def index() -> str:
         years=years,
         counts=counts,
         portals=list_portals(session),
-        offers=plan_year_offers((y.label, y.is_active) for y in years),
+        offers=plan_year_offers(((y.label, y.is_active) for y in years), codes_by_year(session)),
     )
 
 

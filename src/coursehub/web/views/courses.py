@@ -17,6 +17,7 @@ from coursehub.catalog.admin import (
 from coursehub.catalog.courses import get_portal, list_portals, list_years
 from coursehub.catalog.models.courses import Course, Portal
 from coursehub.catalog.profiles import list_profiles
+from coursehub.catalog.queries import codes_by_year
 from coursehub.catalog.yearoffers import plan_year_offer
 from coursehub.errors import CoursehubError
 from coursehub.web.access import (
@@ -57,7 +58,10 @@ def show(course_id: str) -> str:
         hub_sync=hub_sync_settings(),
         can_copy=can_copy,
         copy_offer=plan_year_offer(
-            course.year.label, [(y.label, y.is_active) for y in list_years(session)]
+            course.year.label,
+            [(y.label, y.is_active) for y in list_years(session)],
+            [course.code],
+            codes_by_year(session),
         ),
         read_only=plan_read_only(
             course.archived, course.year.archived, course.course_id, course.year.label

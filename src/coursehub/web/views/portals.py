@@ -22,6 +22,7 @@ from coursehub.catalog.courses import get_portal, list_courses, list_portals, li
 from coursehub.catalog.dberrors import retry_on_conflict
 from coursehub.catalog.members import course_leads
 from coursehub.catalog.models.courses import Portal
+from coursehub.catalog.queries import codes_by_year
 from coursehub.catalog.readmodel import load_course as read_course
 from coursehub.catalog.readmodel import load_own
 from coursehub.catalog.yearoffers import plan_year_offers
@@ -75,7 +76,7 @@ def render_portal(portal: Portal, manager: str = "", manager_error: str = "") ->
         courses=courses,
         leads={c.id: course_leads(session, c) for c in courses},
         years=years,
-        offers=plan_year_offers((y.label, y.is_active) for y in years),
+        offers=plan_year_offers(((y.label, y.is_active) for y in years), codes_by_year(session)),
         manager=manager,
         manager_error=manager_error,
     )
