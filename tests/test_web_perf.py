@@ -60,7 +60,9 @@ def test_course_page_queries_do_not_grow_with_the_roster(app, database_url, part
     enrol(database_url, 3 * PAGE_SIZE + 7)
     large = page_statements(app, headers)
     last_page = page_statements(app, headers, "?page=4")
-    assert len(small) == len(large) == len(last_page) <= 6
+    # those who may copy the course also read the years it may go to (one query)
+    budget = 7 if part in ("lead", "admin") else 6
+    assert len(small) == len(large) == len(last_page) <= budget
     assert not any("INSERT" in s or "UPDATE" in s for s in large)
 
 

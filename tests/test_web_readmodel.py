@@ -28,8 +28,9 @@ C = "mlmeca-2025"
 LEAD = identity_headers(Identity("mbuffat"))
 
 #: Every GET about one course, page or API, with who asks and its query budget.
+#: The lead's course page has one more: the years a "Copy to next year" may go to.
 COURSE_READS = [
-    (f"/courses/{C}/", LEAD, 6),
+    (f"/courses/{C}/", LEAD, 7),
     (f"/courses/{C}/groups", LEAD, 4),
     (f"/courses/{C}/members", LEAD, 4),
     (f"/api/v1/courses/{C}", api_headers("lead"), 6),

@@ -30,18 +30,24 @@ from coursehub.catalog.people import normalize_username
 from coursehub.meter.records import oom_kills_of
 
 
-def codes_by_year(session: Session) -> dict[str, set[str]]:
-    """Return the UE codes of each academic year's courses, by the year's label.
+def codes_by_year(session: Session) -> dict[str, tuple[bool, set[str]]]:
+    """Return each academic year's ``(is_active, UE codes of its courses)``, by the year's label.
 
-    What a copy or a rollover into that year would find already there
-    (:func:`coursehub.catalog.yearoffers.plan_year_offer`).
+    Every year, with or without courses: what a copy or a rollover into that
+    year would find already there
+    (:func:`coursehub.catalog.yearoffers.plan_year_offer`), in the one query
+    the course page can afford.
     """
     rows = session.execute(
-        select(AcademicYear.label, Course.code).join(Course, Course.year_pk == AcademicYear.id)
+        select(AcademicYear.label, AcademicYear.is_active, Course.code).outerjoin(
+            Course, Course.year_pk == AcademicYear.id
+        )
     )
-    held: dict[str, set[str]] = {}
-    for label, code in rows:
-        held.setdefault(label, set()).add(code)
+    held: dict[str, tuple[bool, set[str]]] = {}
+    for label, active, code in rows:
+        codes = held.setdefault(label, (bool(active), set()))[1]
+        if code is not None:
+            codes.add(code)
     return held
 
 

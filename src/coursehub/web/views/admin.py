@@ -49,7 +49,10 @@ def index() -> str:
         years=years,
         counts=counts,
         portals=list_portals(session),
-        offers=plan_year_offers(((y.label, y.is_active) for y in years), codes_by_year(session)),
+        offers=plan_year_offers(
+            ((y.label, y.is_active) for y in years),
+            {label: codes for label, (_, codes) in codes_by_year(session).items()},
+        ),
     )
 
 

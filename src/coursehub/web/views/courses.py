@@ -18,7 +18,7 @@ from coursehub.catalog.courses import get_portal, list_portals, list_years
 from coursehub.catalog.models.courses import Course, Portal
 from coursehub.catalog.profiles import list_profiles
 from coursehub.catalog.queries import codes_by_year
-from coursehub.catalog.yearoffers import plan_year_offer
+from coursehub.catalog.yearoffers import YearOffer, plan_year_offer
 from coursehub.errors import CoursehubError
 from coursehub.web.access import (
     Access,
@@ -57,12 +57,7 @@ def show(course_id: str) -> str:
         Access=Access,
         hub_sync=hub_sync_settings(),
         can_copy=can_copy,
-        copy_offer=plan_year_offer(
-            course.year.label,
-            [(y.label, y.is_active) for y in list_years(session)],
-            [course.code],
-            codes_by_year(session),
-        ),
+        copy_offer=copy_offer(session, course) if can_copy else None,
         read_only=plan_read_only(
             course.archived, course.year.archived, course.course_id, course.year.label
         ),
@@ -228,3 +223,14 @@ def apply_edit(session: Session, form: CourseForm, course: Course) -> bool:
     with commit_or_show(session, form, "title") as saved:
         apply_course_changes(session, course, changes, form_material(form))
     return bool(saved)
+
+
+def copy_offer(session: Any, course: Course) -> YearOffer:
+    """The years ``course`` may be copied to, else why none (one query)."""
+    years = codes_by_year(session)
+    return plan_year_offer(
+        course.year.label,
+        [(label, active) for label, (active, _) in years.items()],
+        [course.code],
+        {label: codes for label, (_, codes) in years.items()},
+    )

@@ -76,7 +76,10 @@ def render_portal(portal: Portal, manager: str = "", manager_error: str = "") ->
         courses=courses,
         leads={c.id: course_leads(session, c) for c in courses},
         years=years,
-        offers=plan_year_offers(((y.label, y.is_active) for y in years), codes_by_year(session)),
+        offers=plan_year_offers(
+            ((y.label, y.is_active) for y in years),
+            {label: codes for label, (_, codes) in codes_by_year(session).items()},
+        ),
         manager=manager,
         manager_error=manager_error,
     )
