@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session
 
 # The real-JupyterHub fixture ``hub`` (tests/hubfixture.py) and the real-Slurm
 # fixture ``slurm_cluster`` (tests/slurmfixture.py).
-pytest_plugins = ["hubfixture", "slurmfixture", "suiteorder"]
+pytest_plugins = ["hubfixture", "slurmfixture", "suiteorder", "appbrowser"]
 
 from cgrouptree import remove_cgroup_tree  # noqa: E402
 from helpers import free_port  # noqa: E402

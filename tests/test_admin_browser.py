@@ -3,56 +3,9 @@ lead copies it to the next year; the manager rolls the portal over (nothing left
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+from appbrowser import BROWSER_MARKS
 
-import pytest
-
-from coursehub.web.app import create_app
-from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing"),
-]
-
-
-@pytest.fixture
-def serve(tmp_path, sqlite_template, monkeypatch):
-    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
-    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
-    path = tmp_path / "catalog.sqlite"
-    shutil.copyfile(sqlite_template, path)
-    seed_web_catalog(f"sqlite:///{path}")
-    apps = []
-
-    def start(user: str, admin: bool = False):
-        config = {
-            "DATABASE_URL": f"sqlite:///{path}",
-            "DEV_USER": user,
-            "DEV_ADMIN": admin,
-            "SECRET_KEY": "browser-test",
-        }
-        apps.append(create_app(config, environ={}))
-        return live_server(apps[-1])
-
-    yield start
-    for app in apps:
-        dispose_app(app)
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+pytestmark = BROWSER_MARKS
 
 
 def test_admin_sets_up_a_year_portal_and_course_then_the_lead_and_manager_roll_it_over(

@@ -5,63 +5,11 @@ course lead is reported under its own field; the header and the years table read
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
-import pytest
+from appbrowser import BROWSER_MARKS
 
-from coursehub.web.app import create_app
-from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+pytestmark = BROWSER_MARKS
 NOT_KNOWN = "is not a known person"
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing"),
-]
-
-
-@pytest.fixture
-def serve(tmp_path, sqlite_template, monkeypatch):
-    """Start the course app on the seeded web catalog (year 2025-2026, courses mlmeca-2025
-    in MECA and other-2025 in INFO) as ``user``; yield its base URL."""
-    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
-    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
-    path = tmp_path / "catalog.sqlite"
-    shutil.copyfile(sqlite_template, path)
-    seed_web_catalog(f"sqlite:///{path}")
-    apps = []
-
-    def start(user: str, admin: bool = False):
-        config = {
-            "DATABASE_URL": f"sqlite:///{path}",
-            "DEV_USER": user,
-            "DEV_ADMIN": admin,
-            "SECRET_KEY": "browser-test",
-        }
-        apps.append(create_app(config, environ={}))
-        return live_server(apps[-1])
-
-    yield start
-    for app in apps:
-        dispose_app(app)
-
-
-@pytest.fixture
-def sync_api():
-    return pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture
-def browser(sync_api):
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def year_row(page, label: str):
