@@ -17,7 +17,17 @@ from typing import Any
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+#: Headless, and nothing fetched from the network by Chromium itself.
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 #: The marks of a module of these tests: integration, skipped without Debian's Chromium.
 BROWSER_MARKS = [
     pytest.mark.integration,

@@ -18,14 +18,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from appbrowser import CHROMIUM
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import fetch_assignment, fetch_feedback, submit_assignment
 from coursehub.grading.layout import layout_from_env
 from coursehub.web.app import create_app
 from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 CORRECT = (
     "    a, b, c = (M1 + M2) * L1**2, M2 * L2**2, M2 * L1 * L2\n"
     "    kinetic = a * omega1**2 / 2 + b * omega2**2 / 2"
@@ -90,17 +89,6 @@ def serve(course):
     yield start
     for app in apps:
         dispose_app(app)
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def answer_and_submit(layout, home: Path, student: str) -> None:

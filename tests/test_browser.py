@@ -13,20 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from appbrowser import CHROMIUM
 from coursehub.web.app import create_app
 from coursehub.web.testing import dispose_app, live_server, seed_web_catalog
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ROSTER = (
     "N° étudiant;Nom;Prénom;Courriel;Groupe\n"
     "p2600001;Noether;Emmy;emmy.noether@etu.example.org;TD1\n"
@@ -71,17 +61,6 @@ def serve(catalog_url):
     yield start
     for app in apps:
         dispose_app(app)
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def make_manager(url: str, username: str, code: str) -> None:
