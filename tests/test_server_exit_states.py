@@ -11,10 +11,12 @@ the server gone, and never for a stop the hub asked for.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from jupyterhub.spawner import Spawner
 
 from coursehub.spawn import serverexit
 from coursehub.spawn.exitstates import (
@@ -87,21 +89,28 @@ def test_scontrol_and_systemctl_fields_are_read():
 
 
 class FakeBatchSpawner:
-    """batchspawner's poll: a job found gone clears its id, then the stop callbacks run."""
+    """batchspawner's poll (a job found gone clears its id) under JupyterHub's own
+    ``Spawner.poll_and_notify``, which runs the stop callbacks after the poll."""
+
+    poll_and_notify = Spawner.poll_and_notify
 
     def __init__(self, status: int | None) -> None:
         self.status = status
         self.job_id = "42"
         self.unit_name = "jupyter-hub-ann-singleuser"
-        self.user = SimpleNamespace(name=f"ann-{id(self)}")
+        self.user = SimpleNamespace(name=f"ann-{uuid.uuid4().hex[:8]}")
         self.name = ""
         self.mem_limit = GIB
-        self.log = SimpleNamespace(warning=lambda *a: None)
+        self.log = SimpleNamespace(warning=lambda *a: None, exception=lambda *a: None)
+        self._callbacks: list[Any] = []
 
-    async def poll_and_notify(self) -> int | None:
+    async def poll(self) -> int | None:
         if self.status is not None:
             self.job_id = ""
         return self.status
+
+    def stop_polling(self) -> None:
+        pass
 
     async def start(self) -> Any:
         return ("127.0.0.1", 8888)
@@ -138,6 +147,19 @@ def test_a_slurm_server_found_gone_leaves_the_jobs_reason(monkeypatch):
     assert "out of memory (it reached its memory limit of 1.0 GiB)" in (_notice(spawner) or "")
     asyncio.run(spawner.start())  # a new start forgets it
     assert _notice(spawner) is None
+
+
+def test_the_notice_is_there_when_the_hub_marks_the_server_stopped(monkeypatch):
+    """The hub's stop callback (which lets the 'not running' page render) sees the notice."""
+    _fake_command(monkeypatch, {"scontrol": SCONTROL_OOM})
+    seen: list[str | None] = []
+    for spawner in (SlurmLike(status=1), SystemdLike(status=1)):
+        spawner._callbacks.append(lambda s=spawner: seen.append(_notice(s)))
+        asyncio.run(spawner.poll_and_notify())
+    assert len(seen) == 2 and all(text and "stopped unexpectedly" in text for text in seen)
+    plain = SlurmLike(status=1)
+    asyncio.run(plain.poll())  # a poll of the hub's own (a requested stop, a start-up check)
+    assert _notice(plain) is None
 
 
 def test_a_running_slurm_server_leaves_no_notice(monkeypatch):

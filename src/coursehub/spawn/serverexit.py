@@ -150,18 +150,37 @@ class StopNoticeMixin(HasTraits):
         """Return the notice for a server found gone with poll status ``status``."""
         return describe_status(status)
 
+    #: Set while :meth:`poll_and_notify` runs: ``(context,)`` of :meth:`exit_context`.
+    _notice_armed: tuple[Any] | None = None
+
     async def poll_and_notify(self) -> int | None:
-        """JupyterHub's poll and stop callbacks; a server found gone gets its notice."""
-        context = self.exit_context()
-        status: int | None = await super().poll_and_notify()  # type: ignore[misc]
-        if status is not None:
+        """JupyterHub's poll and stop callbacks; a server found gone gets its notice.
+
+        The notice is recorded by :meth:`poll`, before JupyterHub's callbacks
+        mark the server stopped, so no "Server not running" page is rendered
+        between the two without it.
+        """
+        self._notice_armed = (self.exit_context(),)
+        try:
+            status: int | None = await super().poll_and_notify()  # type: ignore[misc]
+        finally:
+            self._notice_armed = None
+        return status
+
+    async def poll(self) -> int | None:
+        """The spawner's poll; within :meth:`poll_and_notify`, a gone server's notice."""
+        status: int | None = await super().poll()  # type: ignore[misc]
+        armed, self._notice_armed = self._notice_armed, None
+        if status is not None and armed is not None:
             try:
-                text = await self.describe_exit(status, context)
+                text = await self.describe_exit(status, armed[0])
             except Exception as exc:  # the notice never breaks the poll
                 self.log.warning("%s: why the server ended is unknown: %s", self.user.name, exc)
                 text = notice()
             STOP_NOTICES.record(self.user.name, self.name or "", text)
             self.log.warning("%s: %s", self.user.name, text)
+        elif armed is not None:
+            self._notice_armed = armed
         return status
 
 
