@@ -106,6 +106,7 @@ def test_the_course_page_links_the_book_and_offers_a_build_to_the_team_only(app)
     assert "Read the course book" in student and "Build book" not in student
     lead = get(app, f"/courses/{COURSE}/", "lead").get_data(as_text=True)
     assert "Build book" in lead and "Make the book public" in lead
+    assert 'id="book-source"' in lead and 'id="book-source"' not in student  # a host path
     answer = app.test_client().post(
         f"/courses/{COURSE}/book/build", headers=identity_headers(IDENTITIES["student"])
     )

@@ -154,7 +154,7 @@ def test_the_spawn_page_shows_a_notice_in_no_course_nothing_in_one_a_choice_in_t
 def test_a_user_in_no_course_starts_the_default_profile_after_the_notice(tmp_path):
     spawner = make_spawner()
     profiles = hooks(tmp_path, no_course="default")
-    assert "Ask your teacher to add you" in profiles.options_form(spawner).replace("&#x27;", "'")
+    assert "A student asks their teacher to be added to a course's roster" in profiles.options_form(spawner).replace("&#x27;", "'")
     profiles.apply(spawner, profiles.options_from_form({}))
     assert spawner.cpu_limit == DEFAULT_PROFILE.cpu_limit
 
@@ -169,7 +169,7 @@ def test_a_site_that_refuses_users_in_no_course_says_why_and_starts_nothing(tmp_
     with pytest.raises(web.HTTPError) as info:
         profiles.apply(spawner, user_options)
     assert info.value.status_code == 403
-    assert "Ask your teacher to add you to a course" in info.value.log_message
+    assert "a teacher asks the course's lead to be added to its team" in info.value.log_message
     enrolled = make_spawner(profiles=[("m2", M2)])
     profiles.apply(enrolled, {})
     assert enrolled.cpu_limit == 2.0

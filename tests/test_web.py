@@ -412,3 +412,26 @@ def test_an_unknown_lead_is_the_lead_fields_error_not_the_course_codes(client):
     assert 'aria-invalid="true"' in lead_field.group(0), lead_field.group(0)
     assert 'aria-invalid="true"' not in code_field.group(0), code_field.group(0)
     assert "lead 'jdoe-nobody' is not a known person" in body
+
+
+def test_the_profiles_page_names_the_courses_that_use_a_profile_for_their_team(
+    client, database_url
+):
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from coursehub.catalog.models.courses import Course, ResourceProfile
+
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        course = session.scalars(select(Course).where(Course.course_id == "mlmeca-2025")).one()
+        team = ResourceProfile(name="teamonly", cpu_limit=4, mem_limit=8 << 30, n_threads=4)
+        session.add(team)
+        course.team_profile = team
+        session.commit()
+    engine.dispose()
+    body = client.get("/profiles/", headers=identity_headers(IDENTITIES["admin"])).get_data(
+        as_text=True
+    )
+    row = re.search(r"teamonly</a></td>.*?</tr>", body, re.S)
+    assert row and "mlmeca-2025 (team)" in row.group(0)

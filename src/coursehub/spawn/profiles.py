@@ -214,11 +214,13 @@ def render_options_form(choices: Sequence[CourseChoice]) -> str:
 #: Spawn-page notice and refusal for a user in no course (``CourseProfiles.no_course``).
 NO_COURSE_DEFAULT = (
     "You are in no course yet; your server starts with the default profile ({resources}). "
-    "Ask your teacher to add you to a course's roster."
+    "A student asks their teacher to be added to a course's roster; "
+    "a teacher asks the course's lead to be added to its team."
 )
 NO_COURSE_REFUSED = (
     "You are in no course yet, so no server can start for you. "
-    "Ask your teacher to add you to a course's roster."
+    "A student asks their teacher to be added to a course's roster; "
+    "a teacher asks the course's lead to be added to its team."
 )
 
 

@@ -152,6 +152,10 @@ class ResourceProfile(Base):
     courses: Mapped[list[Course]] = relationship(
         back_populates="profile", foreign_keys="Course.profile_pk"
     )
+    #: The courses whose teaching team uses this profile (``Course.team_profile``).
+    team_courses: Mapped[list[Course]] = relationship(
+        foreign_keys="Course.team_profile_pk", viewonly=True
+    )
 
     def __repr__(self) -> str:
         return f"ResourceProfile({self.name!r})"
