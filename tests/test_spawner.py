@@ -154,7 +154,9 @@ def test_the_spawn_page_shows_a_notice_in_no_course_nothing_in_one_a_choice_in_t
 def test_a_user_in_no_course_starts_the_default_profile_after_the_notice(tmp_path):
     spawner = make_spawner()
     profiles = hooks(tmp_path, no_course="default")
-    assert "A student asks their teacher to be added to a course's roster" in profiles.options_form(spawner).replace("&#x27;", "'")
+    assert "A student asks their teacher to be added to a course's roster" in profiles.options_form(
+        spawner
+    ).replace("&#x27;", "'")
     profiles.apply(spawner, profiles.options_from_form({}))
     assert spawner.cpu_limit == DEFAULT_PROFILE.cpu_limit
 
