@@ -102,6 +102,10 @@ def test_demo_config_is_marked_demo_only_and_loads(tmp_path, monkeypatch):
     assert config.SharedPasswordAuthenticator.user_password == "demo-password"
     assert config.JupyterHub.cleanup_servers is True
     assert callable(config.Spawner.pre_spawn_hook)
+    # the course app measures the demo's homes (not Unix accounts' homes)
+    service = next(s for s in config.JupyterHub.services if s["name"] == "coursehub")
+    homes = config.CgroupSimpleLocalProcessSpawner.home_dir_template.format(username="ann")
+    assert service["environment"]["COURSEHUB_HOMES_DIR"] == os.path.dirname(homes)
 
 
 def test_kubernetes_values_have_z2jh_structure():
