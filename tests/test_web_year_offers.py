@@ -129,15 +129,28 @@ def test_a_web_rollover_is_previewed_then_confirmed(pages):
 
 
 def test_a_portal_manager_must_be_a_known_person_as_a_lead(pages, client):
-    pages.post_form(
+    created = pages.post_form(
         "/admin/portals",
         "admin",
         {"code": "PHYS", "title": "Physique", "manager": "jdoe"},
         form_page="/admin/",
     )
+    assert created.status_code == 400
+    assert re.search(
+        r'<input id="portal-manager"[^>]*value="jdoe" aria-invalid="true" '
+        r'aria-describedby="portal-manager-error">'
+        r'<p class="field-error" id="portal-manager-error">portal manager &#39;jdoe&#39; '
+        r"is not a known person",
+        created.get_data(as_text=True),
+    )
+    assert 'value="Physique"' in created.get_data(as_text=True)  # the typed title is kept
     shown = text_of(pages.get("/admin/", "admin"))
-    assert "portal manager 'jdoe' is not a known person" in shown
-    assert "Portal PHYS created." not in shown
+    assert "PHYS" not in shown and "Portal PHYS created." not in shown  # nothing half-made
+    again = pages.post_form(
+        "/admin/portals", "admin", {"code": "MECA", "title": ""}, form_page="/admin/"
+    )
+    assert again.status_code == 400
+    assert 'id="portal-code-error">portal MECA already exists' in again.get_data(as_text=True)
     refused = pages.post_form(
         "/portals/MECA/managers", "admin", {"username": "jdoe"}, form_page="/portals/MECA/"
     )

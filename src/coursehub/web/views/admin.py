@@ -13,6 +13,7 @@ from flask import Blueprint, flash, g, redirect, render_template, request, url_f
 from werkzeug.wrappers import Response
 
 from coursehub.catalog.admin import (
+    appoint_manager,
     archive_year,
     ensure_portal,
     ensure_year,
@@ -23,9 +24,10 @@ from coursehub.catalog.courses import get_portal, get_year, list_portals, list_y
 from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.queries import codes_by_year, count_courses_by_year
 from coursehub.catalog.yearoffers import plan_year_offers
+from coursehub.errors import CoursehubError
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
-from coursehub.web.saving import commit_or_show
+from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.views.base import form_field
 from coursehub.web.views.portals import preview_or_run_rollover
 
@@ -41,6 +43,14 @@ def admins_only() -> None:
 @bp.get("/admin/")
 def index() -> str:
     """Years (state, number of courses) and portals (managers), with their forms."""
+    return render_admin()
+
+
+def render_admin(
+    portal_form: dict[str, str] | None = None, portal_error: dict[str, str] | None = None
+) -> str:
+    """Render the administration page; ``portal_form`` (the new portal's typed values) and
+    ``portal_error`` (``{field: message}``) refill a refused new-portal form."""
     session = get_session()
     counts = count_courses_by_year(session)
     years = list_years(session)
@@ -53,6 +63,8 @@ def index() -> str:
             ((y.label, y.is_active) for y in years),
             {label: codes for label, (_, codes) in codes_by_year(session).items()},
         ),
+        portal_form=portal_form or {},
+        portal_error=portal_error or {},
     )
 
 
@@ -119,18 +131,23 @@ def rollover(year: str) -> Response | str:
 
 
 @bp.post("/admin/portals")
-def create_portal() -> Response:
-    """Create a portal, with an optional first manager."""
+def create_portal() -> Response | tuple[str, int]:
+    """Create a portal, with an optional first manager; a refusal is shown under its field
+    (the code, or the manager: a known person only), with the typed values kept (400)."""
     session = get_session()
-    code, manager = form_field("code"), form_field("manager")
-    with commit_or_show(session) as saved:
-        portal, created = ensure_portal(
-            session, code, form_field("title"), [manager] if manager else []
-        )
-        if not created:
-            raise ConflictError(f"portal {portal.code} already exists")
-    if saved:
-        flash(f"Portal {portal.code} created.", "success")
+    typed = {name: form_field(name) for name in ("code", "title", "manager")}
+    field = "code"
+    try:
+        with committing(session):
+            portal, created = ensure_portal(session, typed["code"], typed["title"])
+            if not created:
+                raise ConflictError(f"portal {portal.code} already exists")
+            if typed["manager"]:
+                field = "manager"
+                appoint_manager(session, portal, typed["manager"])
+    except CoursehubError as exc:
+        return render_admin(typed, {field: str(exc)}), 400
+    flash(f"Portal {portal.code} created.", "success")
     return back()
 
 
