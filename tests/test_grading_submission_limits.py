@@ -27,7 +27,12 @@ from coursehub.grading.autograde.job import check_submission
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, layout_from_env
-from coursehub.grading.limits import DEFAULT_MAX_FILES, SubmissionLimits, check_folder
+from coursehub.grading.limits import (
+    DEFAULT_MAX_FILES,
+    SubmissionLimits,
+    check_folder,
+    large_shipped_files,
+)
 
 COURSE = "lim-2025"
 DATA_BYTES = 3 * 2**20  # a data file 1000 times the notebook's size
@@ -148,3 +153,21 @@ def test_an_unchanged_data_file_is_not_copied_per_student_at_submit_and_collect(
     assert not (submitted / "p1" / "ps1" / "data.bin").exists()
     assert (submitted / "p3" / "ps1" / "data.bin").read_bytes() == b"my own data"
     assert (submitted / "p1" / "ps1" / f"{DEMO_ASSIGNMENT}.ipynb").is_file()
+
+
+def test_generate_names_a_large_file_shipped_with_the_assignment_and_where_it_belongs(
+    course, tmp_path, capsys
+):
+    source = course.course_dir / "source" / "ps1"
+    assert large_shipped_files(source) == []  # 3 MiB: under the 10 MiB default
+    (line,) = large_shipped_files(source, threshold=2**20)
+    assert line.startswith("data.bin (3 MiB) is copied 3 times per student")
+    assert "9 MiB each" in line and "course data folder" in line
+    big = tmp_path / "frames.npy"
+    with open(big, "wb") as handle:
+        handle.truncate(12 * 2**20)  # sparse: no disk used
+    add_assignment(course, "ps2", [demo_source_dir() / f"{DEMO_ASSIGNMENT}.ipynb", big])
+    assert main(["grading", "generate", COURSE, "ps2"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: ps2: frames.npy (12 MiB) is copied 3 times per student" in err
+    assert "data.bin" not in err

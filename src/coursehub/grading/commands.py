@@ -62,10 +62,13 @@ def add(args: argparse.Namespace) -> int:
 def generate(args: argparse.Namespace) -> int:
     """``generate``: make the student version."""
     from coursehub.grading.assignments import generate_assignment
+    from coursehub.grading.limits import large_shipped_files
 
     layout = _course_layout(args)
     generate_assignment(layout, args.assignment)
     print(f"generated {args.assignment} in {layout.course_dir / 'release'}")
+    for line in large_shipped_files(layout.course_dir / "source" / args.assignment):
+        print(f"warning: {args.assignment}: {line}", file=sys.stderr)
     return 0
 
 

@@ -191,3 +191,36 @@ def unchanged_release_files(src: Path, release: Path) -> Callable[[str], bool]:
             return False
 
     return is_unchanged
+
+
+#: Size from which a file shipped with an assignment is named at generate (bytes).
+LARGE_SHIPPED_BYTES = 10 * 2**20
+#: Copies nbgrader still makes per student of a file shipped with an assignment:
+#: the student's fetched copy, ``autograded/`` (autograde puts the source's copy
+#: back, ``nbgrader/converters/autograde.py``) and ``feedback/``; ``submitted/``
+#: is spared (:func:`unchanged_release_files`).
+COPIES_PER_STUDENT = 3
+
+
+def large_shipped_files(source_dir: Path, threshold: int = LARGE_SHIPPED_BYTES) -> list[str]:
+    """Return one line per file of ``source_dir`` (not a notebook) of ``threshold`` bytes or more.
+
+    Each line names the file, its size and what nbgrader does with it
+    (:data:`COPIES_PER_STUDENT` copies per student, jupyter/nbgrader#1414) and
+    where it belongs instead: the course data folder, which every student of
+    the course reads and nobody copies (docs/course-data.md). A missing
+    folder gives no line.
+    """
+    lines = []
+    for path in sorted(source_dir.rglob("*")) if source_dir.is_dir() else []:
+        if path.suffix == ".ipynb" or not path.is_file() or path.is_symlink():
+            continue
+        size = path.stat().st_size
+        if size >= threshold:
+            lines.append(
+                f"{path.relative_to(source_dir)} ({size / 2**20:.0f} MiB) is copied "
+                f"{COPIES_PER_STUDENT} times per student (fetched copy, autograded/, "
+                f"feedback/: {COPIES_PER_STUDENT * size / 2**20:.0f} MiB each); put it in the "
+                "course data folder and read it from there (docs/course-data.md)"
+            )
+    return lines

@@ -261,21 +261,26 @@ def act(course_id: str, assignment: str, step: str) -> WerkzeugResponse:
         return back
     flash(f"{assignment} {STEPS[step]}.", "success")
     for line in skipped:
-        flash(f"collect skipped the submission {line}", "warning")
+        flash(line, "warning")
     return back
 
 
 def run_step(layout: CourseLayout, assignment: str, step: str) -> list[str]:
-    """Run ``step`` on ``assignment``; return the submissions collect skipped (else none)."""
+    """Run ``step`` on ``assignment``; return its warnings: the submissions collect skipped,
+    the large files generate found shipped with the assignment (else none)."""
     from coursehub.grading import assignments
     from coursehub.grading.cycle import start_autograde
+    from coursehub.grading.limits import large_shipped_files
 
     if step == "generate":
         assignments.generate_assignment(layout, assignment)
+        source = layout.course_dir / "source" / assignment
+        return [f"{assignment}: {line}" for line in large_shipped_files(source)]
     elif step == "release":
         assignments.release_assignment(layout, assignment)
     elif step == "collect":
-        return assignments.skipped_submissions(assignments.collect(layout, assignment))
+        skipped = assignments.skipped_submissions(assignments.collect(layout, assignment))
+        return [f"collect skipped the submission {line}" for line in skipped]
     elif step == "autograde":
         start_autograde(layout, assignment, who())
     elif step == "feedback":
