@@ -258,7 +258,7 @@ class ServerExitWatchMixin(StopNoticeMixin):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + REAP_WAIT_S
         delay = 0.05
-        while await self.poll() is None:  # type: ignore[attr-defined]
+        while await self.poll() is None:
             if loop.time() > deadline:
                 return
             await asyncio.sleep(delay)
