@@ -10,9 +10,11 @@ as "skipped: <reason>"):
 - ``jupyterhub``: JupyterHub's ``SimpleLocalProcessSpawner`` (the periodic poll only, 30 s);
 - ``cgroup``: ``CgroupSimpleLocalProcessSpawner`` as root (real cgroups), whose pidfd
   watch (:mod:`coursehub.spawn.serverexit`) notices the exit at once (poll 30 s);
-- ``slurm``: ``DemoSlurmSpawner`` (coursehub's SlurmSpawner) polled every 8 s as
-  rendered; the cluster of ``$SLURM_CONF`` when ``scontrol ping`` answers, else a
-  single-node cluster started for the run (root, Slurm packages; ``tests/slurmfixture.py``);
+- ``slurm``: ``DemoSlurmSpawner`` (coursehub's SlurmSpawner) as rendered: its job watch
+  (:mod:`coursehub.spawn.slurmwatch`, one ``squeue`` for all servers every 2 s) notices
+  the ended job, the periodic poll every 8 s is the fallback; the cluster of
+  ``$SLURM_CONF`` when ``scontrol ping`` answers, else a single-node cluster started
+  for the run (root, Slurm packages; ``tests/slurmfixture.py``);
 - ``systemd``: not run (it needs one Unix account per student); the reason is printed.
 
 For each repeat, interleaved between the hubs: start a student's server,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from jupyterhub.spawner import Spawner
 
-from coursehub.spawn import serverexit
+from coursehub.spawn import serverexit, slurmwatch
 from coursehub.spawn.exitstates import (
     describe_slurm_exit,
     describe_systemd_exit,
@@ -30,6 +30,7 @@ from coursehub.spawn.serverexit import (
     SlurmStopNoticeMixin,
     SystemdStopNoticeMixin,
 )
+from coursehub.spawn.slurmwatch import SlurmJobWatchMixin, ended_job_ids, parse_job_states
 
 GIB = 1024**3
 SCONTROL_OOM = (
@@ -201,3 +202,106 @@ def test_a_completing_slurm_job_counts_as_ended_so_the_next_poll_sees_it():
     assert not spawner.state_isrunning()
     spawner.job_status = "RUNNING vm"
     assert spawner.state_isrunning()
+
+
+SQUEUE_JOBS = "41 RUNNING\n42 FAILED\n43 COMPLETING\n44 PENDING\n"
+
+
+def test_the_job_watch_reads_squeue_and_finds_the_jobs_batchspawner_counts_as_ended():
+    from coursehub.spawn.slurmspawner import RUNNING_STATES_RE
+
+    states = parse_job_states(SQUEUE_JOBS + "\nslurm_load_jobs error\n")
+    assert states == {"41": "RUNNING", "42": "FAILED", "43": "COMPLETING", "44": "PENDING"}
+    pending_re = r"^(?:PENDING|CONFIGURING)"  # batchspawner's SlurmSpawner.state_pending_re
+    watched = ["41", "42", "43", "44", "45"]  # 45: not listed (forgotten, or hidden)
+    assert ended_job_ids(states, watched, RUNNING_STATES_RE, pending_re) == ["42", "43"]
+
+
+class FakeSlurmSpawner(FakeBatchSpawner):
+    """The fake batchspawner poll with SlurmSpawner's states and JupyterHub's polling hooks."""
+
+    state_running_re = r"^RUNNING"
+    state_pending_re = r"^(?:PENDING|CONFIGURING)"
+    pending: str | None = None
+
+    def start_polling(self) -> None:
+        pass
+
+
+class WatchedSlurm(SlurmJobWatchMixin, SlurmStopNoticeMixin, FakeSlurmSpawner):
+    """coursehub's Slurm spawner (job watch and notice) over the fake batchspawner."""
+
+
+def _fake_watch(monkeypatch: pytest.MonkeyPatch, squeue: str) -> tuple[Any, list[list[str]]]:
+    queries: list[list[str]] = []
+
+    async def query(argv: list[str]) -> str:
+        queries.append(argv)
+        return squeue
+
+    watch = slurmwatch.SlurmJobWatch(interval_s=3600, query=query)
+    monkeypatch.setattr(slurmwatch, "SLURM_JOB_WATCH", watch)
+    return watch, queries
+
+
+def test_one_query_for_all_servers_runs_the_poll_of_a_server_whose_job_ended(monkeypatch):
+    _fake_command(monkeypatch, {"scontrol": SCONTROL_OOM})
+    watch, queries = _fake_watch(monkeypatch, SQUEUE_JOBS)
+    stopped: list[str] = []
+
+    async def scenario() -> list[Any]:
+        spawners = [WatchedSlurm(status=None) for _ in range(3)]
+        for spawner, job_id in zip(spawners, ("41", "42", "44"), strict=True):
+            spawner.job_id = job_id
+            spawner._callbacks.append(lambda s=spawner: stopped.append(s.job_id))
+            spawner.start_polling()
+        spawners[1].status = 1  # batchspawner's own query confirms job 42 ended
+        ended = await watch.check()
+        assert ended == [spawners[1]]
+        await spawners[1]._job_check
+        return spawners
+
+    spawners = asyncio.run(scenario())
+    assert queries == [[*slurmwatch.SQUEUE_ARGV, "--jobs=41,42,44"]]
+    assert stopped == [""]  # the stop callbacks ran once (the poll cleared the job id)
+    assert "out of memory" in (_notice(spawners[1]) or "")
+    assert _notice(spawners[0]) is None and _notice(spawners[2]) is None
+    assert watch.watched() == [spawners[0], spawners[2]]  # poll_and_notify's stop_polling
+
+
+def test_the_job_watch_leaves_a_spawn_or_a_stop_to_jupyterhub(monkeypatch):
+    watch, _ = _fake_watch(monkeypatch, "41 FAILED\n42 FAILED\n43 FAILED\n")
+
+    async def scenario() -> list[Any]:
+        starting, stopping, unregistered = (WatchedSlurm(status=1) for _ in range(3))
+        starting.pending, stopping.pending = "spawn", "stop"
+        for spawner in (starting, stopping):  # unregistered: no stop callbacks yet
+            spawner._callbacks.append(lambda: None)
+        for spawner, job_id in zip((starting, stopping, unregistered), "123", strict=True):
+            spawner.job_id = f"4{job_id}"
+            spawner.start_polling()
+        assert await watch.check() == [starting, stopping, unregistered]
+        return [starting, stopping, unregistered]
+
+    for spawner in asyncio.run(scenario()):
+        assert spawner._job_check is None
+        assert spawner.job_id != ""  # never polled (a poll that finds it gone clears it)
+
+
+def test_the_job_watch_ends_with_its_last_server_and_a_failed_query_notices_nothing(monkeypatch):
+    watch, queries = _fake_watch(monkeypatch, "")  # squeue failed: read_command's ""
+
+    async def scenario() -> WatchedSlurm:
+        spawner = WatchedSlurm(status=1)
+        spawner.job_watch_interval = 0.01
+        spawner._callbacks.append(lambda: None)
+        spawner.start_polling()
+        await asyncio.sleep(0.1)
+        assert queries and watch.watched() == [spawner]
+        spawner.stop_polling()  # a stop the hub asked for
+        await asyncio.sleep(0.1)
+        assert watch._task is None  # the loop ended with its last server
+        return spawner
+
+    spawner = asyncio.run(scenario())
+    assert spawner._job_check is None and spawner.job_id == "42"  # never polled

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -109,23 +110,24 @@ def test_a_slurm_spawner_server_starts_is_reachable_and_stopping_it_leaves_no_jo
     wait_until(lambda: jobs_of("spawner-jupyterhub") == [], timeout_s=60, what="the job to go")
 
 
-#: coursehub's SlurmSpawner (the rendered class) with its pages and the rendered poll interval.
+#: coursehub's SlurmSpawner (the rendered class) with its pages. The periodic poll is
+#: out of the way: the hub's job watch (coursehub.spawn.slurmwatch) alone must notice.
 NOTICE_CONFIG = """
-from coursehub.hub.render import POLL_INTERVAL_S
 from coursehub.spawn.hubpages import template_dir
 from coursehub.spawn.serverexit import server_stop_notices
 c.JupyterHub.spawner_class = "coursehub.spawn.slurmspawner.CoursehubSlurmSpawner"
-c.SlurmSpawner.poll_interval = POLL_INTERVAL_S
+c.SlurmSpawner.poll_interval = 3600
 c.JupyterHub.template_paths = [template_dir()]
 c.JupyterHub.template_vars = {"server_stop_notices": server_stop_notices}
 """
-#: Seconds within which a dead server's reload must show "Server not running".
+#: Seconds within which a dead server's reload must show "Server not running" and
+#: Start must start a new server (issue #32).
 NOTICED_WITHIN_S = 10
 
 
 @pytest.fixture
 def notice_hub(slurm_cluster, tmp_path):
-    """A hub whose servers are jobs of coursehub's SlurmSpawner (poll every 8 s, as rendered)."""
+    """A hub whose servers are jobs of coursehub's SlurmSpawner (job watch, no periodic poll)."""
     proxy = find_proxy()
     if proxy is None:
         pytest.skip("configurable-http-proxy not found (make setup)")
@@ -160,6 +162,7 @@ def test_a_killed_slurm_server_is_noticed_said_and_started_again(notice_hub, stu
     assert pids, subprocess.run(["scontrol", "listpids", job_id], capture_output=True, text=True)
     for pid in pids:
         os.kill(pid, 9)
+    killed = time.monotonic()
     page: dict[str, requests.Response] = {}
 
     def reload_says_stopped() -> bool:
@@ -169,6 +172,11 @@ def test_a_killed_slurm_server_is_noticed_said_and_started_again(notice_hub, stu
     wait_until(reload_says_stopped, timeout_s=NOTICED_WITHIN_S, interval_s=0.5)
     assert "Your server stopped unexpectedly" in page["lab"].text, hub.log_tail()
     assert session.get(f"{hub.url}/hub/spawn/{user}", timeout=60).status_code == 200
+    restarted = server()  # Start submitted a new job (not a redirect to the dead server)
+    assert restarted.get("pending") == "spawn" or (restarted.get("state") or {}).get(
+        "job_id"
+    ) not in (None, job_id)
+    assert time.monotonic() - killed <= NOTICED_WITHIN_S, hub.log_tail()
     wait_until(lambda: bool(server().get("ready")), timeout_s=120, what="the new server")
     assert "stopped unexpectedly" not in session.get(f"{hub.url}/hub/home", timeout=30).text
     api.delete(f"{hub.api_url}/users/{user}/server", timeout=60)

@@ -59,7 +59,8 @@ USAGE_INGEST_EVERY_S = 120
 #: Seconds between the hub's polls of a systemd or Slurm server (``Spawner.poll_interval``,
 #: JupyterHub's default 30 s; 10 % jitter): a server that died is noticed, and the
 #: student's reload gets the "Server not running" page, within 10 s. Local servers are
-#: noticed at once (:mod:`coursehub.spawn.serverexit`).
+#: noticed at once (:mod:`coursehub.spawn.serverexit`), Slurm servers within about 2 s
+#: by the hub's job watch (:mod:`coursehub.spawn.slurmwatch`; this poll is its fallback).
 POLL_INTERVAL_S = 8
 START_TIMEOUT_S = {"slurm": 300, "kubernetes": 300, "systemd": 120, "local": 120}
 #: Spawner kinds of ``coursehub demo``: local processes, or Slurm jobs on this host's cluster.

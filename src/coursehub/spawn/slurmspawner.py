@@ -4,7 +4,11 @@
 SlurmSpawner plus the student's "stopped unexpectedly" notice when the hub's
 poll finds the job ended, with why from the job's state (out of memory,
 cancelled, node failure, time limit: :mod:`coursehub.spawn.serverexit`); a
-job that is only COMPLETING counts as ended (its server has exited).
+job that is only COMPLETING counts as ended (its server has exited). The
+hub's job watch (:mod:`coursehub.spawn.slurmwatch`: one ``squeue`` for all
+servers every 2 s) runs that poll as soon as it sees a job ended, so that a
+student whose server died can reload and start a new one within seconds;
+the periodic poll (``poll_interval``) is the fallback.
 
 The demo has no Unix account per student (every server runs as the hub's own
 user, :mod:`coursehub.spawn.cgroupspawner` does the same for local
@@ -30,6 +34,7 @@ from batchspawner import SlurmSpawner
 from traitlets import Unicode, default
 
 from coursehub.spawn.serverexit import SlurmStopNoticeMixin
+from coursehub.spawn.slurmwatch import SlurmJobWatchMixin
 
 #: ``squeue`` states of a job whose server runs. batchspawner's default adds
 #: COMPLETING, a job whose batch script (hence its server) has already ended:
@@ -37,8 +42,8 @@ from coursehub.spawn.serverexit import SlurmStopNoticeMixin
 RUNNING_STATES_RE = r"^RUNNING"
 
 
-class CoursehubSlurmSpawner(SlurmStopNoticeMixin, SlurmSpawner):
-    """SlurmSpawner whose server, found ended by the hub's poll, leaves a notice saying why."""
+class CoursehubSlurmSpawner(SlurmJobWatchMixin, SlurmStopNoticeMixin, SlurmSpawner):
+    """SlurmSpawner whose ended job the hub's watch notices, leaving a notice saying why."""
 
     @default("state_running_re")
     def _state_running_re_default(self) -> str:
