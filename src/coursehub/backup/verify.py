@@ -118,7 +118,8 @@ def read_archive(archive: Path) -> tuple[Manifest, dict[str, Seen]]:
     seen: dict[str, Seen] = {}
     for tar, info in members(archive):
         if not header_seen:
-            check_header(str(archive), info.name, _read_meta(tar, info, archive))
+            first = _read_meta(tar, info, archive) if info.name == HEADER_NAME else b""
+            check_header(str(archive), info.name, first)
             header_seen = True
         elif info.name in (MANIFEST_NAME, MANIFEST_SUM_NAME) and info.name not in meta:
             meta[info.name] = _read_meta(tar, info, archive)
