@@ -325,3 +325,27 @@ def test_a_place_that_is_not_empty_is_replaced_only_with_force(site, tmp_path, c
     assert key.read_bytes() == kept and not stray.exists()
     assert dict(grades_of("mlmeca-2025"))["p2500001"] > 0
     assert not list(site.root.rglob(".*replaced-*"))
+
+
+@pytest.mark.parametrize("database_backend", ["sqlite"], indirect=True)
+def test_the_doctor_warns_when_the_last_backup_is_old_gone_or_missing(site, tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from coursehub.backup.record import read_record, record_path
+    from coursehub.doctor.backupcheck import check_backup
+
+    none = check_backup()
+    assert none.level == "warn" and f"no backup was made on this host (no {record_path()})" in (
+        none.line
+    )
+    archive = tmp_path / "backup.tar.gz"
+    assert main(["backup", str(archive), "--hub-dir", str(site.hub_dir)]) == 0
+    record = read_record()
+    assert record is not None and record.archive == str(archive)
+    assert stat.S_IMODE(record_path().stat().st_mode) == 0o600
+    fresh = check_backup()
+    assert fresh.level == "ok" and str(archive) in fresh.line, fresh.line
+    late = check_backup(max_age_h=26, now=datetime.now(UTC) + timedelta(hours=30))
+    assert late.level == "warn" and "h old, over 26 h: run `coursehub backup DEST`" in late.line
+    archive.unlink()
+    assert "is no longer there" in check_backup().line
