@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 import tarfile
 import uuid
 from dataclasses import dataclass
@@ -349,3 +350,25 @@ def test_the_doctor_warns_when_the_last_backup_is_old_gone_or_missing(site, tmp_
     assert late.level == "warn" and "h old, over 26 h: run `coursehub backup DEST`" in late.line
     archive.unlink()
     assert "is no longer there" in check_backup().line
+
+
+@pytest.mark.parametrize("database_backend", ["sqlite"], indirect=True)
+def test_a_restore_that_fails_half_way_puts_every_place_back(site, tmp_path, capsys):
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("needs root and chattr to make a folder that cannot be renamed")
+    archive = tmp_path / "backup.tar.gz"
+    assert main(["backup", str(archive), "--hub-dir", str(site.hub_dir)]) == 0
+    key = site.root / "data" / "lti" / "tool-key.pem"
+    key.write_text("a key made after the backup")
+    before = {part: files_below(site.root / part) for part in ("data", "courses", "hub")}
+    usage = site.root / "usage"  # the last part switched in: an immutable folder is not renamed
+    subprocess.run(["chattr", "+i", str(usage)], check=True)
+    try:
+        capsys.readouterr()
+        assert main(["restore", "--force", str(archive), "--hub-dir", str(site.hub_dir)]) == 2
+    finally:
+        subprocess.run(["chattr", "-i", str(usage)], check=True)
+    assert "restore stopped, every place is as it was" in capsys.readouterr().err
+    assert {part: files_below(site.root / part) for part in before} == before
+    assert key.read_text() == "a key made after the backup"
+    assert not [*site.root.rglob(".*restoring-*"), *site.root.rglob(".*replaced-*")]

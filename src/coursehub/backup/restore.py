@@ -36,10 +36,14 @@ from coursehub.backup.databases import postgresql_tables, restore_postgresql
 from coursehub.backup.manifest import DATA, ArchiveError, Entry, Manifest, Part, part_of
 from coursehub.backup.sources import Source
 from coursehub.backup.verify import hash_stream, members, verify_archive
-from coursehub.errors import UsageError
+from coursehub.errors import CoursehubError, UsageError, is_storage_refused
 
 #: The files beside a SQLite database that go with it (moved aside with it).
 SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+class RestoreError(CoursehubError):
+    """A restore that stopped on a file it could not write or rename; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -272,8 +276,11 @@ def restore_backup(
         A place is not empty without ``force``, or has no counterpart here.
     coursehub.backup.databases.DatabaseCopyError
         ``pg_restore`` failed; every place is as it was.
+    RestoreError
+        A file could not be written or renamed; every place is as it was.
     OSError
-        Writing failed (disk full...); every place is as it was.
+        The disk or a quota is full, or the file system read-only
+        (:func:`coursehub.errors.is_storage_refused`); every place is as it was.
     """
     started = time.monotonic()
     manifest = verify_archive(archive)
@@ -287,19 +294,26 @@ def restore_backup(
         dump = _pg_staging(staged, token)
         files = _stage(archive, manifest, staged)
         _switch(staged, token, dump, force)
-    except BaseException:
-        for placement in staged:
-            if placement.staging is not None:
-                _remove(placement.staging)
-        for folder in reversed(made):
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+    except BaseException as exc:
+        _clean(staged, made)
+        if isinstance(exc, OSError) and not is_storage_refused(exc):
+            raise RestoreError(f"restore stopped, every place is as it was: {exc}") from exc
         raise
     finally:
         if dump is not None:
             shutil.rmtree(dump.parent, ignore_errors=True)
     restored = tuple((p.part.name, p.source.where) for p in staged)
     return RestoreSummary(restored, files, manifest.created, time.monotonic() - started)
+
+
+def _clean(staged: Sequence[Placement], made: Sequence[Path]) -> None:
+    """Remove what was staged and the empty folders made for it."""
+    for placement in staged:
+        if placement.staging is not None:
+            _remove(placement.staging)
+    for folder in reversed(made):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def _pg_staging(staged: list[Placement], token: str) -> Path | None:
