@@ -308,12 +308,20 @@ def test_a_damaged_gzip_stream_and_a_foreign_archive_are_refused(site, tmp_path,
     assert not fresh.root.exists()
 
 
-@pytest.mark.parametrize("database_backend", ["sqlite"], indirect=True)
 def test_a_place_that_is_not_empty_is_replaced_only_with_force(site, tmp_path, capsys):
     archive = tmp_path / "backup.tar.gz"
     assert main(["backup", str(archive), "--hub-dir", str(site.hub_dir)]) == 0
     key = site.root / "data" / "lti" / "tool-key.pem"
     kept = key.read_bytes()
+    rows = catalog_rows(site.database_url)
+    inside = site.root / "courses" / "backup.tar.gz"
+    assert main(["backup", str(inside), "--hub-dir", str(site.hub_dir)]) == 2
+    assert "which it backs up: write it elsewhere" in capsys.readouterr().err
+    engine = create_engine(site.database_url)
+    with engine.begin() as conn:  # a change made after the backup
+        conn.execute(text("UPDATE people SET last_name = 'Changed'"))
+    engine.dispose()
+    assert catalog_rows(site.database_url) != rows
     stray = site.root / "courses" / "stray.txt"
     stray.write_text("made after the backup")
     key.write_text("another key")
@@ -325,6 +333,7 @@ def test_a_place_that_is_not_empty_is_replaced_only_with_force(site, tmp_path, c
     assert main(["restore", "--force", str(archive), "--hub-dir", str(site.hub_dir)]) == 0
     assert key.read_bytes() == kept and not stray.exists()
     assert dict(grades_of("mlmeca-2025"))["p2500001"] > 0
+    assert catalog_rows(site.database_url) == rows
     assert not list(site.root.rglob(".*replaced-*"))
 
 

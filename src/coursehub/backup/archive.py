@@ -252,7 +252,7 @@ def write_backup(sources: Sequence[Source], target: Path, *, version: str) -> Ba
     Raises
     ------
     UsageError
-        ``target`` exists already, or its folder does not.
+        ``target`` exists already, its folder does not, or lies in a folder part.
     coursehub.backup.databases.DatabaseCopyError
         A database could not be copied or dumped.
     ArchiveError
@@ -264,6 +264,7 @@ def write_backup(sources: Sequence[Source], target: Path, *, version: str) -> Ba
         raise UsageError(f"{target} exists already: give another name or folder")
     if not target.parent.is_dir():
         raise UsageError(f"no folder {target.parent} for the backup")
+    _check_outside(target, sources)
     started = time.monotonic()
     created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     manifest = Manifest(created, version, socket.gethostname(), (), ())
@@ -289,6 +290,19 @@ def write_backup(sources: Sequence[Source], target: Path, *, version: str) -> Ba
         skipped,
         time.monotonic() - started,
     )
+
+
+def _check_outside(target: Path, sources: Sequence[Source]) -> None:
+    """Refuse an archive written inside a folder it backs up (it would read itself)."""
+    folder = target.parent.resolve()
+    for source in sources:
+        if source.kind == "tree" and source.path is not None and source.path.is_dir():
+            root = source.path.resolve()
+            if folder == root or root in folder.parents:
+                raise UsageError(
+                    f"{target} would lie in {source.name} ({root}), which it backs up: "
+                    "write it elsewhere"
+                )
 
 
 def _write_tar(
