@@ -305,14 +305,21 @@ def _check_outside(target: Path, sources: Sequence[Source]) -> None:
                 )
 
 
+def _open_tar(raw: BinaryIO, *, gzip: bool) -> tarfile.TarFile:
+    """A tar file (POSIX.1-2001 pax format) writing to ``raw``, gzip-compressed or not."""
+    if gzip:
+        return tarfile.open(
+            fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT, compresslevel=GZIP_LEVEL
+        )
+    return tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT)
+
+
 def _write_tar(
     raw: BinaryIO, target: Path, sources: Sequence[Source], manifest: Manifest
 ) -> tuple[tuple[Part, ...], tuple[tuple[str, str], ...], tuple[Entry, ...]]:
-    mode = "w" if target.name.endswith(".tar") else "w:gz"
-    options = {} if mode == "w" else {"compresslevel": GZIP_LEVEL}
     with (
         tempfile.TemporaryDirectory(prefix=".coursehub-backup-", dir=target.parent) as work,
-        tarfile.open(fileobj=raw, mode=mode, format=tarfile.PAX_FORMAT, **options) as tar,
+        _open_tar(raw, gzip=not target.name.endswith(".tar")) as tar,
     ):
         writer = _Writer(tar, Path(work))
         writer.add_bytes(HEADER_NAME, json.dumps(manifest.header(), indent=1).encode() + b"\n")

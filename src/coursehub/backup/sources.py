@@ -135,14 +135,14 @@ def find_sources(
 
 
 def _path(env: Mapping[str, str], name: str) -> Path:
-    """The folder of a grading variable, else its default (coursehub.grading.layout)."""
+    """The folder of a grading variable, else its default, as ``layout_from_env`` reads it."""
     from coursehub.grading.layout import DEFAULT_COURSES_ROOT, DEFAULT_EXCHANGE_ROOT
 
     default = {
         "COURSEHUB_GRADING_COURSES": DEFAULT_COURSES_ROOT,
         "COURSEHUB_GRADING_EXCHANGE": DEFAULT_EXCHANGE_ROOT,
     }[name]
-    return Path(env.get(name) or default).expanduser()
+    return Path(env.get(name, default))
 
 
 def catalog_source(url: str) -> Source:
