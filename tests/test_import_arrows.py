@@ -64,11 +64,14 @@ ALLOWED: dict[str, set[str]] = {
     "teamaccess": BASE | {"resources", "catalog", "hub"},
     "usage": BASE | {"resources", "catalog", "meter", "homequota"},
     "homequota": BASE | {"resources", "catalog"},
-    "doctor": BASE | {"resources", "meter", "catalog", "hub", "runner", "sandbox", "homequota"},
+    "doctor": BASE
+    | {"resources", "meter", "catalog", "hub", "runner", "sandbox", "homequota", "backup"},
+    # every part's place on the host: the catalog's URL, grading, material, books, LTI key
+    "backup": BASE | {"resources", "catalog", "grading", "material", "books", "lti"},
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
-    | {"usage", "lti", "usecases", "homequota", "doctor"},
+    | {"usage", "lti", "usecases", "homequota", "doctor", "backup"},
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -93,6 +96,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "usage": {"torch", "flask", "jupyterhub"},
     "homequota": {"torch", "flask", "jupyterhub"},
     "doctor": {"torch", "flask", "jupyterhub"},
+    "backup": {"torch", "flask", "jupyterhub"},
     "lti": {"torch", "flask", "jupyterhub"},
 }
 

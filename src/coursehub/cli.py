@@ -27,6 +27,7 @@ from typing import Any
 
 from coursehub import __version__
 from coursehub.admin import cli as admin_cli
+from coursehub.backup import cli as backup_cli
 from coursehub.bench import cli as bench_cli
 from coursehub.books import cli as books_cli
 from coursehub.catalog import cli as catalog_cli
@@ -77,6 +78,8 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("usage", usage_cli.register),
     ("lti", lti_cli.register),
     ("doctor", doctor_cli.register),
+    ("backup", backup_cli.register_backup),
+    ("restore", backup_cli.register_restore),
 )
 
 

@@ -46,6 +46,7 @@ def register(subparsers: Any) -> None:
 
 def run_checks(args: argparse.Namespace) -> list[CheckResult]:
     """Run every check in report order; return their results."""
+    from coursehub.doctor.backupcheck import check_backup
     from coursehub.doctor.budgets import check_budgets
     from coursehub.doctor.catalogcheck import check_catalog, check_clock
     from coursehub.doctor.homes import check_homes
@@ -68,6 +69,7 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
         check_homes(url, args.homes or homes_dir(), limits.quota_warn, limits.named),
         check_lti(args.lti, args.bind_url, args.public_url),
         check_budgets(url),
+        check_backup(max_age_h=limits.backup_age_h),
     ]
 
 

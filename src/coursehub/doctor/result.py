@@ -76,6 +76,8 @@ class Thresholds:
         Seconds of skew against the database server's clock that warn (5).
     slurm_timeout_s : float
         Seconds ``scontrol ping`` may take (5).
+    backup_age_h : float
+        Hours from which the last backup made here is too old (26).
     """
 
     disk_warn: float = 90.0
@@ -84,6 +86,7 @@ class Thresholds:
     named: int = 10
     clock_skew_s: float = 5.0
     slurm_timeout_s: float = 5.0
+    backup_age_h: float = 26.0
 
 
 #: variable -> (field of :class:`Thresholds`, type)
@@ -94,6 +97,7 @@ VARIABLES = {
     "COURSEHUB_DOCTOR_NAMED": ("named", int),
     "COURSEHUB_DOCTOR_CLOCK_SKEW_S": ("clock_skew_s", float),
     "COURSEHUB_DOCTOR_SLURM_TIMEOUT_S": ("slurm_timeout_s", float),
+    "COURSEHUB_DOCTOR_BACKUP_AGE_H": ("backup_age_h", float),
 }
 
 

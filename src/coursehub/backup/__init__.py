@@ -1,0 +1,1 @@
+"""Backups of an installation: ``coursehub backup`` and ``coursehub restore`` (docs/backup.md)."""
