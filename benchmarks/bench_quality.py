@@ -1,6 +1,7 @@
-"""DP-Buffat-v1 in full: 1,000 trajectories, train, evaluate, compare with the baselines.
+"""DP-Buffat-v1 or v2 in full: 1,000 trajectories, train, evaluate, compare with the baselines.
 
     .venv/bin/python benchmarks/bench_quality.py [--work-dir bench-quality] [--threads 2]
+    .venv/bin/python benchmarks/bench_quality.py --version 2 [--preset class] [--model FILE]
 
 Generates ``WORK_DIR/pendulum.npz`` (1,000 trajectories, seed 0) if it is
 missing, trains the default LSTM in a fresh interpreter with explicit
@@ -8,6 +9,13 @@ threads (``python -m coursehub.pendulum.train``), evaluates it with
 ``coursehub pendulum evaluate`` and prints every metric beside persistence
 and ridge AR(10), the goals, the training time and the thread count.
 Exit status 1 if the model does not beat ridge AR(10) on every metric.
+
+``--version 2`` scores on DP-Buffat-v2 (10-s forecasts) and prints each
+median with its 95 % bootstrap interval over test trajectories; it exits 1
+if the median chaotic VPT misses :data:`GOALS_V2_CHAOTIC_VPT_S`. ``--preset
+class`` trains the class preset instead (its epochs and threads: the
+minute of a class, :data:`coursehub.pendulum.config.RUN_PRESETS`);
+``--model FILE`` scores an existing checkpoint without training.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ FIGURES = {
     "energy_drift": ("lower", 0.05),
 }
 GOALS_VPT_S = {"chaotic": 1.0, "regular": 100 / 30}
+#: DP-Buffat-v2 goals on the median chaotic VPT, s, by what is trained (issue 30).
+GOALS_V2_CHAOTIC_VPT_S = {"default": 3.0, "class": 2.0}
+FORECASTERS = (("model", "LSTM"), ("persistence", "persist."), ("ridge_ar10", "ridge"))
 
 
 def parse_args() -> argparse.Namespace:
@@ -43,6 +54,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--max-windows", type=int, default=250_000, help="per epoch")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--version", type=int, choices=(1, 2), default=1, help="benchmark (1)")
+    parser.add_argument(
+        "--preset", choices=("class",), default=None, help="train this run preset instead"
+    )
+    parser.add_argument(
+        "--model", type=Path, default=None, metavar="FILE", help="score FILE, do not train"
+    )
     return parser.parse_args()
 
 
@@ -80,10 +98,66 @@ def render(metrics: dict, train_s: float, n_threads: int) -> tuple[str, bool]:
     return "\n".join(lines), beats
 
 
+def render_v2(
+    metrics: dict, goal_s: float, train_s: float | None, n_threads: int
+) -> tuple[str, bool]:
+    """The DP-Buffat-v2 table (``median [low, high]``) and whether the chaotic VPT goal is met."""
+    width = 27
+    lines = [f"{'figure':<21}" + "".join(f"{label:>{width}}" for _, label in FORECASTERS)]
+    for group in ("all", "regular", "chaotic"):
+        for figure in metrics["model"][group]:
+            if figure == "n_starts":
+                continue
+            cells = [_v2_cell(metrics[name][group][figure]) for name, _ in FORECASTERS]
+            lines.append(f"{group + ' ' + figure:<21}" + "".join(f"{c:>{width}}" for c in cells))
+    counts = ", ".join(
+        f"{g} {metrics['model'][g]['n_starts']}" for g in ("all", "regular", "chaotic")
+    )
+    vpt = metrics["model"]["chaotic"]["vpt_s"]
+    met = vpt["median"] is not None and vpt["median"] >= goal_s
+    lines.append(f"(median [95% bootstrap interval over test trajectories]; starts: {counts})")
+    lines.append(
+        f"LSTM chaotic VPT {vpt['median']:.2f} s [{vpt['low']:.2f}, {vpt['high']:.2f}], "
+        f"capped in {metrics['model']['chaotic']['vpt_capped']:.0%} of starts at "
+        f"10 s; goal >= {goal_s:g} s: {'met' if met else 'MISSED'}"
+    )
+    if train_s is not None:
+        lines.append(f"training: {train_s:.0f} s wall with {n_threads} thread(s)")
+    return "\n".join(lines), met
+
+
+def _v2_cell(value: dict | float | None) -> str:
+    if value is None:
+        return "-"
+    if not isinstance(value, dict):
+        return f"{value:.3g}"
+    if value["median"] is None:
+        return "-"
+    return f"{value['median']:.3g} [{value['low']:.3g}, {value['high']:.3g}]"
+
+
+def train_argv(args: argparse.Namespace, model: Path, data: Path) -> tuple[list[str], int]:
+    """The training command line and its thread count: the preset's, or the default LSTM's."""
+    common = ["--data", str(data), "--force", "--device", args.device, "--no-progress"]
+    if args.preset is not None:
+        from coursehub.pendulum.config import run_preset
+
+        preset = run_preset(args.preset)
+        epochs, threads = preset.train.n_epochs, preset.n_threads
+        argv = [str(model), str(epochs), str(threads), "--preset", args.preset, *common]
+        return ["coursehub.pendulum.train", *argv], threads
+    argv = [str(model), str(args.epochs), str(args.threads), *common]
+    return ["coursehub.pendulum.train", *argv, "--max-windows", str(args.max_windows)], args.threads
+
+
 def main() -> int:
     args = parse_args()
     work = args.work_dir
     data, model, out = work / "pendulum.npz", work / "model.pt", work / "metrics.json"
+    if args.version == 2:
+        out = work / "metrics-v2.json"
+    if args.model is not None:
+        model = args.model
     if not data.exists():
         call(
             [
@@ -99,23 +173,10 @@ def main() -> int:
             ],
             1,
         )
-    train_s = call(
-        [
-            "coursehub.pendulum.train",
-            str(model),
-            str(args.epochs),
-            str(args.threads),
-            "--data",
-            str(data),
-            "--force",
-            "--max-windows",
-            str(args.max_windows),
-            "--device",
-            args.device,
-            "--no-progress",
-        ],
-        args.threads,
-    )
+    train_s, threads = None, args.threads
+    if args.model is None:
+        argv, threads = train_argv(args, model, data)
+        train_s = call(argv, threads)
     call(
         [
             "coursehub",
@@ -127,15 +188,22 @@ def main() -> int:
             "--json",
             str(out),
             "--plot",
-            str(work / "evaluation.png"),
+            str(work / ("evaluation.png" if args.version == 1 else "evaluation-v2.png")),
             "--threads",
             str(args.threads),
+            "--version",
+            str(args.version),
         ],
         args.threads,
     )
-    table, beats = render(json.loads(out.read_text())["metrics"], train_s, args.threads)
+    metrics = json.loads(out.read_text())["metrics"]
+    if args.version == 2:
+        goal = GOALS_V2_CHAOTIC_VPT_S["class" if args.preset == "class" else "default"]
+        table, ok = render_v2(metrics, goal, train_s, threads)
+    else:
+        table, ok = render(metrics, train_s or 0.0, threads)
     print(table)
-    return 0 if beats else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
