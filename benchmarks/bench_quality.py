@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from coursehub.pendulum.metrics import LYAPUNOV_EXPONENT
 from coursehub.resources.cpus import effective_cpus
 from coursehub.resources.threads import thread_env
 
@@ -44,7 +45,6 @@ FIGURES = {
 GOALS_VPT_S = {"chaotic": 1.0, "regular": 100 / 30}
 #: DP-Buffat-v2 goals on the median chaotic VPT, s, by what is trained (issue 30).
 GOALS_V2_CHAOTIC_VPT_S = {"default": 3.0, "class": 2.0}
-FORECASTERS = (("model", "LSTM"), ("persistence", "persist."), ("ridge_ar10", "ridge"))
 
 
 def parse_args() -> argparse.Namespace:
@@ -102,38 +102,20 @@ def render_v2(
     metrics: dict, goal_s: float, train_s: float | None, n_threads: int
 ) -> tuple[str, bool]:
     """The DP-Buffat-v2 table (``median [low, high]``) and whether the chaotic VPT goal is met."""
-    width = 27
-    lines = [f"{'figure':<21}" + "".join(f"{label:>{width}}" for _, label in FORECASTERS)]
-    for group in ("all", "regular", "chaotic"):
-        for figure in metrics["model"][group]:
-            if figure == "n_starts":
-                continue
-            cells = [_v2_cell(metrics[name][group][figure]) for name, _ in FORECASTERS]
-            lines.append(f"{group + ' ' + figure:<21}" + "".join(f"{c:>{width}}" for c in cells))
-    counts = ", ".join(
-        f"{g} {metrics['model'][g]['n_starts']}" for g in ("all", "regular", "chaotic")
-    )
+    from coursehub.pendulum.evaluate import render_interval_table
+
     vpt = metrics["model"]["chaotic"]["vpt_s"]
     met = vpt["median"] is not None and vpt["median"] >= goal_s
-    lines.append(f"(median [95% bootstrap interval over test trajectories]; starts: {counts})")
-    lines.append(
+    lines = [
+        render_interval_table(metrics),
         f"LSTM chaotic VPT {vpt['median']:.2f} s [{vpt['low']:.2f}, {vpt['high']:.2f}], "
-        f"capped in {metrics['model']['chaotic']['vpt_capped']:.0%} of starts at "
-        f"10 s; goal >= {goal_s:g} s: {'met' if met else 'MISSED'}"
-    )
+        f"{vpt['median'] * LYAPUNOV_EXPONENT:.2f} Lyapunov times; still valid at 10 s "
+        f"(capped) in {metrics['model']['chaotic']['vpt_capped']:.1%} of chaotic starts; "
+        f"goal >= {goal_s:g} s: {'met' if met else 'MISSED'}",
+    ]
     if train_s is not None:
         lines.append(f"training: {train_s:.0f} s wall with {n_threads} thread(s)")
     return "\n".join(lines), met
-
-
-def _v2_cell(value: dict | float | None) -> str:
-    if value is None:
-        return "-"
-    if not isinstance(value, dict):
-        return f"{value:.3g}"
-    if value["median"] is None:
-        return "-"
-    return f"{value['median']:.3g} [{value['low']:.3g}, {value['high']:.3g}]"
 
 
 def train_argv(args: argparse.Namespace, model: Path, data: Path) -> tuple[list[str], int]:

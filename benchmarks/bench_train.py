@@ -121,12 +121,14 @@ def compare_class(rounds: int, steps: int, preset: str = "class") -> bool:
             rates[name].append(measure(*variants[name])["samples_per_s"])
     ratios = [c / b for c, b in zip(rates[preset], rates["course"], strict=True)]
     m, t = spec.model, spec.train
+    label = f"{preset}: LSTM {m.n_layers} x {m.hidden_size}, batch {t.batch_size}, "
+    label += f"{spec.n_threads} threads"
     print(
         f"\nclass comparison, {rounds} interleaved rounds (median samples/s [min, max]):\n"
-        f"  course: LSTM 1 x 100, batch 1, 1 thread      "
+        f"  {'course: LSTM 1 x 100, batch 1, 1 thread':<45}"
         f"{_median_range(rates['course'], '.0f')}\n"
-        f"  {preset}: LSTM {m.n_layers} x {m.hidden_size}, batch {t.batch_size}, "
-        f"{spec.n_threads} threads  {_median_range(rates[preset], '.0f')}\n"
+        f"  {label:<45}"
+        f"{_median_range(rates[preset], '.0f')}\n"
         f"  speed-up (per-round ratio): {_median_range(ratios, '.1f')}x, "
         f"goal {GOAL_SPEEDUP:g}x"
     )

@@ -252,8 +252,8 @@ def render_interval_table(summary: dict[str, Any]) -> str:
     group gives the share of starts still within the band at 10 s
     (``vpt_capped``).
     """
-    width = 28
-    lines = [f"{'figure':<18}" + "".join(f"{name:>{width}}" for name in FORECASTERS)]
+    width = 31
+    lines = [f"{'figure':<20}" + "".join(f"{name:>{width}}" for name in FORECASTERS)]
     for group, figures in summary["model"].items():
         for key in figures:
             if key == "n_starts":
@@ -262,7 +262,7 @@ def render_interval_table(summary: dict[str, Any]) -> str:
             for name in FORECASTERS:
                 value = summary[name][group][key]
                 row.append(f"{_cell(value):>{width}}")
-            lines.append(f"{group + ' ' + key:<18}" + "".join(row))
+            lines.append(f"{group + ' ' + key:<20}" + "".join(row))
     counts = ", ".join(f"{g} {f['n_starts']}" for g, f in summary["model"].items())
     return "\n".join(
         [*lines, f"(medians [95% bootstrap interval over test trajectories]; starts: {counts})"]
