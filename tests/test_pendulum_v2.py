@@ -15,6 +15,7 @@ from coursehub.pendulum.config import RUN_PRESETS, ModelConfig, run_preset
 from coursehub.pendulum.datafile import save_dataset
 from coursehub.pendulum.dataset import generate_dataset
 from coursehub.pendulum.evaluate import render_interval_table, render_table
+from coursehub.pendulum.plots import plan_typical
 from helpers import assert_matches_golden
 
 TINY = ["--max-windows", "256", "--hidden-size", "16", "--trajectories", "8", "--no-progress"]
@@ -215,3 +216,10 @@ def test_every_run_preset_is_a_valid_lstm_run():
         assert preset.name == name and isinstance(preset.model, ModelConfig)
         assert preset.train.n_epochs >= 1 and preset.n_threads >= 1 and preset.budget_s > 0
         assert name in preset.describe()
+
+
+def test_the_v2_figure_draws_a_typical_start_of_each_regime():
+    energy = np.array([0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.3])
+    vpt = np.array([1.0, 5.0, 9.0, 0.5, 2.0, 2.1, 4.0])
+    assert plan_typical(energy, vpt) == [1, 4]
+    assert plan_typical(np.array([0.9]), np.array([1.0])) == [0]

@@ -217,9 +217,15 @@ class RunPreset:
 
 #: name -> run preset. ``"class"``: what a student trains in one minute of class on the
 #: 2 threads of a class server, sized by measurement (``benchmarks/bench_train.py``
-#: for the time, ``benchmarks/bench_quality.py --version 2 --preset class`` for the
-#: forecast): the largest model and data whose epochs fit the minute on that machine
-#: with room for loading and validation.
+#: for the throughput, ``benchmarks/bench_quality.py --version 2 --preset class`` for
+#: the time and the forecast). Measured by this project on a 2-core machine shared
+#: with other work: the whole command takes 26-33 CPU-s (so under 60 s of wall time
+#: whenever its 2 threads get one core's worth between them) and 32-79 s wall, median
+#: 52 s over five runs (the longest at a load average above 5); chaotic VPT on
+#: DP-Buffat-v2 2.63 s, 95 % interval [2.40, 2.83]. Larger candidates cut off at 55 s
+#: on the same machine (1 x 128 and 2 x 64 after 600,000 windows, 1 x 96 at batch
+#: 128 after 800,000) reached 2.67, 2.57 and 2.70 s, within that interval; a smaller
+#: run (4 epochs of 110,000 windows) lost 0.3 s of VPT for 15 % less CPU.
 RUN_PRESETS: dict[str, RunPreset] = {
     "class": RunPreset(
         name="class",

@@ -99,9 +99,10 @@ def save_figure(result: dict[str, Any], dt: float, params: PendulumParams, path:
 def save_forecast_figure(result: dict[str, Any], dt: float, path: Path) -> None:
     """Draw a DP-Buffat-v2 result: 10-s forecasts and error growth in Lyapunov times.
 
-    Top row, for a regular and a chaotic start (:func:`plan_examples`): both
-    angles, wrapped to (-pi, pi], true and forecast by the LSTM over the
-    whole horizon, with the LSTM's valid prediction time marked. Bottom
+    Top row, for a typical regular and a typical chaotic start
+    (:func:`plan_typical`): both angles, wrapped to (-pi, pi], true and
+    forecast by the LSTM over the whole horizon, with the LSTM's valid
+    prediction time marked. Bottom
     left: median NRMSE of the chaotic starts against ``t * lambda`` (Lyapunov
     times, ``lambda`` = :data:`~coursehub.pendulum.metrics.LYAPUNOV_EXPONENT`)
     for every forecaster, the LSTM's interquartile band shaded, and the
@@ -125,8 +126,8 @@ def save_forecast_figure(result: dict[str, Any], dt: float, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     starts, truth = result["starts"], result["starts"]["truth"]
-    picks = plan_examples(starts["energy_norm"], n=2)
     lstm = result["scores"]["model"]
+    picks = plan_typical(starts["energy_norm"], lstm["vpt_s"])
     t = np.arange(1, truth.shape[1] + 1) * dt
     fig = plt.figure(figsize=(12, 8), layout="constrained")
     grid = fig.add_gridspec(2, 2)
@@ -172,6 +173,29 @@ def save_forecast_figure(result: dict[str, Any], dt: float, path: Path) -> None:
             fig.savefig(tmp, format="png", dpi=90)
     finally:
         plt.close(fig)
+
+
+def plan_typical(energy_norm: NDArray[Any], vpt_s: NDArray[Any]) -> list[int]:
+    """A regular and a chaotic start whose VPT is closest to their group's median.
+
+    Parameters
+    ----------
+    energy_norm, vpt_s : ndarray, shape (n,)
+        Normalised energy and the forecaster's valid prediction time (s) of each start.
+
+    Returns
+    -------
+    list of int
+        At most two start indices, regular first; the first such start on ties,
+        none for an empty group.
+    """
+    picks = []
+    for group in ("regular", "chaotic"):
+        hits = np.flatnonzero(group_masks(energy_norm)[group])
+        if len(hits):
+            gap = np.abs(vpt_s[hits] - np.median(vpt_s[hits]))
+            picks.append(int(hits[np.argmin(gap)]))
+    return picks
 
 
 def _wrap(angle: NDArray[Any]) -> NDArray[Any]:
