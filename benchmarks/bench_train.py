@@ -36,7 +36,7 @@ from coursehub.resources.threads import thread_env
 
 THREADS = (1, 2)
 BATCH_SIZES = (1, 64, 256)
-#: Speed-up of the class preset over the course's original setup asked for (issue 30).
+#: Goal for the speed-up of the class preset over the course's original setup, samples/s.
 GOAL_SPEEDUP = 30.0
 #: Steps timed at batch size 1 per step timed at a larger batch size.
 BATCH1_FACTOR = 10
