@@ -13,7 +13,7 @@ NOTEBOOK = Path(str(resources.files("coursehub.pendulum") / "notebooks" / NOTEBO
 EXAMPLE = Path(__file__).parents[1] / "examples" / "pendulum" / NOTEBOOK_FILE
 TINY = {
     "PENDULUM_N_TRAJECTORIES": "20",
-    "PENDULUM_DURATION_S": "5",
+    "PENDULUM_DURATION_S": "11",  # DP-Buffat-v2 forecasts 10 s from 10 samples
     "PENDULUM_EPOCHS": "1",
     "PENDULUM_THREADS": "1",
     "PENDULUM_MAX_WINDOWS": "300",

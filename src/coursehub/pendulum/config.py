@@ -5,6 +5,9 @@ defaults of :class:`ModelConfig` and :class:`TrainConfig` *are* the
 ``"lstm"`` preset, :data:`MODEL_PRESETS` and :data:`TRAIN_PRESETS` hold one
 pair per architecture, and the command line
 (:mod:`coursehub.pendulum.train`) fills every option left out from them.
+:data:`RUN_PRESETS` holds named runs for a setting (``--preset class``: the
+minute of training a student has in class), each a model, its optimisation,
+its epochs and its training trajectories.
 A checkpoint stores both configs as ``dataclasses.asdict`` dicts;
 ``from_dict`` rebuilds them.
 
@@ -170,3 +173,80 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
     "lstm": TrainConfig(),
     "course": TrainConfig(batch_size=1, lr=5e-4, noise=0.0, lr_decay=1.0),
 }
+
+
+@dataclass(frozen=True)
+class RunPreset:
+    """A named run for one setting: model, optimisation, epochs and training data.
+
+    Attributes
+    ----------
+    name : str
+        The ``--preset`` value.
+    model : ModelConfig
+    train : TrainConfig
+        Its ``n_epochs`` is the run the preset is sized for (N_EPOCHS of the
+        command: a larger one trains longer with the same settings).
+    trajectories : int or None
+        Training trajectories used (the first of the split; None = all).
+    n_threads : int
+        Threads the run is sized for (N_THREADS of the command).
+    budget_s : float
+        Wall-clock seconds of training the run is sized to fit in, on
+        ``n_threads`` threads (measured by ``benchmarks/bench_train.py``).
+    """
+
+    name: str
+    model: ModelConfig
+    train: TrainConfig
+    trajectories: int | None
+    n_threads: int
+    budget_s: float
+
+    def describe(self) -> str:
+        """One line for ``--help``: the model, the data, the epochs and what it is sized for."""
+        m, t = self.model, self.train
+        data = "all" if self.trajectories is None else f"{self.trajectories}"
+        windows = "all" if t.max_windows is None else f"{t.max_windows:,}"
+        return (
+            f"{self.name}: {m.arch} {m.n_layers} x {m.hidden_size}, {data} training "
+            f"trajectories, {t.n_epochs} epochs of {windows} windows, batch {t.batch_size}, "
+            f"lr {t.lr:g}; sized for {self.budget_s:g} s of training on {self.n_threads} threads"
+        )
+
+
+#: name -> run preset. ``"class"``: what a student trains in one minute of class on the
+#: 2 threads of a class server, sized by measurement (``benchmarks/bench_train.py``
+#: for the throughput, ``benchmarks/bench_quality.py --version 2 --preset class`` for
+#: the time and the forecast). Measured by this project on a 2-core machine shared
+#: with other work: the whole command takes 26-33 CPU-s (so under 60 s of wall time
+#: whenever its 2 threads get one core's worth between them) and 32-79 s wall, median
+#: 52 s over five runs (the longest at a load average above 5); chaotic VPT on
+#: DP-Buffat-v2 2.63 s, 95 % interval [2.40, 2.83]. Larger candidates cut off at 55 s
+#: on the same machine (1 x 128 and 2 x 64 after 600,000 windows, 1 x 96 at batch
+#: 128 after 800,000) reached 2.67, 2.57 and 2.70 s, within that interval; a smaller
+#: run (4 epochs of 110,000 windows) lost 0.3 s of VPT for 15 % less CPU.
+RUN_PRESETS: dict[str, RunPreset] = {
+    "class": RunPreset(
+        name="class",
+        model=ModelConfig(arch="lstm", hidden_size=96, n_layers=1),
+        train=TrainConfig(n_epochs=4, batch_size=256, lr=3e-3, max_windows=150_000, lr_decay=0.6),
+        trajectories=640,
+        n_threads=2,
+        budget_s=60.0,
+    ),
+}
+PRESET_NAMES: tuple[str, ...] = tuple(RUN_PRESETS)
+
+
+def run_preset(name: str) -> RunPreset:
+    """The run preset ``name`` (:data:`RUN_PRESETS`).
+
+    Raises
+    ------
+    UsageError
+        If there is none of that name.
+    """
+    if name not in RUN_PRESETS:
+        raise UsageError(f"unknown preset {name!r}: choose one of {PRESET_NAMES}")
+    return RUN_PRESETS[name]

@@ -1,10 +1,13 @@
-"""Score a trained forecaster on DP-Buffat-v1 beside the persistence and ridge AR(10) baselines.
+"""Score a forecaster on DP-Buffat-v1 or v2 beside the persistence and ridge AR(10) baselines.
 
-``coursehub pendulum evaluate MODEL_FILE --data FILE --json METRICS --plot PNG``
+``coursehub pendulum evaluate MODEL_FILE --data FILE [--version 2] --json METRICS --plot PNG``
 
-Starts: in each valid test trajectory, ``--starts-per-trajectory`` context
-windows evenly spaced from the first sample to the last one that leaves room
-for the 100-step horizon (:func:`coursehub.pendulum.metrics.plan_starts`);
+``--version`` picks the benchmark (:mod:`coursehub.pendulum.metrics`): 1
+(the default; 100 samples, 3.33 s ahead) or 2 (300 samples, 10 s ahead,
+medians with bootstrap intervals over test trajectories). Starts: in each
+valid test trajectory, ``--starts-per-trajectory`` context windows evenly
+spaced from the first sample to the last one that leaves room for the
+horizon (:func:`coursehub.pendulum.metrics.plan_starts`);
 fixed, so every forecaster and every run sees the same starts. Each start
 is classed regular or chaotic by its trajectory's normalised energy. The
 baselines and ``sigma`` are fitted on the training split of the same file.
@@ -68,72 +71,119 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"forecast starts per test trajectory ({DEFAULT_STARTS})",
     )
+    parser.add_argument(
+        "--version",
+        type=int,
+        choices=sorted(metrics.BENCHMARKS),
+        default=1,
+        help="benchmark: 1 = DP-Buffat-v1, 3.33 s ahead (default); 2 = DP-Buffat-v2, 10 s ahead",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
 
 
-def collect_starts(ds: PendulumDataset, per_trajectory: int) -> dict[str, NDArray[Any]]:
-    """Contexts (n, 10, 4), truths (n, 100, 4), ``energy_norm`` (n,), ``trajectory`` (n,).
+def collect_starts(
+    ds: PendulumDataset, per_trajectory: int, bench: metrics.Benchmark = metrics.V1
+) -> dict[str, NDArray[Any]]:
+    """Contexts (n, 10, 4), truths (n, horizon, 4), ``energy_norm`` (n,), ``trajectory`` (n,).
+
+    ``horizon`` is ``bench.horizon`` (100 for v1, 300 for v2); the starts are
+    trajectory-major.
 
     Raises
     ------
     UsageError
-        If the test split is empty or its trajectories are shorter than 110 samples.
+        If the test split is empty or its trajectories are shorter than
+        ``context + horizon`` samples (110 for v1, 310 for v2).
     """
     test = ds.indices("test")
-    offsets = metrics.plan_starts(ds.states.shape[1], per_trajectory)
+    offsets = metrics.plan_starts(ds.states.shape[1], per_trajectory, bench.horizon)
     if len(test) == 0 or len(offsets) == 0:
         raise UsageError(
             f"no forecast starts: need test trajectories of at least "
-            f"{metrics.CONTEXT + metrics.HORIZON} samples (the dataset has {len(test)} test "
+            f"{bench.context + bench.horizon} samples (the dataset has {len(test)} test "
             f"trajectories of {ds.states.shape[1]} samples)"
         )
     traj = np.repeat(test, len(offsets))
     start = np.tile(offsets, len(test))
-    span = np.arange(metrics.CONTEXT + metrics.HORIZON)
+    span = np.arange(bench.context + bench.horizon)
     windows = ds.states[traj[:, None], start[:, None] + span]
     return {
-        "context": windows[:, : metrics.CONTEXT],
-        "truth": windows[:, metrics.CONTEXT :],
+        "context": windows[:, : bench.context],
+        "truth": windows[:, bench.context :],
         "energy_norm": ds.energy_norm[traj],
         "trajectory": traj,
     }
 
 
-def forecast_all(model: Any, ds: PendulumDataset, context: NDArray[Any]) -> dict[str, Any]:
-    """Rollouts (n, 100, 4) of the model and both baselines from the same contexts."""
+def forecast_all(
+    model: Any, ds: PendulumDataset, context: NDArray[Any], horizon: int = metrics.HORIZON
+) -> dict[str, Any]:
+    """Rollouts (n, horizon, 4) of the model and both baselines from the same contexts.
+
+    Raises
+    ------
+    UsageError
+        If the model needs more context samples than the benchmark gives.
+    """
     from coursehub.pendulum.baselines import fit_ridge, persistence_rollout
     from coursehub.pendulum.model import rollout
 
     ridge = fit_ridge(ds.states[ds.indices("train")], window=metrics.CONTEXT)
     window = model.config.window
-    if window > metrics.CONTEXT:
-        raise UsageError(f"the model needs {window} context samples; DP-Buffat-v1 gives 10")
+    if window > context.shape[1]:
+        raise UsageError(
+            f"the model needs {window} context samples; the benchmark gives {context.shape[1]}"
+        )
     return {
-        "model": rollout(model, context[:, -window:], metrics.HORIZON),
-        "persistence": persistence_rollout(context, metrics.HORIZON),
-        "ridge_ar10": ridge.rollout(context, metrics.HORIZON),
+        "model": rollout(model, context[:, -window:], horizon),
+        "persistence": persistence_rollout(context, horizon),
+        "ridge_ar10": ridge.rollout(context, horizon),
     }
 
 
-def evaluate_model(model: Any, ds: PendulumDataset, per_trajectory: int) -> dict[str, Any]:
+def evaluate_model(
+    model: Any, ds: PendulumDataset, per_trajectory: int, version: int = 1
+) -> dict[str, Any]:
     """Forecast every start with every forecaster and score them.
+
+    Parameters
+    ----------
+    model : Forecaster
+    ds : PendulumDataset
+    per_trajectory : int
+        Starts per test trajectory.
+    version : int
+        Benchmark version, 1 (the default) or 2 (:data:`coursehub.pendulum.metrics.BENCHMARKS`).
 
     Returns
     -------
     dict
+        ``benchmark`` (:class:`~coursehub.pendulum.metrics.Benchmark`),
         ``starts`` (:func:`collect_starts`), ``rollouts`` and per-start
         ``scores`` by forecaster, ``summary`` by forecaster and group, ``sigma``.
+
+    Raises
+    ------
+    UsageError
+        On an unknown version or a dataset too short for its horizon.
     """
-    starts = collect_starts(ds, per_trajectory)
+    bench = metrics.benchmark(version)
+    starts = collect_starts(ds, per_trajectory, bench)
     sigma = metrics.state_sigma(ds.states[ds.indices("train")])
-    rollouts = forecast_all(model, ds, starts["context"])
+    rollouts = forecast_all(model, ds, starts["context"], bench.horizon)
     scores = {
         name: metrics.score(pred, starts["truth"], sigma, ds.dt, ds.params)
         for name, pred in rollouts.items()
     }
-    summary = {name: metrics.summarize(s, starts["energy_norm"]) for name, s in scores.items()}
+    summary = {
+        name: metrics.summarize(
+            s, starts["energy_norm"], bench, starts["trajectory"] if bench.intervals else None
+        )
+        for name, s in scores.items()
+    }
     return {
+        "benchmark": bench,
         "starts": starts,
         "rollouts": rollouts,
         "scores": scores,
@@ -145,12 +195,13 @@ def evaluate_model(model: Any, ds: PendulumDataset, per_trajectory: int) -> dict
 def render_report(result: dict[str, Any], checkpoint: dict[str, Any], args: Any) -> dict[str, Any]:
     """The JSON document: settings, model description, summaries and median NRMSE curves."""
     starts = result["starts"]
+    bench = result.get("benchmark", metrics.V1)
     return {
-        "benchmark": "DP-Buffat-v1",
+        "benchmark": bench.name,
         "model_file": str(args.model_file),
         "data": str(args.data),
-        "context": metrics.CONTEXT,
-        "horizon": metrics.HORIZON,
+        "context": bench.context,
+        "horizon": bench.horizon,
         "starts_per_trajectory": args.starts_per_trajectory,
         "n_test_trajectories": len(np.unique(starts["trajectory"])),
         "lyapunov_exponent_per_s": metrics.LYAPUNOV_EXPONENT,
@@ -170,7 +221,13 @@ def render_report(result: dict[str, Any], checkpoint: dict[str, Any], args: Any)
 
 
 def render_table(summary: dict[str, Any]) -> str:
-    """Plain-text table: one row per figure and group, one column per forecaster (medians)."""
+    """Plain-text table: one row per figure and group, one column per forecaster (medians).
+
+    A v2 summary (its figures carry ``low`` and ``high``) is rendered by
+    :func:`render_interval_table`.
+    """
+    if "low" in summary["model"]["all"]["vpt_s"]:
+        return render_interval_table(summary)
     lines = [f"{'figure':<26}" + "".join(f"{name:>14}" for name in FORECASTERS)]
     for group, figures in summary["model"].items():
         for key in figures:
@@ -183,6 +240,44 @@ def render_table(summary: dict[str, Any]) -> str:
             lines.append(f"{group + ' ' + key:<26}" + "".join(cells))
     counts = ", ".join(f"{g} {f['n_starts']}" for g, f in summary["model"].items())
     return "\n".join([*lines, f"(medians; starts: {counts})"])
+
+
+def render_interval_table(summary: dict[str, Any]) -> str:
+    """Plain-text table of a v2 summary: ``median [low, high]`` per forecaster.
+
+    One row per figure and group (``all``, ``regular``, ``chaotic``), one
+    column per forecaster; the interval is the 95 % bootstrap interval of
+    the median over test trajectories
+    (:func:`coursehub.pendulum.metrics.median_interval`). A last row per
+    group gives the share of starts still within the band at 10 s
+    (``vpt_capped``).
+    """
+    width = 31
+    lines = [f"{'figure':<20}" + "".join(f"{name:>{width}}" for name in FORECASTERS)]
+    for group, figures in summary["model"].items():
+        for key in figures:
+            if key == "n_starts":
+                continue
+            row = []
+            for name in FORECASTERS:
+                value = summary[name][group][key]
+                row.append(f"{_cell(value):>{width}}")
+            lines.append(f"{group + ' ' + key:<20}" + "".join(row))
+    counts = ", ".join(f"{g} {f['n_starts']}" for g, f in summary["model"].items())
+    return "\n".join(
+        [*lines, f"(medians [95% bootstrap interval over test trajectories]; starts: {counts})"]
+    )
+
+
+def _cell(value: Any) -> str:
+    """``median [low, high]`` of a figure, a share as is, ``-`` for an empty group."""
+    if value is None:
+        return "-"
+    if not isinstance(value, dict):
+        return f"{value:.3g}"
+    if value["median"] is None:
+        return "-"
+    return f"{value['median']:.3g} [{value['low']:.3g}, {value['high']:.3g}]"
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
@@ -204,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
 
     checkpoint = load_checkpoint(args.model_file, expect_arch=args.arch)
     model = restore_state(checkpoint, pick_device(args.device)).model.eval()
-    result = evaluate_model(model, ds, args.starts_per_trajectory)
+    result = evaluate_model(model, ds, args.starts_per_trajectory, getattr(args, "version", 1))
     print(render_table(result["summary"]))
     if args.json is not None:
         write_json(render_report(result, checkpoint, args), args.json)
@@ -212,6 +307,11 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from coursehub.pendulum.plots import save_figure
 
-        save_figure(result, ds.dt, ds.params, args.plot)
+        if getattr(args, "version", 1) == 1:
+            save_figure(result, ds.dt, ds.params, args.plot)
+        else:
+            from coursehub.pendulum.plots import save_forecast_figure
+
+            save_forecast_figure(result, ds.dt, args.plot)
         print(f"plot: {args.plot}")
     return 0

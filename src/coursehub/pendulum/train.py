@@ -4,13 +4,16 @@ The course's interface, unchanged::
 
     python -m coursehub.pendulum.train MODEL_FILE N_EPOCHS N_THREADS
     coursehub pendulum train MODEL_FILE N_EPOCHS N_THREADS
+    coursehub pendulum train MODEL_FILE N_EPOCHS N_THREADS --preset class
 
 This module is the command only: it parses the command line (only
 :func:`main` and :func:`run` see argparse), turns it into typed settings
 (:mod:`coursehub.pendulum.trainsettings`, from the presets of
 :mod:`coursehub.pendulum.config`: every option left out takes the value of
-the ``--arch`` preset; :mod:`coursehub.pendulum.resume` for ``--resume``) and
-hands them to the loop, :func:`coursehub.pendulum.fitting.fit`.
+the ``--arch`` preset, or of the run preset ``--preset`` names, such as
+``class``, the minute of training of a class, :data:`coursehub.pendulum.config.RUN_PRESETS`;
+:mod:`coursehub.pendulum.resume` for ``--resume``) and hands them to the
+loop, :func:`coursehub.pendulum.fitting.fit`.
 
 The thread variables (:func:`coursehub.resources.threads.thread_env`) are put into
 this process's environment before torch is imported, and
@@ -61,7 +64,7 @@ from coursehub.errors import (
     storage_full_kind,
     storage_hint,
 )
-from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH
+from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH, PRESET_NAMES, RUN_PRESETS
 from coursehub.pendulum.datafile import load_dataset
 from coursehub.pendulum.dataset import DEFAULT_DATA_PATH
 from coursehub.pendulum.resume import prepare_resume
@@ -70,6 +73,7 @@ from coursehub.pendulum.trainsettings import (
     RESUME_HELP,
     TrainRequest,
     plan_configs,
+    preset_options,
     render_preset_help,
 )
 from coursehub.resources.cpus import effective_cpus
@@ -98,6 +102,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"lstm (sin/cos features, increments; default: {DEFAULT_ARCH}) or course "
         "(the course's LSTM(4->100) on MinMax-scaled raw states, batch 1)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        default=None,
+        help="a named run whose settings fill every option left out; "
+        + "; ".join(preset.describe() for preset in RUN_PRESETS.values())
+        + " (pass its epochs as N_EPOCHS and its threads as N_THREADS; a larger N_EPOCHS "
+        "trains longer, --resume continues a finished run)",
     )
     for option, kind in (
         ("hidden_size", int),
@@ -144,6 +157,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def plan_request(args: argparse.Namespace) -> TrainRequest:
     """The typed request of parsed arguments (options left out are None there)."""
     given = {k: getattr(args, k) for k in RESUME_FIXED if getattr(args, k, None) is not None}
+    if getattr(args, "preset", None) is not None:
+        given = preset_options(args.preset, given)
     return TrainRequest(
         model_file=args.model_file,
         n_epochs=args.n_epochs,

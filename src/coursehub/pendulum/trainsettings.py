@@ -3,6 +3,7 @@
 :class:`TrainRequest` is what a command line of :mod:`coursehub.pendulum.train`
 asks for; :func:`plan_configs` fills a fresh run's settings from the
 ``--arch`` preset (:mod:`coursehub.pendulum.config`) and the options given;
+:func:`preset_options` turns a ``--preset`` into those options;
 :data:`RESUME_FIXED` names the options a checkpoint fixes on ``--resume``
 (checked by :mod:`coursehub.pendulum.resume`). Pure: no torch, no files.
 """
@@ -22,6 +23,7 @@ from coursehub.pendulum.config import (
     TRAIN_PRESETS,
     ModelConfig,
     TrainConfig,
+    run_preset,
 )
 from coursehub.pendulum.dataset import DEFAULT_DATA_PATH
 
@@ -62,6 +64,51 @@ def render_preset_help(option: str) -> str:
     if len(set(values.values())) == 1:
         return f"default: {values[DEFAULT_ARCH]}"
     return "default: " + ", ".join(f"{arch} {value}" for arch, value in values.items())
+
+
+def preset_options(name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of :data:`RESUME_FIXED` that ``--preset name`` sets, with those given on top.
+
+    Every option of the table takes the preset's value unless it was given
+    on the command line, so a fresh run gets the preset's settings
+    (:func:`plan_configs`) and ``--resume`` checks them against the
+    checkpoint like options given one by one.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`coursehub.pendulum.config.RUN_PRESETS`.
+    given : mapping
+        Options given explicitly (argparse dest -> value).
+
+    Returns
+    -------
+    dict
+        argparse dest -> value for every option of :data:`RESUME_FIXED`.
+
+    Raises
+    ------
+    UsageError
+        On an unknown preset, or an ``--arch`` other than the preset's.
+    """
+    preset = run_preset(name)
+    if given.get("arch") not in (None, preset.model.arch):
+        raise UsageError(
+            f"--preset {name} trains the {preset.model.arch!r} architecture; "
+            f"leave --arch {given['arch']} out or drop --preset"
+        )
+    sections: dict[str, Any] = {
+        "model_config": preset.model,
+        "train_config": preset.train,
+    }
+    options = {}
+    for option, (section, key) in RESUME_FIXED.items():
+        if section == "data":
+            options[option] = preset.trajectories
+        else:
+            options[option] = getattr(sections[section], key)
+    options.update({k: v for k, v in given.items() if v is not None})
+    return options
 
 
 @dataclass(frozen=True)
