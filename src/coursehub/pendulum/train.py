@@ -112,6 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + " (pass its epochs as N_EPOCHS and its threads as N_THREADS; a larger N_EPOCHS "
         "trains longer, --resume continues a finished run)",
     )
+    add_setting_arguments(parser)
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the model and run settings of ``coursehub pendulum train`` (default None:
+    filled from the preset or the checkpoint) and the switches (``--device``, ``--resume``...)."""
     for option, kind in (
         ("hidden_size", int),
         ("layers", int),
