@@ -624,6 +624,70 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         {"cpu_hours": 30},
         (401, 403, 403, 403, 200, 200, 403, 200, 200),
     ),
+    # exams (docs/exams.md): the matrix's catalog has no exam, so who passes the check gets 404
+    (
+        "GET",
+        f"{A}/courses/<course_id>/exams",
+        f"{A}/courses/mlmeca-2025/exams",
+        None,
+        (401, 200, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (  # a lead of the course or an admin only
+        "POST",
+        f"{A}/courses/<course_id>/exams",
+        f"{A}/courses/mlmeca-2025/exams",
+        {},
+        (401, 403, 403, 403, 403, 400, 403, 400, 403),
+    ),
+    (
+        "GET",
+        f"{A}/courses/<course_id>/exams/<assignment>",
+        f"{A}/courses/mlmeca-2025/exams/final",
+        None,
+        (401, 404, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "PUT",
+        f"{A}/courses/<course_id>/exams/<assignment>/overrides/students/<username>",
+        f"{A}/courses/mlmeca-2025/exams/final/overrides/students/p2500001",
+        {"extra_percent": 33},
+        (401, 403, 403, 403, 403, 404, 403, 404, 403),
+    ),
+    (
+        "PUT",
+        f"{A}/courses/<course_id>/exams/<assignment>/overrides/groups/<group>",
+        f"{A}/courses/mlmeca-2025/exams/final/overrides/groups/G1",
+        {"extra_minutes": 10},
+        (401, 403, 403, 403, 403, 404, 403, 404, 403),
+    ),
+    (  # a student of the course, for themselves
+        "POST",
+        f"{A}/courses/<course_id>/exams/<assignment>/start",
+        f"{A}/courses/mlmeca-2025/exams/final/start",
+        {},
+        (401, 404, 403, 403, 403, 403, 403, 403, 403),
+    ),
+    (
+        "GET",
+        f"{A}/courses/<course_id>/exams/<assignment>/sittings",
+        f"{A}/courses/mlmeca-2025/exams/final/sittings",
+        None,
+        (401, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (  # a student reads their own sitting and receipt, nobody else's
+        "GET",
+        f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>",
+        f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001",
+        None,
+        (401, 404, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>/time",
+        f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001/time",
+        {"minutes": 5},
+        (401, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
 ]
 
 CASES = [
