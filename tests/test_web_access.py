@@ -627,6 +627,27 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
     # exams (docs/exams.md): the matrix's catalog has no exam, so who passes the check gets 404
     (
         "GET",
+        "/courses/<course_id>/exams",
+        f"{C}/exams",
+        None,
+        (302, 403, 403, 403, 200, 200, 200, 200, 200),
+    ),
+    (  # the proctor's view: the course's team
+        "GET",
+        "/courses/<course_id>/exams/<assignment>",
+        f"{C}/exams/final",
+        None,
+        (302, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "POST",
+        "/courses/<course_id>/exams/<assignment>",
+        f"{C}/exams/final",
+        {},
+        (302, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "GET",
         f"{A}/courses/<course_id>/exams",
         f"{A}/courses/mlmeca-2025/exams",
         None,
