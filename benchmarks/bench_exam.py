@@ -11,8 +11,11 @@ process (forked: the servers of a hub, without paying nbgrader's import per
 student) at a random moment within ``--window`` seconds after the end
 (:func:`coursehub.grading.examsubmit.submit_exam`, ``bell=True``: the atomic
 submit of :class:`coursehub.grading.exchange.PrivateSubmit`), while the
-grader runs coursehub's collect in a loop; a last collect follows the last
-submission. Each receipt is kept in the catalog as it arrives.
+grader collects in a loop; a last collect follows the last
+submission. The collect is the exam's
+(:func:`coursehub.grading.examcollect.collect_exam`: each student's
+receipted submission, from the receipts received so far). Each receipt is
+kept in the catalog.
 
 Printed per repeat: receipts kept in the catalog, students collected whole
 (the collected files have the SHA-256 of their receipt,
@@ -55,13 +58,9 @@ from coursehub.catalog.exams import (
 from coursehub.catalog.examtime import Window
 from coursehub.catalog.schema import upgrade_database
 from coursehub.catalog.seed import seed_demo
-from coursehub.grading.assignments import (
-    add_assignment,
-    collect,
-    generate_assignment,
-    release_assignment,
-)
+from coursehub.grading.assignments import add_assignment, generate_assignment, release_assignment
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.examcollect import collect_exam
 from coursehub.grading.examsubmit import LateExamSubmissionError, submit_exam, verify_collected
 from coursehub.grading.exchange import fetch_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
@@ -165,17 +164,22 @@ def one_round(n_students: int, window_s: float, padding_mb: float) -> Round:
             proc.start()
         results, collects = [], 0
         while any(proc.is_alive() for proc in procs):
-            collect(layout, EXAM)  # the grader collecting while the bell submits
+            collect_exam(layout, EXAM, receipted(results))  # while the bell submits
             collects += 1
             results.extend(drain(queue))
-        collect(layout, EXAM)
-        elapsed = time.time() - start
         for proc in procs:
             proc.join()
         results.extend(drain(queue))
+        collect_exam(layout, EXAM, receipted(results))
+        elapsed = time.time() - start
         lost = len(procs) - len(results)  # a process that died without a word
         results.extend((f"process {n}", None, "ended without a receipt") for n in range(lost))
         return tally(engine, layout, results, collects + 1, elapsed, root)
+
+
+def receipted(results: list) -> dict[str, str]:
+    """``{student: inbound folder}`` of the receipts received so far."""
+    return {student: receipt.submission for student, receipt, _ in results if receipt}
 
 
 def drain(queue) -> list:

@@ -26,13 +26,14 @@ from coursehub.grading.assignments import (
     release_assignment,
 )
 from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.examcollect import collect_exam
 from coursehub.grading.examsubmit import (
     LateExamSubmissionError,
     manifest_sha256,
     submit_exam,
     verify_collected,
 )
-from coursehub.grading.exchange import fetch_assignment
+from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
 
 EXAM = "final"
@@ -156,6 +157,28 @@ def test_extra_time_lets_a_student_submit_when_the_others_are_refused(session, s
         submit_exam(layout, EXAM, plain, tmp_path / "home", between, exam.timezone)
 
 
+def test_a_submission_around_the_exam_is_never_collected_for_it(session, sitting, tmp_path):
+    """nbgrader's own submit after the end reaches the inbound; the exam's collect skips it."""
+    layout, course, exam = sitting
+    home = tmp_path / "home"
+    write_answer(layout, "p2500001", home, "on time")
+    current = sitting_of(session, course, exam, "p2500001")
+    receipt = submit_exam(layout, EXAM, current, home, datetime.now(UTC), exam.timezone)
+    record_receipt(session, course, exam, "p2500001", receipt, final=False)
+    write_answer(layout, "p2500001", home, "after the end, with nbgrader's own submit")
+    submit_assignment(layout.exchange_root, COURSE, EXAM, "p2500001", home)
+    start_exam(session, course, exam, "p2500002", datetime.now(UTC))
+    write_answer(layout, "p2500002", tmp_path / "home2", "no receipt")
+    submit_assignment(layout.exchange_root, COURSE, EXAM, "p2500002", tmp_path / "home2")
+    assert len(inbound_of(layout, "p2500001")) == 2
+    skipped = collect_exam(layout, EXAM, {"p2500001": receipt.submission})
+    assert len(skipped) == 2 and all("has no exam receipt" in line for line in skipped)
+    assert verify_collected(layout, EXAM, "p2500001", receipt) == ""
+    assert not (layout.course_dir / "submitted" / "p2500002").exists()
+    collect(layout, EXAM)  # an ordinary collect would take the newest: the late one
+    assert "collected files differ" in verify_collected(layout, EXAM, "p2500001", receipt)
+
+
 # --- coursehub exam ... ------------------------------------------------------------------------
 
 
@@ -222,6 +245,10 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
     assert shown["p2500002"]["started_at"] is None
     status, out, _ = run(capsys, catalog, "show", COURSE, EXAM)
     assert "  p2500002: not started (no extra time)" in out
+    status, out, _ = run(capsys, catalog, "collect", COURSE, EXAM)
+    assert (status, out) == (0, "exam final of mlmeca-2025: 1 student(s) with a receipt\n")
+    collected = tmp_path / "courses" / COURSE / "submitted" / "p2500001" / EXAM / NB
+    assert hashlib.sha256(collected.read_bytes()).hexdigest() == digest
 
 
 def test_the_commands_name_the_bad_option(catalog, capsys):

@@ -13,6 +13,7 @@
     coursehub exam add-time mlmeca-2025 final --student p2500001 --minutes 10
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
+    coursehub exam collect mlmeca-2025 final        # each student's receipted submission
 
 Run by the course's team on the server (the catalog's database and the
 course's grading folders, ``COURSEHUB_GRADING_*``). Bad input is one line
@@ -72,7 +73,7 @@ def register(subparsers: Any) -> None:
 
 
 def _add_student_commands(commands: Any) -> None:
-    """Add ``start``, ``add-time``, ``submit`` and ``bell``."""
+    """Add ``start``, ``add-time``, ``submit``, ``bell`` and ``collect``."""
     sub = _command(commands, "start", "start a student's time now", examcommands.start)
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
@@ -93,3 +94,7 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument(
         "--work-dir", required=True, metavar="PATTERN", help="a student's, {student} replaced"
     )
+    sub = _command(
+        commands, "collect", "collect each student's receipted submission", examcommands.collect
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT")

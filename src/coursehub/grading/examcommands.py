@@ -255,3 +255,21 @@ def bell(args: argparse.Namespace) -> int:
             _print_receipt(sitting.username, receipt, exam.timezone)
         print(f"bell of {exam.assignment}: {len(due) - failed} submitted, {failed} failed")
     return 1 if failed else 0
+
+
+def collect(args: argparse.Namespace) -> int:
+    """``coursehub exam collect``: each student's receipted submission; print what was skipped."""
+    from coursehub.catalog.exams import list_sittings
+    from coursehub.grading.examcollect import collect_exam
+    from coursehub.grading.layout import layout_from_env
+
+    layout = layout_from_env(args.course_id)
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        receipts = {s.username: s.submission for s in list_sittings(session, course, exam)}
+    kept = {student: name for student, name in receipts.items() if name}
+    skipped = collect_exam(layout, exam.assignment, kept)
+    print(f"exam {exam.assignment} of {layout.course_id}: {len(kept)} student(s) with a receipt")
+    for line in skipped:
+        print(f"  skipped {line}")
+    return 0
