@@ -236,13 +236,16 @@ def sitting_of(session: Session, course: Course, exam: Exam, username: str) -> S
     """
     person, group_pk = _student(session, course, username)
     allowance = allowance_for(session, exam, person.id, group_pk)
-    row = _session_row(session, exam, person.id)
+    return _sitting(exam, person.username, allowance, _session_row(session, exam, person.id))
+
+
+def _sitting(exam: Exam, username: str, allowance: Allowance, row: ExamSession | None) -> Sitting:
     if row is None:
-        return Sitting(person.username, allowance, None, None)
+        return Sitting(username, allowance, None, None)
     ends = plan_end(window_of(exam), row.started_at, allowance, row.added_minutes)
     files = json.loads(row.receipt_files) if row.receipt_files else None
     return Sitting(
-        person.username,
+        username,
         allowance,
         row.started_at,
         ends,
@@ -341,14 +344,33 @@ class Receipt:
 
 
 def list_sittings(session: Session, course: Course, exam: Exam) -> list[Sitting]:
-    """Return the sitting of every student of ``course`` (started or not), by username."""
-    usernames = session.scalars(
-        select(Person.username)
+    """Return the sitting of every student of ``course`` (started or not), by username.
+
+    Three queries whatever the number of students: the students with their
+    group, the exam's overrides, its sessions.
+    """
+    students = session.execute(
+        select(Person.id, Person.username, Membership.group_pk)
         .join(Membership, Membership.person_pk == Person.id)
         .where(Membership.course_pk == course.id, Membership.role == Role.STUDENT)
         .order_by(Person.username)
     ).all()
-    return [sitting_of(session, course, exam, name) for name in usernames]
+    overrides = session.scalars(select(ExamOverride).where(ExamOverride.exam_pk == exam.id)).all()
+    own = {r.person_pk: r for r in overrides if r.person_pk is not None}
+    groups = {r.group_pk: r for r in overrides if r.group_pk is not None}
+    rows = {
+        r.person_pk: r
+        for r in session.scalars(select(ExamSession).where(ExamSession.exam_pk == exam.id))
+    }
+    return [
+        _sitting(
+            exam,
+            username,
+            pick_allowance(_allowance(own.get(pk)), _allowance(groups.get(group_pk))),
+            rows.get(pk),
+        )
+        for pk, username, group_pk in students
+    ]
 
 
 def describe_exam(exam: Exam) -> str:
