@@ -366,7 +366,10 @@ def list_sittings(session: Session, course: Course, exam: Exam) -> list[Sitting]
         _sitting(
             exam,
             username,
-            pick_allowance(_allowance(own.get(pk)), _allowance(groups.get(group_pk))),
+            pick_allowance(
+                _allowance(own.get(pk)),
+                _allowance(groups.get(group_pk) if group_pk is not None else None),
+            ),
             rows.get(pk),
         )
         for pk, username, group_pk in students

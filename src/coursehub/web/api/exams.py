@@ -140,7 +140,15 @@ def _override(course_id: str, assignment: str, target: dict[str, str]) -> Respon
     try:
         allowance = allowance_from_fields(data, exam.timezone)
         with committing(session):
-            set_override(session, course, exam, allowance, g.identity.name, **target)
+            set_override(
+                session,
+                course,
+                exam,
+                allowance,
+                g.identity.name,
+                username=target.get("username"),
+                group=target.get("group"),
+            )
     except UsageError as exc:
         raise refused(exc) from None
     extra = {"extra_minutes": allowance.minutes, "extra_percent": allowance.percent}
