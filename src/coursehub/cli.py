@@ -37,6 +37,7 @@ from coursehub.demo import cli as demo_cli
 from coursehub.doctor import cli as doctor_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 from coursehub.grading import cli as grading_cli
+from coursehub.grading import examcli as exam_cli
 from coursehub.homequota import cli as homequota_cli
 from coursehub.hub import cli as hub_cli
 from coursehub.lti import cli as lti_cli
@@ -70,6 +71,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("hub", hub_cli.register),
     ("hub sync", hub_sync.register),
     ("grading", grading_cli.register),
+    ("exam", exam_cli.register),
     ("demo", demo_cli.register),
     ("data", coursedata_cli.register),
     ("home", homequota_cli.register),

@@ -120,12 +120,18 @@ class VerifiedCollect(ExchangeCollect):
             else:
                 self.rejected.append((record["filename"], reason))
                 self.log.warning("Skipping submission %s: it %s", record["filename"], reason)
+        records = self.select_records(records)
         after_due = self._after_due()
         if after_due == "refuse" and self.duedate is not None:
             records = self._drop_late(records, self.duedate)
         keep_on_time = self.before_duedate or after_due == "keep_on_time"
         self.src_records = plan_newest(records, self.duedate if keep_on_time else None)
         self.check_owner = False  # done above; nbgrader's check would only warn again
+
+    def select_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Return the valid submissions that may be collected: all of them here (a hook for
+        :class:`coursehub.grading.examcollect.ExamCollect`, which keeps the receipted ones)."""
+        return records
 
     def _after_due(self) -> str:
         """The assignment's after-due rule, from the course directory's policies."""

@@ -29,6 +29,7 @@ import coursehub.web.hubsync as hubsync
 from coursehub.web.api import admin as admin_api
 from coursehub.web.api import budgets as budgets_api
 from coursehub.web.api import courses as courses_api
+from coursehub.web.api import exams as exams_api
 from coursehub.web.api import lti as lti_api
 from coursehub.web.api import material as material_api
 from coursehub.web.api.base import API_PREFIX
@@ -41,6 +42,7 @@ from coursehub.web.views import (
     budgets,
     courseenv,
     courses,
+    exams,
     grading,
     groups,
     lti,
@@ -62,8 +64,9 @@ from coursehub.web.views.base import (
 
 #: Every blueprint of the app with its URL prefix (None: at the root), in the order
 #: registered: sign-in, the pages (course books: docs/books.md, usage: docs/usage.md, grades
-#: to the LMS: docs/lti.md), the JSON API (courses, their material and budget, the catalog's
-#: administration, the LMS launch and the tool's key set), the LMS links.
+#: to the LMS: docs/lti.md), the JSON API (courses, their material, budget and exams
+#: (docs/exams.md), the catalog's administration, the LMS launch and the tool's key set), the
+#: LMS links.
 BLUEPRINTS: tuple[tuple[Blueprint, str | None], ...] = (
     (auth.bp, None),
     (browse.bp, None),
@@ -82,10 +85,12 @@ BLUEPRINTS: tuple[tuple[Blueprint, str | None], ...] = (
     (books.bp, None),
     (usage.bp, None),
     (budgets.bp, None),
+    (exams.bp, None),
     (ltigrades.bp, None),
     (courses_api.bp, API_PREFIX),
     (material_api.bp, API_PREFIX),
     (budgets_api.bp, API_PREFIX),
+    (exams_api.bp, API_PREFIX),
     (admin_api.bp, API_PREFIX),
     (lti_api.bp, f"{API_PREFIX}/lti"),
     (lti.bp, None),
@@ -97,6 +102,7 @@ CSRF_EXEMPT: tuple[Blueprint, ...] = (
     lti_api.bp,
     material_api.bp,
     budgets_api.bp,
+    exams_api.bp,
 )
 
 

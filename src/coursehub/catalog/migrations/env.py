@@ -6,12 +6,12 @@ from alembic import context
 from sqlalchemy import Engine
 
 from coursehub.catalog.db import make_engine
-from coursehub.catalog.models import budgets, courses, lti, usage
+from coursehub.catalog.models import budgets, courses, exams, lti, usage
 from coursehub.catalog.models.base import Base
 
 #: The table modules whose tables ``Base.metadata`` holds once imported: autogenerate
 #: compares the database with exactly these (a new table module is named here).
-TABLE_MODULES = (budgets, courses, lti, usage)
+TABLE_MODULES = (budgets, courses, exams, lti, usage)
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,0 +1,102 @@
+"""Exams: an nbgrader assignment sat in a timed session (migration ``0013``).
+
+``exams``
+    One row per exam of a course: the nbgrader assignment it is
+    (``assignment``, unique in the course), when it opens, its duration in
+    minutes, its hard end (UTC), the zone its times are shown in, the
+    SHA-256 of its start code (None: no code), who created it and when.
+``exam_overrides``
+    Extra time for one student (``person_pk``) or one group (``group_pk``),
+    exactly one of the two: minutes, percent of the duration, and
+    optionally another window (``opens_at``/``hard_end``, a conflict slot).
+``exam_sessions``
+    One row per student who started: when (``started_at``, recorded by the
+    server when they start, so their time survives a closed browser, a
+    crashed server or another computer), minutes a proctor added live, and
+    the receipt of their last submission: when, the submitted folder's name
+    in the exchange, its SHA-256 and the per-file digests (JSON); ``final``
+    once the bell submitted it.
+
+Every row goes with its exam, and an exam with its course (``ON DELETE
+CASCADE``). The timing rules: :mod:`coursehub.catalog.examtime`; reading and
+writing: :mod:`coursehub.catalog.exams`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from coursehub.catalog.models.base import Base, UTCDateTime
+
+
+class Exam(Base):
+    """An nbgrader assignment of a course sat as a timed exam."""
+
+    __tablename__ = "exams"
+    __table_args__ = (
+        UniqueConstraint("course_pk", "assignment"),
+        CheckConstraint("duration_min > 0", name="duration_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    course_pk: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
+    assignment: Mapped[str] = mapped_column(String(64))
+    opens_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    duration_min: Mapped[int] = mapped_column(Integer)
+    hard_end: Mapped[datetime] = mapped_column(UTCDateTime())
+    timezone: Mapped[str] = mapped_column(String(64))
+    start_code_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ExamOverride(Base):
+    """Extra time (and maybe another window) for one student or one group of an exam."""
+
+    __tablename__ = "exam_overrides"
+    __table_args__ = (
+        UniqueConstraint("exam_pk", "person_pk"),
+        UniqueConstraint("exam_pk", "group_pk"),
+        CheckConstraint("(person_pk IS NULL) <> (group_pk IS NULL)", name="one_target"),
+        CheckConstraint("extra_minutes >= 0", name="extra_minutes_non_negative"),
+        CheckConstraint("extra_percent >= 0", name="extra_percent_non_negative"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    exam_pk: Mapped[int] = mapped_column(ForeignKey("exams.id", ondelete="CASCADE"))
+    person_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("people.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    group_pk: Mapped[int | None] = mapped_column(
+        ForeignKey("course_groups.id", ondelete="CASCADE"), nullable=True
+    )
+    extra_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    extra_percent: Mapped[int] = mapped_column(Integer, default=0)
+    opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    hard_end: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    set_by: Mapped[str] = mapped_column(String(128))
+    set_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ExamSession(Base):
+    """One student's sitting of an exam: start, time added live, last submission's receipt."""
+
+    __tablename__ = "exam_sessions"
+    __table_args__ = (
+        UniqueConstraint("exam_pk", "person_pk"),
+        CheckConstraint("added_minutes >= 0", name="added_minutes_non_negative"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    exam_pk: Mapped[int] = mapped_column(ForeignKey("exams.id", ondelete="CASCADE"))
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    added_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    submission: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    receipt_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    receipt_files: Mapped[str | None] = mapped_column(Text, nullable=True)
+    final: Mapped[bool] = mapped_column(Boolean, default=False)

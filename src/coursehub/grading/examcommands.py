@@ -1,0 +1,275 @@
+"""The handlers of ``coursehub exam ...`` (:mod:`coursehub.grading.examcli`).
+
+Each opens the catalog (:func:`coursehub.catalog.connect.open_catalog`), works
+in one transaction, prints, and returns the exit status; a refusal is a
+:class:`coursehub.errors.UsageError` (one line naming the field, status 2).
+The bell (:func:`bell`) submits, one after the other, the saved work of every
+student whose time is up and who has no bell submission yet, and records
+each receipt as it goes (a student whose work cannot be submitted is named,
+the others still are).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from coursehub.errors import CoursehubError
+
+
+@contextmanager
+def _transaction(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield a session on the checked catalog; commit if the block succeeds, else roll back."""
+    from coursehub.catalog.connect import open_catalog
+    from coursehub.catalog.db import session_factory
+
+    with open_catalog(args.database_url) as engine, session_factory(engine)() as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def _exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+    from coursehub.catalog.courses import get_course
+    from coursehub.catalog.exams import get_exam
+
+    course = get_course(session, args.course_id)
+    return course, get_exam(session, course, args.assignment)
+
+
+def _field(option: str) -> Callable[[Exception], Exception]:
+    """Turn a refusal naming a JSON field into one naming the command-line option."""
+    from coursehub.errors import UsageError
+
+    def rename(exc: Exception) -> Exception:
+        return UsageError(f"--{option}: {str(exc).split(': ', 1)[-1]}")
+
+    return rename
+
+
+def create(args: argparse.Namespace) -> int:
+    """``coursehub exam create``: make an assignment an exam; print it."""
+    from coursehub.catalog.courses import get_course
+    from coursehub.catalog.examjson import window_from_fields
+    from coursehub.catalog.exams import create_exam, describe_exam
+    from coursehub.grading.deadline import default_timezone
+
+    fields = {
+        "opens_at": args.opens,
+        "duration_min": args.duration,
+        "hard_end": args.hard_end,
+        "timezone": args.timezone,
+    }
+    window = window_from_fields(fields, default_timezone())
+    with _transaction(args) as session:
+        course = get_course(session, args.course_id)
+        by = args.by or getpass.getuser()
+        exam = create_exam(session, course, args.assignment, window, by, args.start_code)
+        print(f"course {course.course_id}: exam {describe_exam(exam)}")
+    return 0
+
+
+def list_(args: argparse.Namespace) -> int:
+    """``coursehub exam list``: the course's exams, one a line (or JSON)."""
+    from coursehub.catalog.courses import get_course
+    from coursehub.catalog.examjson import exam_to_json
+    from coursehub.catalog.exams import describe_exam, list_exams
+
+    with _transaction(args) as session:
+        course = get_course(session, args.course_id)
+        exams = list_exams(session, course)
+        if args.json:
+            print(json.dumps([exam_to_json(e, course.course_id) for e in exams], indent=2))
+            return 0
+        for exam in exams:
+            print(describe_exam(exam))
+        if not exams:
+            print(f"course {course.course_id} has no exam")
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    """``coursehub exam show``: the exam and every student's sitting (the proctor's table)."""
+    from coursehub.catalog.examjson import exam_to_json, sitting_to_json
+    from coursehub.catalog.exams import describe_exam, list_sittings
+    from coursehub.catalog.examtime import format_moment
+
+    now = datetime.now(UTC)
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        sittings = list_sittings(session, course, exam)
+        if args.json:
+            value = exam_to_json(exam, course.course_id)
+            value["sittings"] = [sitting_to_json(s, now) for s in sittings]
+            print(json.dumps(value, indent=2))
+            return 0
+        print(describe_exam(exam))
+        for s in sittings:
+            if s.started_at is None or s.ends_at is None:
+                state = "not started"
+            else:
+                left = s.seconds_left(now) or 0
+                state = (
+                    f"started {format_moment(s.started_at, exam.timezone)}, "
+                    f"ends {format_moment(s.ends_at, exam.timezone)}, {left / 60:.0f} min left"
+                )
+            submitted = "" if s.submitted_at is None else f", last submit {s.submitted_at:%H:%M:%S}"
+            final = ", submitted at the bell" if s.final else ""
+            print(f"  {s.username}: {state} ({s.allowance.describe()}){submitted}{final}")
+    return 0
+
+
+def override(args: argparse.Namespace) -> int:
+    """``coursehub exam override``: extra time (or another window) for a student or a group."""
+    from coursehub.catalog.examjson import allowance_from_fields
+    from coursehub.catalog.exams import set_override
+    from coursehub.errors import UsageError
+
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        fields = {
+            "extra_minutes": args.extra_minutes,
+            "extra_percent": args.extra_percent,
+            "opens_at": args.opens,
+            "hard_end": args.hard_end,
+        }
+        try:
+            allowance = allowance_from_fields(fields, exam.timezone)
+            set_override(
+                session,
+                course,
+                exam,
+                allowance,
+                args.by or getpass.getuser(),
+                username=args.student,
+                group=args.group,
+            )
+        except UsageError as exc:
+            head = str(exc).split(":", 1)[0]
+            option = {"opens_at": "opens", "username": "student"}.get(head, head)
+            raise _field(option.replace("_", "-"))(exc) from None
+        who = f"student {args.student}" if args.student else f"group {args.group}"
+        print(f"exam {exam.assignment} of {course.course_id}: {who}: {allowance.describe()}")
+    return 0
+
+
+def start(args: argparse.Namespace) -> int:
+    """``coursehub exam start``: record a student's start now; print their end."""
+    from coursehub.catalog.exams import start_exam
+    from coursehub.catalog.examtime import format_moment
+
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        sitting = start_exam(session, course, exam, args.student, datetime.now(UTC), args.code)
+        assert sitting.started_at is not None and sitting.ends_at is not None
+        print(
+            f"{sitting.username} started {exam.assignment} at "
+            f"{format_moment(sitting.started_at, exam.timezone)}; "
+            f"ends {format_moment(sitting.ends_at, exam.timezone)}"
+        )
+    return 0
+
+
+def addtime(args: argparse.Namespace) -> int:
+    """``coursehub exam add-time``: give a student who started minutes more (capped)."""
+    from coursehub.catalog.examjson import integer_field
+    from coursehub.catalog.exams import add_time
+    from coursehub.catalog.examtime import format_moment
+
+    try:
+        minutes = integer_field({"minutes": args.minutes}, "minutes")
+    except CoursehubError as exc:
+        raise _field("minutes")(exc) from None
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        sitting = add_time(session, course, exam, args.student, minutes)
+        assert sitting.ends_at is not None
+        print(f"{sitting.username} now ends {format_moment(sitting.ends_at, exam.timezone)}")
+    return 0
+
+
+def _print_receipt(username: str, receipt: Any, timezone: str) -> None:
+    from coursehub.catalog.examtime import format_moment
+
+    when = format_moment(receipt.submitted_at, timezone)
+    print(f"{username}: submitted {receipt.submission} at {when}, SHA-256 {receipt.sha256}")
+    for name, digest in sorted(receipt.files.items()):
+        print(f"  {digest}  {name}")
+
+
+def submit(args: argparse.Namespace) -> int:
+    """``coursehub exam submit``: submit a student's saved work (refused after their end)."""
+    from coursehub.catalog.exams import record_receipt, sitting_of
+    from coursehub.grading.examsubmit import submit_exam
+    from coursehub.grading.layout import layout_from_env
+
+    layout = layout_from_env(args.course_id)
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        sitting = sitting_of(session, course, exam, args.student)
+        now = datetime.now(UTC)
+        receipt = submit_exam(
+            layout, exam.assignment, sitting, args.work_dir, now, exam.timezone, args.bell
+        )
+        record_receipt(session, course, exam, sitting.username, receipt, args.bell)
+        _print_receipt(sitting.username, receipt, exam.timezone)
+    return 0
+
+
+def bell(args: argparse.Namespace) -> int:
+    """``coursehub exam bell``: submit the work of each student whose time is up (1: one failed)."""
+    from coursehub.catalog.exams import list_sittings, record_receipt
+    from coursehub.grading.examsubmit import submit_exam
+    from coursehub.grading.layout import layout_from_env
+
+    layout = layout_from_env(args.course_id)
+    failed = 0
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        now = datetime.now(UTC)
+        due = [
+            s
+            for s in list_sittings(session, course, exam)
+            if s.ends_at is not None and s.ends_at <= now and not s.final
+        ]
+        for sitting in due:
+            work_dir = Path(args.work_dir.replace("{student}", sitting.username))
+            try:
+                receipt = submit_exam(
+                    layout, exam.assignment, sitting, work_dir, now, exam.timezone, bell=True
+                )
+            except CoursehubError as exc:
+                failed += 1
+                print(f"{sitting.username}: not submitted: {exc}")
+                continue
+            record_receipt(session, course, exam, sitting.username, receipt, final=True)
+            _print_receipt(sitting.username, receipt, exam.timezone)
+        print(f"bell of {exam.assignment}: {len(due) - failed} submitted, {failed} failed")
+    return 1 if failed else 0
+
+
+def collect(args: argparse.Namespace) -> int:
+    """``coursehub exam collect``: each student's receipted submission; print what was skipped."""
+    from coursehub.catalog.exams import list_sittings
+    from coursehub.grading.examcollect import collect_exam
+    from coursehub.grading.layout import layout_from_env
+
+    layout = layout_from_env(args.course_id)
+    with _transaction(args) as session:
+        course, exam = _exam(session, args)
+        receipts = {s.username: s.submission for s in list_sittings(session, course, exam)}
+    kept = {student: name for student, name in receipts.items() if name}
+    skipped = collect_exam(layout, exam.assignment, kept)
+    print(f"exam {exam.assignment} of {layout.course_id}: {len(kept)} student(s) with a receipt")
+    for line in skipped:
+        print(f"  skipped {line}")
+    return 0

@@ -1,0 +1,212 @@
+"""The JSON API of a course's exams, under ``/api/v1/courses/<course_id>/exams``.
+
+Who may do what (students are taken as hostile, the team as trusted in its
+own course only):
+
+``GET .../exams``, ``GET .../exams/<assignment>``
+    everyone in the course: the exams and their windows (never the start
+    code, only whether there is one);
+``POST .../exams``, ``PUT .../exams/<assignment>/overrides/{students,groups}/<name>``
+    a lead of the course, or an admin: create an exam, give extra time;
+``POST .../exams/<assignment>/start``
+    a student of the course, for themselves only: their time starts now
+    (recorded here; starting again returns the same sitting);
+``GET .../exams/<assignment>/sittings/<username>``
+    that student, or the course's team: start, end, seconds left, receipt;
+``GET .../exams/<assignment>/sittings``
+    the course's team: every student's sitting (the proctor's table);
+``POST .../exams/<assignment>/sittings/<username>/time``
+    the lead and teachers: ``{"minutes": N}`` more for a student, live.
+
+Bad input is a 400 whose ``fields`` name the field
+(:func:`coursehub.catalog.examjson.field_of`); a start refused (window, code)
+is a 409 saying why. A blueprint of :func:`coursehub.web.api.base.api_blueprint`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Response, abort, g, jsonify
+
+from coursehub.catalog.examjson import (
+    allowance_from_fields,
+    exam_to_json,
+    field_of,
+    integer_field,
+    sitting_to_json,
+    window_from_fields,
+)
+from coursehub.catalog.exams import (
+    add_time,
+    create_exam,
+    get_exam,
+    list_exams,
+    list_sittings,
+    set_override,
+    sitting_of,
+    start_exam,
+)
+from coursehub.catalog.models.courses import Course, Role
+from coursehub.catalog.people import normalize_username
+from coursehub.catalog.queries import role_in_course
+from coursehub.errors import UsageError
+from coursehub.grading.deadline import default_timezone
+from coursehub.web.access import Access
+from coursehub.web.api.base import api_blueprint, api_course, json_error, read_body
+from coursehub.web.api.payloads import PayloadError
+from coursehub.web.saving import committing
+
+bp = api_blueprint("api_exams", __name__)
+
+EXAMS = "/courses/<course_id>/exams"
+EXAM = EXAMS + "/<assignment>"
+WINDOW_FIELDS = ("opens_at", "duration_min", "hard_end", "timezone")
+
+
+def now() -> datetime:
+    """The server's time, aware UTC (a student's clock is never asked)."""
+    return datetime.now(UTC)
+
+
+def refused(exc: UsageError) -> PayloadError:
+    """Return the 400 of a refusal, under the field it names."""
+    return PayloadError({field_of(exc): str(exc).split(": ", 1)[-1]})
+
+
+def require_lead(session: Any, course: Course, access: Access) -> None:
+    """403 unless the caller is a lead of ``course`` or an admin."""
+    if access >= Access.ADMIN or role_in_course(session, g.identity.name, course) == Role.LEAD:
+        return
+    abort(403, description=f"only a lead of {course.course_id} or an admin can do this")
+
+
+@bp.get(EXAMS)
+def get_exams(course_id: str) -> Response:
+    """The course's exams (everyone in the course)."""
+    session, course, _ = api_course(course_id, Access.VIEW)
+    return jsonify(exams=[exam_to_json(e, course.course_id) for e in list_exams(session, course)])
+
+
+@bp.post(EXAMS)
+def post_exam(course_id: str) -> tuple[Response, int]:
+    """Make an assignment of the course an exam (a lead, an admin)."""
+    session, course, access = api_course(course_id, Access.MANAGE)
+    require_lead(session, course, access)
+    optional: dict[str, type] = {name: object for name in WINDOW_FIELDS}
+    data = read_body({"assignment": str}, optional | {"start_code": str})
+    try:
+        window = window_from_fields(data, default_timezone())
+        with committing(session):
+            exam = create_exam(
+                session,
+                course,
+                data["assignment"],
+                window,
+                g.identity.name,
+                data.get("start_code"),
+            )
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(exam_to_json(exam, course.course_id)), 201
+
+
+@bp.get(EXAM)
+def get_one_exam(course_id: str, assignment: str) -> Response:
+    """One exam (everyone in the course)."""
+    session, course, _ = api_course(course_id, Access.VIEW)
+    return jsonify(exam_to_json(get_exam(session, course, assignment), course.course_id))
+
+
+@bp.put(EXAM + "/overrides/students/<username>")
+def put_student_override(course_id: str, assignment: str, username: str) -> Response:
+    """Give a student extra time or their own window (a lead, an admin)."""
+    return _override(course_id, assignment, {"username": username})
+
+
+@bp.put(EXAM + "/overrides/groups/<group>")
+def put_group_override(course_id: str, assignment: str, group: str) -> Response:
+    """Give a group extra time or its own window, a conflict slot (a lead, an admin)."""
+    return _override(course_id, assignment, {"group": group})
+
+
+def _override(course_id: str, assignment: str, target: dict[str, str]) -> Response:
+    session, course, access = api_course(course_id, Access.MANAGE)
+    require_lead(session, course, access)
+    exam = get_exam(session, course, assignment)
+    names = ("extra_minutes", "extra_percent", "opens_at", "hard_end")
+    data = read_body({}, {name: object for name in names})
+    try:
+        allowance = allowance_from_fields(data, exam.timezone)
+        with committing(session):
+            set_override(
+                session,
+                course,
+                exam,
+                allowance,
+                g.identity.name,
+                username=target.get("username"),
+                group=target.get("group"),
+            )
+    except UsageError as exc:
+        raise refused(exc) from None
+    extra = {"extra_minutes": allowance.minutes, "extra_percent": allowance.percent}
+    return jsonify(target | extra)
+
+
+@bp.post(EXAM + "/start")
+def post_start(course_id: str, assignment: str) -> Response | tuple[Response, int]:
+    """Start the caller's time now (a student of the course, for themselves)."""
+    session, course, _ = api_course(course_id, Access.VIEW)
+    if role_in_course(session, g.identity.name, course) != Role.STUDENT:
+        abort(403, description=f"only a student of {course.course_id} starts an exam")
+    exam = get_exam(session, course, assignment)
+    data = read_body({}, {"code": str}, default={})
+    moment = now()
+    try:
+        with committing(session):
+            sitting = start_exam(session, course, exam, g.identity.name, moment, data.get("code"))
+    except UsageError as exc:
+        return json_error(str(exc), 409)
+    return jsonify(sitting_to_json(sitting, moment))
+
+
+@bp.get(EXAM + "/sittings")
+def get_sittings(course_id: str, assignment: str) -> Response:
+    """Every student's sitting (the course's team, admins)."""
+    session, course, _ = api_course(course_id, Access.READ_ROSTER)
+    exam = get_exam(session, course, assignment)
+    moment = now()
+    sittings = [sitting_to_json(s, moment) for s in list_sittings(session, course, exam)]
+    return jsonify(exam_to_json(exam, course.course_id) | {"sittings": sittings})
+
+
+@bp.get(EXAM + "/sittings/<username>")
+def get_sitting(course_id: str, assignment: str, username: str) -> Response:
+    """One student's sitting and receipt (that student, the course's team, admins)."""
+    session, course, access = api_course(course_id, Access.VIEW)
+    username = normalize_username(username)
+    if access < Access.READ_ROSTER and username != g.identity.name:
+        abort(403, description="a student reads only their own exam and receipt")
+    exam = get_exam(session, course, assignment)
+    try:
+        sitting = sitting_of(session, course, exam, username)
+    except UsageError as exc:
+        abort(404, description=str(exc).split(": ", 1)[-1])
+    return jsonify(sitting_to_json(sitting, now()))
+
+
+@bp.post(EXAM + "/sittings/<username>/time")
+def post_time(course_id: str, assignment: str, username: str) -> Response:
+    """Give a student who started more minutes, live (lead, teachers, admins)."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    exam = get_exam(session, course, assignment)
+    data = read_body({"minutes": object}, {})
+    try:
+        minutes = integer_field(data, "minutes")
+        with committing(session):
+            sitting = add_time(session, course, exam, username, minutes)
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(sitting_to_json(sitting, now()))

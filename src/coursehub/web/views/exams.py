@@ -1,0 +1,79 @@
+"""The proctor's view of a course's exams, on the course app (docs/exams.md).
+
+``/courses/<course_id>/exams`` (the course's team, admins): the exams with
+their windows. ``/courses/<course_id>/exams/<assignment>`` (the same): every
+student's sitting (started when, ends when, time left, extra time, last
+submission with its SHA-256, whether the bell took it), read from the
+catalog at each load (:func:`coursehub.catalog.exams.list_sittings`); the
+lead and teachers add minutes to a student who started, live
+(:func:`coursehub.catalog.exams.add_time`: never past the hard end). A
+refused value is named in the form and nothing is saved. Students never see
+this page (403).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from flask import Blueprint, flash, g, redirect, render_template, url_for
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import IntegerField, StringField
+from wtforms.validators import DataRequired, Length, NumberRange
+
+from coursehub.catalog.exams import add_time, get_exam, list_exams, list_sittings
+from coursehub.catalog.examtime import MAX_EXTRA_MIN, format_moment
+from coursehub.web.access import Access, require
+from coursehub.web.database import get_session
+from coursehub.web.saving import commit_or_show
+from coursehub.web.views.base import form_status, load_course
+
+bp = Blueprint("exams", __name__)
+
+
+class AddTimeForm(FlaskForm):
+    """Minutes more for one student who started."""
+
+    username = StringField("Student (hub username)", validators=[DataRequired(), Length(max=128)])
+    minutes = IntegerField(
+        "Minutes to add", validators=[DataRequired(), NumberRange(min=1, max=MAX_EXTRA_MIN)]
+    )
+
+
+@bp.get("/courses/<course_id>/exams")
+def index(course_id: str) -> str:
+    """The course's exams (the team, admins)."""
+    course, _ = load_course(course_id, Access.READ_ROSTER)
+    exams = list_exams(get_session(), course)
+    return render_template("exams/index.html", course=course, exams=exams, shown=format_moment)
+
+
+@bp.route("/courses/<course_id>/exams/<assignment>", methods=["GET", "POST"])
+def proctor(course_id: str, assignment: str) -> tuple[str, int] | Response:
+    """Every student's sitting of the exam; the form that adds time (lead, teachers)."""
+    course, access = load_course(course_id, Access.READ_ROSTER)
+    session = get_session()
+    exam = get_exam(session, course, assignment)
+    form = AddTimeForm()
+    if form.is_submitted():
+        require(access, Access.MANAGE)
+        if form.validate():
+            username, minutes = form.username.data or "", int(form.minutes.data or 0)
+            with commit_or_show(session, form, "username") as ok:
+                add_time(session, course, exam, username, minutes)
+            if ok:
+                flash(f"{minutes} min added to {username} by {g.identity.name}.", "success")
+                here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
+                return redirect(here)
+    page = render_template(
+        "exams/proctor.html",
+        course=course,
+        exam=exam,
+        access=access,
+        Access=Access,
+        form=form,
+        sittings=list_sittings(session, course, exam),
+        now=datetime.now(UTC),
+        shown=format_moment,
+    )
+    return page, form_status(form)

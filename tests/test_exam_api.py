@@ -1,0 +1,147 @@
+"""Exams in the JSON API: who may create, start, read; bad fields named; the receipt is private.
+
+The seeded web catalog (:func:`coursehub.web.testing.seed_web_catalog`):
+lead ``mbuffat``, teacher ``tdupont``, grader ``gmartin``, students
+``p2500001``... of ``mlmeca-2025``; ``p2509001`` is a student of another course.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from coursehub.web.testing import api_headers
+
+EXAMS = "/api/v1/courses/mlmeca-2025/exams"
+FINAL = EXAMS + "/final"
+
+
+def body(**changes):
+    now = datetime.now(UTC)
+    fields = {
+        "assignment": "final",
+        "opens_at": (now - timedelta(minutes=5)).isoformat(timespec="seconds"),
+        "duration_min": 60,
+        "hard_end": (now + timedelta(hours=2)).isoformat(timespec="seconds"),
+        "timezone": "Europe/Paris",
+    }
+    return {k: v for k, v in (fields | changes).items() if v is not None}
+
+
+@pytest.fixture
+def final(client):
+    answer = client.post(EXAMS, json=body(start_code="K7Q2"), headers=api_headers("lead"))
+    assert answer.status_code == 201, answer.get_json()
+    return answer.get_json()
+
+
+def test_a_lead_creates_an_exam_and_everyone_in_the_course_sees_it_without_the_code(client, final):
+    assert final["assignment"] == "final" and final["start_code"] is True
+    assert final["created_by"] == "mbuffat" and final["timezone"] == "Europe/Paris"
+    listed = client.get(EXAMS, headers=api_headers("student")).get_json()["exams"]
+    assert listed == [final] and "K7Q2" not in str(listed)
+    assert client.get(FINAL, headers=api_headers("student")).get_json() == final
+    again = client.post(EXAMS, json=body(), headers=api_headers("lead"))
+    assert again.status_code == 409
+
+
+@pytest.mark.parametrize("part", ["student", "grader", "teacher", "other_teacher", "other_student"])
+def test_only_a_lead_or_an_admin_creates_an_exam(client, part):
+    answer = client.post(EXAMS, json=body(), headers=api_headers(part))
+    assert answer.status_code == 403
+    assert client.get(EXAMS, headers=api_headers("lead")).get_json()["exams"] == []
+    assert client.post(EXAMS, json=body(), headers=api_headers("admin")).status_code == 201
+
+
+def test_without_a_token_nothing_is_answered(client, final):
+    assert client.get(EXAMS).status_code == 401
+    assert client.post(FINAL + "/start").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"duration_min": 0}, "duration", "must be 1 to 1440 minutes, got 0"),
+        ({"duration_min": "two hours"}, "duration_min", "must be a whole number"),
+        ({"duration_min": True}, "duration_min", "must be a whole number"),
+        ({"opens_at": "lundi 10h"}, "opens_at", "is not a date and time"),
+        ({"hard_end": None}, "hard_end", "is required"),
+        ({"hard_end": "2020-01-01T00:00Z"}, "hard_end", "must be after opens_at"),
+        ({"timezone": "Paris"}, "timezone", "'Paris' is unknown"),
+        ({"assignment": "../final"}, "assignment", "without '/'"),
+        ({"start_code": "  "}, "start_code", "must not be blank"),
+        ({"room": "A1"}, "room", "is not a known field"),
+    ],
+)
+def test_bad_fields_are_a_400_naming_the_field_and_create_nothing(client, changes, field, words):
+    answer = client.post(EXAMS, json=body(**changes), headers=api_headers("lead"))
+    assert answer.status_code == 400
+    assert words in answer.get_json()["fields"][field]
+    assert client.get(EXAMS, headers=api_headers("lead")).get_json()["exams"] == []
+
+
+def test_a_student_starts_once_and_reads_only_their_own_sitting(client, final):
+    student = api_headers("student")
+    refused = client.post(FINAL + "/start", json={"code": "nope"}, headers=student)
+    assert refused.status_code == 409 and "start code is wrong" in refused.get_json()["error"]
+    started = client.post(FINAL + "/start", json={"code": "k7q2"}, headers=student).get_json()
+    assert started["username"] == "p2500001" and started["receipt"] is None
+    assert 59 * 60 <= started["seconds_left"] <= 60 * 60
+    # another browser, no code: the same sitting, the same end
+    again = client.post(FINAL + "/start", headers=student).get_json()
+    assert again["started_at"] == started["started_at"] and again["ends_at"] == started["ends_at"]
+    own = client.get(FINAL + "/sittings/p2500001", headers=student)
+    assert own.status_code == 200 and own.get_json()["ends_at"] == started["ends_at"]
+    other = client.get(FINAL + "/sittings/p2500002", headers=student)
+    assert other.status_code == 403
+    assert client.get(FINAL + "/sittings", headers=student).status_code == 403
+    outsider = client.get(FINAL + "/sittings/p2500001", headers=api_headers("other_student"))
+    assert outsider.status_code == 403
+    assert client.post(FINAL + "/start", headers=api_headers("other_student")).status_code == 403
+    assert client.post(FINAL + "/start", headers=api_headers("teacher")).status_code == 403
+    table = client.get(FINAL + "/sittings", headers=api_headers("grader")).get_json()
+    assert [s["username"] for s in table["sittings"] if s["started_at"]] == ["p2500001"]
+
+
+def test_a_student_cannot_give_themselves_time(client, final):
+    client.post(FINAL + "/start", json={"code": "K7Q2"}, headers=api_headers("student"))
+    override = {"extra_percent": 100}
+    url = FINAL + "/overrides/students/p2500001"
+    assert client.put(url, json=override, headers=api_headers("student")).status_code == 403
+    assert client.put(url, json=override, headers=api_headers("teacher")).status_code == 403
+    more = client.post(
+        FINAL + "/sittings/p2500001/time", json={"minutes": 30}, headers=api_headers("student")
+    )
+    assert more.status_code == 403
+
+
+def test_extra_time_ends_later_and_never_after_the_hard_end(client, final):
+    lead = api_headers("lead")
+    answer = client.put(
+        FINAL + "/overrides/students/p2500001", json={"extra_percent": 33}, headers=lead
+    )
+    assert answer.get_json() == {"username": "p2500001", "extra_minutes": 0, "extra_percent": 33}
+    bad = client.put(FINAL + "/overrides/groups/G2", json={"extra_minutes": -1}, headers=lead)
+    assert (
+        bad.status_code == 400 and "must be 0 to 1440" in bad.get_json()["fields"]["extra_minutes"]
+    )
+    client.post(FINAL + "/start", json={"code": "K7Q2"}, headers=api_headers("student"))
+    mine = client.get(FINAL + "/sittings/p2500001", headers=lead).get_json()
+    assert mine["extra_percent"] == 33 and 79 * 60 <= mine["seconds_left"] <= 79.8 * 60
+    teacher = api_headers("teacher")
+    more = client.post(FINAL + "/sittings/p2500001/time", json={"minutes": 600}, headers=teacher)
+    assert more.status_code == 200
+    hard_end = datetime.fromisoformat(final["hard_end"])
+    assert datetime.fromisoformat(more.get_json()["ends_at"]) == hard_end
+    bad = client.post(FINAL + "/sittings/p2500002/time", json={"minutes": 5}, headers=teacher)
+    assert bad.status_code == 400 and "has not started" in bad.get_json()["fields"]["username"]
+
+
+def test_a_start_outside_the_window_is_refused_saying_when(client):
+    later = datetime.now(UTC) + timedelta(days=1)
+    late = body(opens_at=later.isoformat(), hard_end=(later + timedelta(hours=2)).isoformat())
+    assert client.post(EXAMS, json=late, headers=api_headers("lead")).status_code == 201
+    answer = client.post(FINAL + "/start", headers=api_headers("student"))
+    assert answer.status_code == 409
+    assert "final: the exam opens at " in answer.get_json()["error"]

@@ -1,0 +1,95 @@
+"""The proctor's view on the course app: who started, time left, last submission; added time."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from coursehub.catalog.courses import get_course
+from coursehub.catalog.db import make_engine, session_scope
+from coursehub.catalog.exams import (
+    Receipt,
+    create_exam,
+    get_exam,
+    record_receipt,
+    sitting_of,
+    start_exam,
+)
+from coursehub.catalog.examtime import Window
+
+URL = "/courses/mlmeca-2025/exams/final"
+
+
+@pytest.fixture
+def catalog(app, database_url):
+    """Exam ``final`` of the demo course: 60 min; p2500001 started 10 min ago and submitted."""
+    now = datetime.now(UTC)
+    engine = make_engine(database_url)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, "mlmeca-2025")
+            window = Window(now - timedelta(hours=1), 60, now + timedelta(hours=2), "Europe/Paris")
+            exam = create_exam(session, course, "final", window, "mbuffat")
+            start_exam(session, course, exam, "p2500001", now - timedelta(minutes=10))
+            receipt = Receipt(now - timedelta(minutes=1), "p2500001+final+x", "ab" * 32, {})
+            record_receipt(session, course, exam, "p2500001", receipt, final=False)
+    finally:
+        engine.dispose()
+    return database_url
+
+
+def row_of(page: str, username: str) -> str:
+    match = re.search(rf'<tr><td class="code">{username}</td>.*?</tr>', page, re.S)
+    assert match, f"no row for {username}"
+    return html.unescape(re.sub(r"\s+", " ", match.group(0)))
+
+
+def ends_of(url: str, username: str) -> datetime:
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, "mlmeca-2025")
+            sitting = sitting_of(session, course, get_exam(session, course, "final"), username)
+            return sitting.ends_at
+    finally:
+        engine.dispose()
+
+
+def test_the_team_sees_who_started_time_left_and_the_last_submission(catalog, pages):
+    assert 'href="/courses/mlmeca-2025/exams"' in pages.text("/courses/mlmeca-2025/", "grader")
+    assert 'href="/courses/mlmeca-2025/exams/final"' in pages.text(
+        "/courses/mlmeca-2025/exams", "grader"
+    )
+    page = pages.text(URL, "grader")
+    started = row_of(page, "p2500001")
+    assert "(Europe/Paris)" in started and ">50<" in started.replace(" ", "")
+    assert "abababababab" in started and "(the bell)" not in started
+    assert "not started" in row_of(page, "p2500002")
+    assert "Add time" not in page  # graders read, the lead and teachers add
+
+
+@pytest.mark.parametrize("part", ["student", "other_student", "other_teacher"])
+def test_students_and_other_courses_never_see_it(catalog, pages, part):
+    assert pages.get(URL, part).status_code == 403
+    assert pages.get("/courses/mlmeca-2025/exams", part).status_code == 403
+
+
+def test_a_teacher_adds_time_live_and_a_bad_value_is_named(catalog, pages):
+    before = ends_of(catalog, "p2500001")
+    response = pages.post_form(URL, "teacher", {"username": "p2500001", "minutes": "15"})
+    assert response.status_code == 302
+    assert ends_of(catalog, "p2500001") == before + timedelta(minutes=15)
+    page = pages.text(URL, "teacher")
+    assert "+15 min added" in row_of(page, "p2500001")
+    refused = pages.post_form(URL, "teacher", {"username": "p2500002", "minutes": "5"})
+    assert refused.status_code == 400
+    assert "p2500002 has not started final" in html.unescape(refused.get_data(as_text=True))
+    refused = pages.post_form(URL, "teacher", {"username": "p2500001", "minutes": "0"})
+    assert refused.status_code == 400
+    assert ends_of(catalog, "p2500001") == before + timedelta(minutes=15)
+    token = pages.csrf(URL, "teacher")
+    data = {"csrf_token": token, "username": "p2500001", "minutes": "5"}
+    assert pages.client.post(URL, data=data, headers=pages.headers("grader")).status_code == 403

@@ -1,0 +1,268 @@
+"""At the bell: a student's saved exam work is submitted with a receipt; late ones are refused.
+
+Real nbgrader (release, fetch, submit, collect on a real exchange, one Unix
+user as in the demo) and a real catalog; the commands through ``coursehub
+exam`` with the grading folders of ``COURSEHUB_GRADING_*``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursehub.catalog.exams import create_exam, record_receipt, sitting_of, start_exam
+from coursehub.catalog.examtime import Allowance, Window
+from coursehub.catalog.seed import seed_demo
+from coursehub.cli import main
+from coursehub.grading.assignments import (
+    add_assignment,
+    collect,
+    generate_assignment,
+    release_assignment,
+)
+from coursehub.grading.demo import DEMO_ASSIGNMENT, demo_source_dir
+from coursehub.grading.examcollect import collect_exam
+from coursehub.grading.examsubmit import (
+    LateExamSubmissionError,
+    manifest_sha256,
+    submit_exam,
+    verify_collected,
+)
+from coursehub.grading.exchange import fetch_assignment, submit_assignment
+from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
+
+EXAM = "final"
+NB = f"{DEMO_ASSIGNMENT}.ipynb"
+COURSE = "mlmeca-2025"
+
+
+def released_exam(root: Path) -> CourseLayout:
+    layout = make_layout(COURSE, root / "courses", root / "exchange", single_user=True)
+    ensure_course(layout)
+    add_assignment(layout, EXAM, [demo_source_dir() / NB])
+    generate_assignment(layout, EXAM)
+    release_assignment(layout, EXAM)
+    return layout
+
+
+def write_answer(layout: CourseLayout, student: str, home: Path, text: str) -> Path:
+    """Fetch (once) as ``student`` and save ``text`` in the notebook; return the notebook."""
+    folder = home / COURSE / EXAM
+    if not folder.is_dir():
+        fetch_assignment(layout.exchange_root, COURSE, EXAM, student, home)
+    notebook = nbformat.read(folder / NB, as_version=4)
+    notebook.cells[0].source += f"\n# {text}"
+    nbformat.write(notebook, folder / NB)
+    return folder / NB
+
+
+def inbound_of(layout: CourseLayout, student: str) -> list[Path]:
+    return sorted((layout.exchange_root / COURSE / "inbound").glob(f"{student}+{EXAM}+*"))
+
+
+@pytest.fixture
+def sitting(session, tmp_path):
+    """The demo course, its exam ``final`` opened an hour ago for 60 min, p2500001 started."""
+    layout = released_exam(tmp_path)
+    course = seed_demo(session)
+    now = datetime.now(UTC)
+    window = Window(now - timedelta(hours=1), 60, now + timedelta(hours=2), "Europe/Paris")
+    exam = create_exam(session, course, EXAM, window, "mbuffat")
+    start_exam(session, course, exam, "p2500001", now - timedelta(minutes=30))
+    return layout, course, exam
+
+
+def test_a_submission_in_time_gets_a_receipt_that_matches_the_stored_and_collected_file(
+    session, sitting, tmp_path
+):
+    layout, course, exam = sitting
+    home = tmp_path / "home"
+    notebook = write_answer(layout, "p2500001", home, "my answer")
+    current = sitting_of(session, course, exam, "p2500001")
+    receipt = submit_exam(layout, EXAM, current, home, datetime.now(UTC), exam.timezone)
+    [stored] = inbound_of(layout, "p2500001")
+    assert receipt.submission == stored.name
+    digest = hashlib.sha256((stored / NB).read_bytes()).hexdigest()
+    assert receipt.files == {NB: digest}
+    assert digest == hashlib.sha256(notebook.read_bytes()).hexdigest()
+    assert receipt.sha256 == manifest_sha256({NB: digest})
+    assert receipt.sha256 == hashlib.sha256(f"{digest}  {NB}\n".encode()).hexdigest()
+    record_receipt(session, course, exam, "p2500001", receipt, final=False)
+    session.commit()
+    kept = sitting_of(session, course, exam, "p2500001")
+    assert (kept.receipt_sha256, kept.receipt_files, kept.final) == (
+        receipt.sha256,
+        {NB: digest},
+        False,
+    )
+    collect(layout, EXAM)
+    assert verify_collected(layout, EXAM, "p2500001", receipt) == ""
+
+
+def test_a_submission_after_the_end_is_refused_saying_why_and_nothing_is_taken(
+    session, sitting, tmp_path
+):
+    layout, course, exam = sitting
+    home = tmp_path / "home"
+    write_answer(layout, "p2500001", home, "on time")
+    current = sitting_of(session, course, exam, "p2500001")
+    receipt = submit_exam(layout, EXAM, current, home, datetime.now(UTC), exam.timezone)
+    record_receipt(session, course, exam, "p2500001", receipt, final=False)
+    current = sitting_of(session, course, exam, "p2500001")
+    write_answer(layout, "p2500001", home, "after the end")
+    late = current.ends_at + timedelta(seconds=1)
+    with pytest.raises(LateExamSubmissionError) as refused:
+        submit_exam(layout, EXAM, current, home, late, exam.timezone)
+    message = str(refused.value)
+    assert message.startswith("final of mlmeca-2025 by p2500001: your exam ended at ")
+    assert "submissions are closed" in message and receipt.sha256 in message
+    assert len(inbound_of(layout, "p2500001")) == 1
+
+
+def test_the_bell_submits_after_the_end_once_and_then_nothing_more(session, sitting, tmp_path):
+    layout, course, exam = sitting
+    home = tmp_path / "home"
+    write_answer(layout, "p2500001", home, "saved at the end")
+    current = sitting_of(session, course, exam, "p2500001")
+    after = current.ends_at + timedelta(seconds=3)
+    receipt = submit_exam(layout, EXAM, current, home, after, exam.timezone, bell=True)
+    after_bell = record_receipt(session, course, exam, "p2500001", receipt, final=True)
+    assert after_bell.final
+    with pytest.raises(LateExamSubmissionError, match="submitted at the bell"):
+        submit_exam(layout, EXAM, after_bell, home, after, exam.timezone, bell=True)
+    not_started = sitting_of(session, course, exam, "p2500002")
+    with pytest.raises(LateExamSubmissionError, match="you have not started this exam"):
+        submit_exam(layout, EXAM, not_started, home, after, exam.timezone)
+
+
+def test_extra_time_lets_a_student_submit_when_the_others_are_refused(session, sitting, tmp_path):
+    layout, course, exam = sitting
+    from coursehub.catalog.exams import set_override
+
+    set_override(session, course, exam, Allowance(percent=50), "mbuffat", username="p2500002")
+    start_exam(session, course, exam, "p2500002", exam.opens_at + timedelta(minutes=30))
+    plain, extra = (sitting_of(session, course, exam, s) for s in ("p2500001", "p2500002"))
+    assert extra.ends_at > plain.ends_at
+    home = tmp_path / "home2"
+    write_answer(layout, "p2500002", home, "with extra time")
+    between = plain.ends_at + timedelta(minutes=1)
+    receipt = submit_exam(layout, EXAM, extra, home, between, exam.timezone)
+    assert receipt.files
+    with pytest.raises(LateExamSubmissionError):
+        submit_exam(layout, EXAM, plain, tmp_path / "home", between, exam.timezone)
+
+
+def test_a_submission_around_the_exam_is_never_collected_for_it(session, sitting, tmp_path):
+    """nbgrader's own submit after the end reaches the inbound; the exam's collect skips it."""
+    layout, course, exam = sitting
+    home = tmp_path / "home"
+    write_answer(layout, "p2500001", home, "on time")
+    current = sitting_of(session, course, exam, "p2500001")
+    receipt = submit_exam(layout, EXAM, current, home, datetime.now(UTC), exam.timezone)
+    record_receipt(session, course, exam, "p2500001", receipt, final=False)
+    write_answer(layout, "p2500001", home, "after the end, with nbgrader's own submit")
+    submit_assignment(layout.exchange_root, COURSE, EXAM, "p2500001", home)
+    start_exam(session, course, exam, "p2500002", datetime.now(UTC))
+    write_answer(layout, "p2500002", tmp_path / "home2", "no receipt")
+    submit_assignment(layout.exchange_root, COURSE, EXAM, "p2500002", tmp_path / "home2")
+    assert len(inbound_of(layout, "p2500001")) == 2
+    skipped = collect_exam(layout, EXAM, {"p2500001": receipt.submission})
+    assert len(skipped) == 2 and all("has no exam receipt" in line for line in skipped)
+    assert verify_collected(layout, EXAM, "p2500001", receipt) == ""
+    assert not (layout.course_dir / "submitted" / "p2500002").exists()
+    collect(layout, EXAM)  # an ordinary collect would take the newest: the late one
+    assert "collected files differ" in verify_collected(layout, EXAM, "p2500001", receipt)
+
+
+# --- coursehub exam ... ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def catalog(database_url, tmp_path, monkeypatch):
+    assert main(["db", "seed", "--database-url", database_url]) == 0
+    released_exam(tmp_path)
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("COURSEHUB_GRADING_SINGLE_USER", "1")
+    monkeypatch.setenv("COURSEHUB_GRADING_TIMEZONE", "Europe/Paris")
+    return database_url
+
+
+def run(capsys, url: str, *argv: str) -> tuple[int, str, str]:
+    status = main(["exam", *argv, "--database-url", url])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp_path):
+    now = datetime.now(UTC)
+    opens = (now - timedelta(minutes=10)).isoformat(timespec="seconds")
+    hard_end = (now + timedelta(hours=3)).isoformat(timespec="seconds")
+    status, out, err = run(
+        capsys,
+        catalog,
+        *("create", COURSE, EXAM, "--opens", opens, "--duration", "90"),
+        *("--hard-end", hard_end, "--start-code", "K7Q2", "--by", "mbuffat"),
+    )
+    assert (status, err) == (0, "")
+    assert out.startswith("course mlmeca-2025: exam final: opens ") and "90 min" in out
+    assert "(Europe/Paris), 90 min" in out and out.endswith(", start code\n")
+    status, out, _ = run(capsys, catalog, "create", COURSE, EXAM, "--opens", opens,
+                         "--duration", "90", "--hard-end", hard_end)  # fmt: skip
+    assert status == 2
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    [listed] = json.loads(out)
+    assert (listed["assignment"], listed["duration_min"], listed["start_code"]) == (EXAM, 90, True)
+    status, out, _ = run(
+        capsys, catalog, "override", COURSE, EXAM, "--student", "p2500001", "--extra-percent", "33"
+    )
+    assert out == "exam final of mlmeca-2025: student p2500001: +33 %\n"
+    status, _, err = run(capsys, catalog, "start", COURSE, EXAM, "--student", "p2500001")
+    assert status == 2 and "no start code was given" in err
+    status, out, _ = run(
+        capsys, catalog, "start", COURSE, EXAM, "--student", "p2500001", "--code", "k7q2"
+    )
+    assert status == 0 and out.startswith("p2500001 started final at ")
+    home = tmp_path / "home"
+    layout = make_layout(COURSE, tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    notebook = write_answer(layout, "p2500001", home, "from the command")
+    status, out, err = run(
+        capsys, catalog, "submit", COURSE, EXAM, "--student", "p2500001", "--work-dir", str(home)
+    )
+    assert (status, err) == (0, "")
+    digest = hashlib.sha256(notebook.read_bytes()).hexdigest()
+    assert f"  {digest}  {NB}\n" in out
+    status, out, _ = run(capsys, catalog, "show", COURSE, EXAM, "--json")
+    shown = {s["username"]: s for s in json.loads(out)["sittings"]}
+    assert shown["p2500001"]["receipt"]["files"] == {NB: digest}
+    assert shown["p2500001"]["extra_percent"] == 33
+    assert 80 * 60 < shown["p2500001"]["seconds_left"] <= 119.7 * 60
+    assert shown["p2500002"]["started_at"] is None
+    status, out, _ = run(capsys, catalog, "show", COURSE, EXAM)
+    assert "  p2500002: not started (no extra time)" in out
+    status, out, _ = run(capsys, catalog, "collect", COURSE, EXAM)
+    assert (status, out) == (0, "exam final of mlmeca-2025: 1 student(s) with a receipt\n")
+    collected = tmp_path / "courses" / COURSE / "submitted" / "p2500001" / EXAM / NB
+    assert hashlib.sha256(collected.read_bytes()).hexdigest() == digest
+
+
+def test_the_commands_name_the_bad_option(catalog, capsys):
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "tomorrow",
+                         "--duration", "90", "--hard-end", "2026-01-12T13:00")  # fmt: skip
+    assert status == 2 and err.startswith("coursehub: error: opens_at: 'tomorrow' is not a date")
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+                         "--duration", "0", "--hard-end", "2026-01-12T13:00")  # fmt: skip
+    assert status == 2 and "duration: must be 1 to 1440 minutes, got 0" in err
+    run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+        "--duration", "60", "--hard-end", "2026-01-12T13:00")  # fmt: skip
+    status, _, err = run(
+        capsys, catalog, "override", COURSE, EXAM, "--group", "G1", "--extra-minutes", "-5"
+    )
+    assert status == 2 and err == "coursehub: error: --extra-minutes: must be 0 to 1440, got -5\n"
+    status, _, err = run(capsys, catalog, "show", COURSE, "midterm")
+    assert status == 2 and "has no exam 'midterm'" in err
