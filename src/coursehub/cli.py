@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coursehub import __version__
+from coursehub.accounts import cli as accounts_cli
 from coursehub.admin import cli as admin_cli
 from coursehub.backup import cli as backup_cli
 from coursehub.bench import cli as bench_cli
@@ -72,6 +73,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("grading", grading_cli.register),
     ("demo", demo_cli.register),
     ("data", coursedata_cli.register),
+    ("accounts", accounts_cli.register),
     ("home", homequota_cli.register),
     ("env", courseenv_cli.register),
     ("book", books_cli.register),
