@@ -35,6 +35,7 @@ from coursehub.catalog import cli as catalog_cli
 from coursehub.coursedata import cli as coursedata_cli
 from coursehub.courseenv import cli as courseenv_cli
 from coursehub.demo import cli as demo_cli
+from coursehub.deploy import cli as deploy_cli
 from coursehub.doctor import cli as doctor_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 from coursehub.grading import cli as grading_cli
@@ -82,6 +83,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("doctor", doctor_cli.register),
     ("backup", backup_cli.register_backup),
     ("restore", backup_cli.register_restore),
+    ("deploy", deploy_cli.register),
 )
 
 
