@@ -112,6 +112,22 @@ def test_the_units_run_the_hub_the_course_app_and_the_timers(tmp_path, capsys):
         assert (done.returncode, done.stdout + done.stderr) == (0, "")
 
 
+def test_the_hub_config_loads_as_jupyterhub_loads_it(tmp_path, capsys, monkeypatch):
+    from traitlets.config import Config
+
+    assert main(_deploy(tmp_path)) == 0
+    text = (tmp_path / ETC / "jupyterhub_config.py").read_text()
+    monkeypatch.setenv("COURSEHUB_SERVICE_TOKEN", "t" * 64)
+    config = Config()
+    exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: config})
+    app = {s["name"]: s for s in config.JupyterHub.services}["coursehub"]
+    assert "command" not in app and app["api_token"] == "t" * 64  # its own unit
+    assert app["url"] == "http://127.0.0.1:10101"
+    assert config.JupyterHub.cookie_secret_file == "/etc/coursehub/jupyterhub_cookie_secret"
+    assert config.JupyterHub.bind_url == "https://:443"
+    assert config.ConfigurableHTTPProxy.command == [str(PROXY)]
+
+
 def test_given_certificate_files_are_installed_with_a_private_key(tmp_path, capsys):
     pair = tmp_path / "given"
     pair.mkdir()
