@@ -11,6 +11,7 @@ through ``nsenter`` (the host has no systemd-machined).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -25,7 +26,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("COURSEHUB_NSPAWN_CACHE", "/var/tmp/coursehub-nspawn"))
 #: Debian packages of the container beside debootstrap's minimal set.
-PACKAGES = "systemd,systemd-sysv,dbus,python3,nodejs,openssl,passwd,ca-certificates,libsqlite3-0"
+PACKAGES = (
+    "systemd,systemd-sysv,dbus,python3,nodejs,openssl,passwd,acl,ca-certificates,libsqlite3-0"
+)
 PROXY = REPO / ".venv/node/node_modules/.bin/configurable-http-proxy"
 
 pytestmark = [
@@ -43,8 +46,11 @@ pytestmark = [
 
 
 def _root_fs() -> Path:
-    """Return the cached bookworm root, made with debootstrap once (about a minute)."""
-    root = CACHE / "bookworm"
+    """Return the cached bookworm root, made with debootstrap once (about a minute).
+
+    Its folder's name carries a digest of :data:`PACKAGES`: another list makes another root.
+    """
+    root = CACHE / f"bookworm-{hashlib.sha256(PACKAGES.encode()).hexdigest()[:8]}"
     if (root / "usr/lib/systemd/systemd").exists():
         return root
     partial = CACHE / f"bookworm.{uuid.uuid4().hex[:6]}"
@@ -170,3 +176,62 @@ def test_deploy_in_a_booted_debian_starts_the_hub_and_the_course_app(container):
     assert app.stdout.split()[0] in ("200", "302"), app.stdout + status
     active = container.sh("systemctl is-active coursehub-hub coursehub-web coursehub-backup.timer")
     assert active.stdout.split() == ["active"] * 3, active.stdout
+
+
+START = """
+import json, os, sys, time, urllib.request
+api, user = "http://127.0.0.1:8081/hub/api", sys.argv[1]
+headers = {"Authorization": "token " + os.environ["COURSEHUB_SERVICE_TOKEN"]}
+def call(method, path):
+    request = urllib.request.Request(api + path, method=method, headers=headers)
+    with urllib.request.urlopen(request) as answer:
+        body = answer.read().decode()
+        return json.loads(body) if body else {}
+call("POST", "/users/" + user + "/server")
+for _ in range(240):
+    server = call("GET", "/users/" + user).get("servers", {}).get("", {})
+    if server.get("ready"):
+        break
+    time.sleep(0.5)
+print(json.dumps(server))
+"""
+
+#: The install's settings, as its units read them (EnvironmentFile=).
+SETTINGS = "set -a; . /etc/coursehub/coursehub.env; . /etc/coursehub/secrets.env; set +a; "
+
+
+def test_a_students_server_runs_as_the_student_in_its_own_unit_with_the_course_limits(
+    container,
+):
+    python = REPO / ".venv/bin/python"
+    coursehub = f"{SETTINGS}cd / && {python} -m coursehub"
+    # the first test deployed and started the hub; the demo catalog's course, small profile
+    seed = container.sh(
+        f"{coursehub} db seed && {coursehub} course profile mlmeca-2025 "
+        f"--profile small && {coursehub} accounts sync"
+    )
+    assert seed.returncode == 0, seed.stdout + seed.stderr
+    assert "create p2500001 (locked password, home 0700)" in seed.stdout
+    # the test's interpreter is bound below /root: students must reach it
+    container.sh("chmod 0711 /root")
+    sync = container.sh(
+        f"{coursehub} hub sync --hub-url http://127.0.0.1:8081/hub/api "
+        "--token-env COURSEHUB_SERVICE_TOKEN"
+    )
+    started = container.sh(f"{SETTINGS}{python} -c '{START}' p2500001", timeout=150)
+    journal = container.sh("journalctl --no-pager -o cat -n 40 -u 'jupyter-*'").stdout
+    assert '"ready": true' in started.stdout, (
+        sync.stdout + started.stdout + started.stderr + journal
+    )
+    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    shown = container.sh(f"systemctl show {unit} -p User -p CPUQuotaPerSecUSec -p MemoryMax")
+    properties = dict(line.split("=", 1) for line in shown.stdout.split())
+    uid = container.sh("id -u p2500001").stdout.strip()
+    assert properties == {
+        "User": uid,  # SystemdSpawner gives the unit the account's uid
+        "CPUQuotaPerSecUSec": "1s",  # the course's profile "small": 1 CPU, 2G
+        "MemoryMax": str(2 * 1024**3),
+    }
+    main = container.sh(f"systemctl show {unit} -p MainPID --value").stdout.strip()
+    owner = container.sh(f"stat -c %U /proc/{main}").stdout.strip()
+    assert owner == "p2500001"
