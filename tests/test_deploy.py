@@ -104,6 +104,12 @@ def test_the_units_run_the_hub_the_course_app_and_the_timers(tmp_path, capsys):
     assert backup.endswith(
         "-m coursehub backup /var/lib/coursehub/backups --hub-dir /var/lib/coursehub/hub"
     )
+    conf = tmp_path / "etc/tmpfiles.d/coursehub.conf"
+    assert "d /run/coursehub/usage 0700 root root -" in conf.read_text()
+    if shutil.which("systemd-tmpfiles"):  # the lines parse, and make the folder below --root
+        argv = ["systemd-tmpfiles", f"--root={tmp_path}", "--create", str(conf)]
+        assert subprocess.run(argv, capture_output=True).returncode == 0
+        assert _mode(tmp_path / "run/coursehub/usage") == 0o700
     if shutil.which("systemd-analyze"):
         files = sorted(str(p) for p in units.iterdir())
         done = subprocess.run(

@@ -162,6 +162,7 @@ def test_deploy_in_a_booted_debian_starts_the_hub_and_the_course_app(container):
     assert second.stdout.startswith("nothing to change"), second.stdout
 
     start = container.sh(
+        "systemd-tmpfiles --create /etc/tmpfiles.d/coursehub.conf && "
         "systemctl daemon-reload && systemctl enable --now coursehub-hub coursehub-web "
         "coursehub-usage-ingest.timer coursehub-material-update.timer coursehub-backup.timer"
     )
@@ -235,3 +236,19 @@ def test_a_students_server_runs_as_the_student_in_its_own_unit_with_the_course_l
     main = container.sh(f"systemctl show {unit} -p MainPID --value").stdout.strip()
     owner = container.sh(f"stat -c %U /proc/{main}").stdout.strip()
     assert owner == "p2500001"
+
+
+def test_the_backup_and_usage_services_of_the_timers_run_to_success(container):
+    # after the tests above: a hub with a running server, a seeded catalog. Not the
+    # material update: the demo course's repository (gitlab.example.org) is out of reach.
+    run = container.sh(
+        "systemctl start coursehub-backup.service coursehub-usage-ingest.service", timeout=300
+    )
+    journal = container.sh("journalctl --no-pager -o cat -n 30 -u 'coursehub-*'").stdout
+    assert run.returncode == 0, run.stderr + journal
+    shown = container.sh(
+        "systemctl show -p Result --value coursehub-backup.service coursehub-usage-ingest.service"
+    )
+    assert shown.stdout.split() == ["success"] * 2, journal
+    archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
+    assert len(archives) == 1 and archives[0].endswith(".tar.gz"), archives

@@ -25,7 +25,7 @@ from coursehub.deploy.files import (
 )
 from coursehub.deploy.hubconf import TlsFiles, render_deploy_hub_config, render_web_env
 from coursehub.deploy.layout import DeployLayout
-from coursehub.deploy.units import UnitSettings, render_units
+from coursehub.deploy.units import UnitSettings, render_tmpfiles, render_units
 from coursehub.errors import UsageError
 
 
@@ -152,6 +152,7 @@ def file_specs(options: DeployOptions, secrets: dict[str, str]) -> tuple[list[Fi
     ]
     units = render_units(layout, UnitSettings(python=options.python, proxy=options.proxy))
     specs += [FileSpec(layout.units / name, text) for name, text in units.items()]
+    specs.append(FileSpec(layout.tmpfiles, render_tmpfiles(layout)))
     return specs, tls
 
 

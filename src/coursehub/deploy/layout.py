@@ -73,6 +73,11 @@ class DeployLayout:
         return self.etc / "coursehub.env"
 
     @property
+    def tmpfiles(self) -> PurePosixPath:
+        """The tmpfiles.d(5) file that makes the usage folder in ``/run`` at each boot."""
+        return PurePosixPath("/etc/tmpfiles.d/coursehub.conf")
+
+    @property
     def tls_dir(self) -> PurePosixPath:
         """The certificate and key the hub serves HTTPS with."""
         return self.etc / "tls"
@@ -91,4 +96,5 @@ class DeployLayout:
             self.backups_dir: 0o700,
             self.shared: 0o755,
             self.units: 0o755,
+            self.tmpfiles.parent: 0o755,
         }
