@@ -59,6 +59,8 @@ ALLOWED: dict[str, set[str]] = {
     | {"courselayout", "coursedata", "teamaccess"},
     "courselayout": {"errors", "settings"},
     "coursedata": BASE | {"resources", "catalog", "courselayout"},
+    "accounts": BASE | {"resources", "catalog", "coursedata"},
+    "deploy": BASE | {"resources", "catalog", "hub"},
     "courseenv": BASE | {"resources", "catalog", "courselayout", "material", "sandbox"},
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
@@ -71,7 +73,8 @@ ALLOWED: dict[str, set[str]] = {
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
-    | {"usage", "lti", "usecases", "homequota", "doctor", "backup"},
+    | {"usage", "lti", "usecases", "homequota", "doctor", "backup", "accounts"}
+    | {"deploy"},
     "__main__": {"cli"},
     "__init__": set(),
 }

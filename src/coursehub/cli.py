@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coursehub import __version__
+from coursehub.accounts import cli as accounts_cli
 from coursehub.admin import cli as admin_cli
 from coursehub.backup import cli as backup_cli
 from coursehub.bench import cli as bench_cli
@@ -34,6 +35,7 @@ from coursehub.catalog import cli as catalog_cli
 from coursehub.coursedata import cli as coursedata_cli
 from coursehub.courseenv import cli as courseenv_cli
 from coursehub.demo import cli as demo_cli
+from coursehub.deploy import cli as deploy_cli
 from coursehub.doctor import cli as doctor_cli
 from coursehub.errors import CoursehubError, describe_storage_full, is_storage_refused
 from coursehub.grading import cli as grading_cli
@@ -74,6 +76,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("exam", exam_cli.register),
     ("demo", demo_cli.register),
     ("data", coursedata_cli.register),
+    ("accounts", accounts_cli.register),
     ("home", homequota_cli.register),
     ("env", courseenv_cli.register),
     ("book", books_cli.register),
@@ -82,6 +85,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("doctor", doctor_cli.register),
     ("backup", backup_cli.register_backup),
     ("restore", backup_cli.register_restore),
+    ("deploy", deploy_cli.register),
 )
 
 

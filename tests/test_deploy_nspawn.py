@@ -1,0 +1,254 @@
+"""``coursehub deploy`` in a booted Debian 12: its units start and the hub answers over HTTPS.
+
+A minimal bookworm root file system (``debootstrap``, cached in
+``$COURSEHUB_NSPAWN_CACHE``, default ``/var/tmp/coursehub-nspawn``) boots
+with ``systemd-nspawn --boot --volatile=overlay`` (systemd-nspawn(1): the
+image stays as it was, every write goes to a tmpfs), without a network of
+its own; this checkout and its interpreter are bound read-only at the same
+paths, so the container runs the code under test. Commands run inside
+through ``nsenter`` (the host has no systemd-machined).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("COURSEHUB_NSPAWN_CACHE", "/var/tmp/coursehub-nspawn"))
+#: Debian packages of the container beside debootstrap's minimal set.
+PACKAGES = (
+    "systemd,systemd-sysv,dbus,python3,nodejs,openssl,passwd,acl,ca-certificates,libsqlite3-0"
+)
+PROXY = REPO / ".venv/node/node_modules/.bin/configurable-http-proxy"
+
+pytestmark = [
+    pytest.mark.nspawn,
+    pytest.mark.root,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (systemd-nspawn)"),
+    pytest.mark.skipif(
+        shutil.which("systemd-nspawn") is None or shutil.which("debootstrap") is None,
+        reason="systemd-nspawn or debootstrap missing (apt-get install systemd-container "
+        "debootstrap)",
+    ),
+    pytest.mark.skipif(not os.access(PROXY, os.X_OK), reason="no configurable-http-proxy"),
+]
+
+
+def _root_fs() -> Path:
+    """Return the cached bookworm root, made with debootstrap once (about a minute).
+
+    Its folder's name carries a digest of :data:`PACKAGES`: another list makes another root.
+    """
+    root = CACHE / f"bookworm-{hashlib.sha256(PACKAGES.encode()).hexdigest()[:8]}"
+    if (root / "usr/lib/systemd/systemd").exists():
+        return root
+    partial = CACHE / f"bookworm.{uuid.uuid4().hex[:6]}"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    argv = ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm", str(partial)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        pytest.skip(f"debootstrap failed: {(done.stdout + done.stderr).strip()[-300:]}")
+    partial.rename(root)
+    return root
+
+
+def _leader(nspawn_pid: int, deadline: float) -> int:
+    """Return the pid of the container's PID 1 (the child of systemd-nspawn)."""
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children")
+        pids = children.read_text().split() if children.exists() else []
+        if pids:
+            return int(pids[0])
+        time.sleep(0.2)
+    raise AssertionError("systemd-nspawn started no container")
+
+
+class Container:
+    """A booted container: :meth:`sh` runs a shell command in it as its root."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+
+    def sh(self, script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run ``script`` with ``sh -c`` in every namespace of the container."""
+        argv = ["nsenter", "-t", str(self.leader), "-m", "-u", "-i", "-n", "-p", "--"]
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+        return subprocess.run(
+            [*argv, "/bin/sh", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+
+
+def _booted(box: Container, deadline: float) -> bool:
+    """Wait until the container's systemd has finished booting (its bus answers first)."""
+    while time.monotonic() < deadline:
+        state = box.sh("systemctl is-system-running --wait", timeout=90).stdout.strip()
+        if state in ("running", "degraded"):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.fixture(scope="module")
+def container(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:
+    """A Debian 12 container booted for these tests, powered off after them."""
+    root = _root_fs()
+    log = tmp_path_factory.mktemp("nspawn") / "console.log"
+    prefix = Path(sys.base_prefix).resolve()
+    argv = [
+        "systemd-nspawn", "--quiet", "-D", str(root), "--boot", "--volatile=overlay",
+        "--register=no", "--private-network", "--keep-unit",
+        f"--machine=coursehub-{uuid.uuid4().hex[:6]}",
+        f"--bind-ro={REPO}", f"--bind-ro={prefix}",
+    ]  # fmt: skip
+    with open(log, "w") as console:
+        nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=console)
+    try:
+        box = Container(_leader(nspawn.pid, time.monotonic() + 30))
+        assert _booted(box, time.monotonic() + 90), log.read_text()[-2000:]
+        yield box
+    finally:
+        nspawn.terminate()  # an orderly power-off of the container
+        try:
+            nspawn.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            nspawn.kill()
+            nspawn.wait()
+
+
+FETCH = """
+import json, ssl, sys, time, urllib.error, urllib.request
+ctx = ssl._create_unverified_context()
+for _ in range(120):
+    try:
+        with urllib.request.urlopen("https://127.0.0.1:443" + sys.argv[1], context=ctx) as r:
+            print(r.status, r.read().decode()[:200]); break
+    except urllib.error.HTTPError as e:
+        if e.code not in (404, 502, 503) or _ == 119:
+            print(e.code, ""); break
+        time.sleep(0.5)
+    except OSError:
+        time.sleep(0.5)
+else:
+    print("no answer")
+"""
+
+
+def test_deploy_in_a_booted_debian_starts_the_hub_and_the_course_app(container):
+    python = REPO / ".venv/bin/python"
+    deploy = f"cd / && {python} -m coursehub deploy --proxy {PROXY} --hostname hub.test"
+    # Debian's installer names the host in /etc/hosts; JupyterHub reaches its proxy by that
+    # name (bind_url "https://:443"), and debootstrap's root has no such line.
+    container.sh('echo "127.0.1.1 $(hostname)" >> /etc/hosts')
+    first = container.sh(deploy)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "coursehub doctor:" in first.stdout
+    second = container.sh(f"{deploy} --dry-run")
+    assert second.stdout.startswith("nothing to change"), second.stdout
+
+    start = container.sh(
+        "systemd-tmpfiles --create /etc/tmpfiles.d/coursehub.conf && "
+        "systemctl daemon-reload && systemctl enable --now coursehub-hub coursehub-web "
+        "coursehub-usage-ingest.timer coursehub-material-update.timer coursehub-backup.timer"
+    )
+    assert start.returncode == 0, start.stderr
+    hub = container.sh(f"{python} -c '{FETCH}' /hub/api/", timeout=120)
+    status = container.sh(
+        "journalctl --no-pager -o cat -n 80 -u coursehub-hub -u coursehub-web"
+    ).stdout
+    assert hub.stdout.startswith("200 "), hub.stdout + hub.stderr + status
+    assert '"version"' in hub.stdout
+    app = container.sh(f"{python} -c '{FETCH}' /services/coursehub/", timeout=120)
+    assert app.stdout.split()[0] in ("200", "302"), app.stdout + status
+    active = container.sh("systemctl is-active coursehub-hub coursehub-web coursehub-backup.timer")
+    assert active.stdout.split() == ["active"] * 3, active.stdout
+
+
+START = """
+import json, os, sys, time, urllib.request
+api, user = "http://127.0.0.1:8081/hub/api", sys.argv[1]
+headers = {"Authorization": "token " + os.environ["COURSEHUB_SERVICE_TOKEN"]}
+def call(method, path):
+    request = urllib.request.Request(api + path, method=method, headers=headers)
+    with urllib.request.urlopen(request) as answer:
+        body = answer.read().decode()
+        return json.loads(body) if body else {}
+call("POST", "/users/" + user + "/server")
+for _ in range(240):
+    server = call("GET", "/users/" + user).get("servers", {}).get("", {})
+    if server.get("ready"):
+        break
+    time.sleep(0.5)
+print(json.dumps(server))
+"""
+
+#: The install's settings, as its units read them (EnvironmentFile=).
+SETTINGS = "set -a; . /etc/coursehub/coursehub.env; . /etc/coursehub/secrets.env; set +a; "
+
+
+def test_a_students_server_runs_as_the_student_in_its_own_unit_with_the_course_limits(
+    container,
+):
+    python = REPO / ".venv/bin/python"
+    coursehub = f"{SETTINGS}cd / && {python} -m coursehub"
+    # the first test deployed and started the hub; the demo catalog's course, small profile
+    seed = container.sh(
+        f"{coursehub} db seed && {coursehub} course profile mlmeca-2025 "
+        f"--profile small && {coursehub} accounts sync"
+    )
+    assert seed.returncode == 0, seed.stdout + seed.stderr
+    assert "create p2500001 (locked password, home 0700)" in seed.stdout
+    # the test's interpreter is bound below /root: students must reach it
+    container.sh("chmod 0711 /root")
+    sync = container.sh(
+        f"{coursehub} hub sync --hub-url http://127.0.0.1:8081/hub/api "
+        "--token-env COURSEHUB_SERVICE_TOKEN"
+    )
+    started = container.sh(f"{SETTINGS}{python} -c '{START}' p2500001", timeout=150)
+    journal = container.sh("journalctl --no-pager -o cat -n 40 -u 'jupyter-*'").stdout
+    assert '"ready": true' in started.stdout, (
+        sync.stdout + started.stdout + started.stderr + journal
+    )
+    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    shown = container.sh(f"systemctl show {unit} -p User -p CPUQuotaPerSecUSec -p MemoryMax")
+    properties = dict(line.split("=", 1) for line in shown.stdout.split())
+    uid = container.sh("id -u p2500001").stdout.strip()
+    assert properties == {
+        "User": uid,  # SystemdSpawner gives the unit the account's uid
+        "CPUQuotaPerSecUSec": "1s",  # the course's profile "small": 1 CPU, 2G
+        "MemoryMax": str(2 * 1024**3),
+    }
+    main = container.sh(f"systemctl show {unit} -p MainPID --value").stdout.strip()
+    owner = container.sh(f"stat -c %U /proc/{main}").stdout.strip()
+    assert owner == "p2500001"
+
+
+def test_the_backup_and_usage_services_of_the_timers_run_to_success(container):
+    # after the tests above: a hub with a running server, a seeded catalog. Not the
+    # material update: the demo course's repository (gitlab.example.org) is out of reach.
+    run = container.sh(
+        "systemctl start coursehub-backup.service coursehub-usage-ingest.service", timeout=300
+    )
+    journal = container.sh("journalctl --no-pager -o cat -n 30 -u 'coursehub-*'").stdout
+    assert run.returncode == 0, run.stderr + journal
+    shown = container.sh(
+        "systemctl show -p Result --value coursehub-backup.service coursehub-usage-ingest.service"
+    )
+    assert shown.stdout.split() == ["success"] * 2, journal
+    archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
+    assert len(archives) == 1 and archives[0].endswith(".tar.gz"), archives
