@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
@@ -230,3 +231,12 @@ def test_the_students_gitconfig_lists_each_published_repository(tmp_path):
         "\tdirectory = /srv/m/published/a.git",
         "\tdirectory = /srv/m/published/b.git",
     ]
+
+
+def test_git_missing_or_a_missing_folder_is_one_line_naming_it(tmp_path):
+    from coursehub.material.gitcmd import GitCommandError, run_git
+
+    with pytest.raises(GitCommandError, match=r"git is not installed \(Debian package git\)"):
+        run_git(["fetch", "origin"], {"PATH": str(tmp_path)})
+    with pytest.raises(GitCommandError, match=f"folder {tmp_path / 'gone'} does not exist"):
+        run_git(["status"], {"PATH": os.defpath}, cwd=tmp_path / "gone")

@@ -112,8 +112,11 @@ def run_git(
     Raises
     ------
     GitCommandError
-        If git exits non-zero (with ``check``) or runs past ``timeout`` seconds.
+        If git exits non-zero (with ``check``), runs past ``timeout`` seconds,
+        is not installed on ``env``'s ``PATH``, or ``cwd`` does not exist.
     """
+    if cwd is not None and not Path(cwd).is_dir():
+        raise GitCommandError(args, f"folder {cwd} does not exist", -1)
     try:
         done = subprocess.run(
             ["git", *args],
@@ -128,6 +131,11 @@ def run_git(
         )
     except subprocess.TimeoutExpired:
         raise GitCommandError(args, f"timed out after {timeout:g} s", -1) from None
+    except FileNotFoundError:
+        where = env.get("PATH", os.defpath)
+        raise GitCommandError(
+            args, f"git is not installed (Debian package git) or not on PATH ({where})", 127
+        ) from None
     stderr = redact(done.stderr, secrets)
     if check and done.returncode != 0:
         raise GitCommandError(args, stderr, done.returncode)
