@@ -29,6 +29,12 @@ What a submission leaves behind, and what is rebuilt for the next one:
   in its own PID namespace, so that every process the kernel left is killed
   when it ends (pid_namespaces(7)); its private folder (working copy, home,
   ``TMPDIR``) is removed, and any left by a failed start too;
+- with ``$COURSEHUB_GRADING_FORK_SERVER`` true (the default) that kernel is
+  forked from the worker's kernel fork server, which imported numpy and
+  torch once (:mod:`coursehub.grading.sandbox.forkclient`; what a forked
+  kernel inherits, and what the server removes after it, is in
+  :mod:`coursehub.grading.sandbox.forkserver`), instead of a new
+  interpreter in a PID namespace of its own;
 - nbgrader's application, its subapplication, their configuration (the
   course's ``nbgrader_config.py`` is read again) and logging are rebuilt:
   ``NbGrader.reset`` (nbgrader's own, for running apps in one process) then
