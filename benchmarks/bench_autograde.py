@@ -36,13 +36,16 @@ CPU utilisation of the jobs (their CPU seconds over wall-clock x CPU budget)
 and of the whole host (``/proc/stat``, other users included), the share
 of CPU time the hypervisor gave to other machines (steal), the jobs' CPU
 seconds per submission (more in parallel: the two jobs slow each other), and whether
-every run gave the serial run's scores.
+every run gave the first variant's scores.
 
 Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60`` (3 repeats
 by default; with ``--repeats 1`` it warns and prints no interval;
-about 25 minutes a repeat on 2 CPUs;
-target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers:
-overhead at most 1 s a submission, batch within 1.3 x the CPU limit).
+about 25 minutes a repeat of ``serial,parallel,worker`` on 2 CPUs;
+target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers
+(``fork``, the default path): overhead at most 1 s a submission, batch within
+1.3 x the CPU limit). The CPU limit assumes the whole CPU budget is the
+batch's: on a machine that others use meanwhile (host CPU use near 100 %
+while the jobs' own stays well below) the ratio measures the sharing too.
 """
 
 from __future__ import annotations

@@ -220,6 +220,9 @@ def test_a_killed_worker_scores_only_its_submission_0_and_the_rest_are_graded(
     }
     assert "student b2: nbgrader failed" in outcomes["b2"].message
     assert len(worker_logs(layout)) == 2  # b3 was graded by a fresh worker
+    # the killed worker's kernel fork server ended with it (nothing of the sandbox account runs)
+    left = subprocess.run(["pgrep", "-u", sandbox_user], capture_output=True, text=True)
+    assert left.stdout == ""
 
 
 PEEK = """\
