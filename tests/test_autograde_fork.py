@@ -120,3 +120,24 @@ def test_a_forked_kernel_finds_nothing_the_previous_submission_left(
     left = subprocess.run(["pgrep", "-u", sandbox_user, "-f", "sleep 600"], capture_output=True)
     assert left.stdout == b""
     assert not Path("/tmp/planted.txt").exists() and not Path("/dev/shm/planted.txt").exists()
+
+
+def test_a_server_that_cannot_start_is_not_tried_again_for_the_same_course(monkeypatch):
+    from coursehub.errors import CoursehubError
+    from coursehub.grading.sandbox import forkclient
+
+    tries = []
+
+    def refuse(*args):
+        tries.append(args)
+        raise CoursehubError("the kernel fork server did not start: 2 threads")
+
+    monkeypatch.setattr(forkclient, "ForkServer", refuse)
+    monkeypatch.setattr(forkclient, "_FAILED", {})
+    for _ in range(2):
+        with pytest.raises(CoursehubError, match="2 threads"):
+            forkclient.fork_server(["/srv/courses"], "grader", "userns")
+    assert len(tries) == 1
+    with pytest.raises(CoursehubError):
+        forkclient.fork_server(["/srv/other"], "grader", "userns")
+    assert len(tries) == 2

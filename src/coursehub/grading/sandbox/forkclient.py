@@ -256,6 +256,8 @@ class ForkServer:
 
 #: This worker's fork server (one at a time; see :func:`fork_server`).
 _SERVER: list[ForkServer] = []
+#: Why a server could not start, by (hidden folders, account, mode): not tried again.
+_FAILED: dict[tuple[Any, ...], str] = {}
 
 
 def fork_server(hidden: Sequence[str], account_name: str, mode: str) -> ForkServer:
@@ -263,12 +265,24 @@ def fork_server(hidden: Sequence[str], account_name: str, mode: str) -> ForkServ
 
     Started at the first call, kept while the same course's kernels ask for
     it; a server that ended (or of another course) is replaced.
+
+    Raises
+    ------
+    CoursehubError
+        If it cannot start (then, and for every later call with the same
+        folders, account and mode: the kernels start as without it).
     """
     key = (tuple(hidden), account_name, mode)
+    if key in _FAILED:
+        raise CoursehubError(_FAILED[key])
     if _SERVER and (_SERVER[0].key != key or not _SERVER[0].alive()):
         close_fork_server()
     if not _SERVER:
-        _SERVER.append(ForkServer(hidden, account_name, mode))
+        try:
+            _SERVER.append(ForkServer(hidden, account_name, mode))
+        except CoursehubError as exc:
+            _FAILED[key] = str(exc)
+            raise
     return _SERVER[0]
 
 
