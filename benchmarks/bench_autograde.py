@@ -17,7 +17,13 @@ each with ``--force`` (``--threads`` each, 2 GiB memory limit):
 - ``parallel``: one runner job per submission, ``--parallel N`` (default:
   all that the runner's CPU slots hold);
 - ``worker``: one long-lived grading worker per slot, ``--parallel N``
-  (:mod:`coursehub.grading.autograde.pool`).
+  (:mod:`coursehub.grading.autograde.pool`), each kernel a new interpreter
+  (``COURSEHUB_GRADING_FORK_SERVER=false``);
+- ``fork``: the same workers, each kernel forked from the worker's kernel
+  fork server, which imported numpy and torch once
+  (:mod:`coursehub.grading.sandbox.forkserver`).
+
+The default variants are ``worker,fork``.
 
 Printed per run and as medians with a 95 % bootstrap interval
 (:func:`coursehub.bench.stats.bootstrap_median_interval`): the batch's
@@ -30,13 +36,24 @@ CPU utilisation of the jobs (their CPU seconds over wall-clock x CPU budget)
 and of the whole host (``/proc/stat``, other users included), the share
 of CPU time the hypervisor gave to other machines (steal), the jobs' CPU
 seconds per submission (more in parallel: the two jobs slow each other), and whether
-every run gave the serial run's scores.
+every run gave the first variant's scores.
 
 Run: ``.venv/bin/python benchmarks/bench_autograde.py --students 60`` (3 repeats
 by default; with ``--repeats 1`` it warns and prints no interval;
-about 25 minutes a repeat on 2 CPUs;
-target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers:
-overhead at most 1 s a submission, batch within 1.3 x the CPU limit).
+about 25 minutes a repeat of ``serial,parallel,worker`` on 2 CPUs;
+target: speed-up >= 1.7 on 2 cores, >= 0.8 x cores on a larger machine; workers
+(``fork``, the default path): overhead at most 1 s a submission, batch within
+1.3 x the CPU limit). The CPU limit assumes the whole CPU budget is the
+batch's: on a machine that others use meanwhile (host CPU use near 100 %
+while the jobs' own stays well below) the ratio measures the sharing too.
+
+Measured (``--students 60 --repeats 2``, default variants, 2 cores shared with
+other work: host CPU use 92-100 %): worker 466 s [355, 577], 4.32x the CPU
+limit, overhead 9.05 s [6.98, 11.1] a submission; fork 240 s [148, 332],
+2.21x [1.48, 2.93], overhead 2.18 s [1.45, 2.91]; jobs' CPU seconds a
+submission 8.1-8.2 (worker) and 4.3-4.8 (fork), for 3.3-3.8 of training;
+same scores. The quietest repeat (jobs at 86 % of the cores) gave fork
+1.48x and 1.45 s: the targets are not met yet.
 """
 
 from __future__ import annotations
@@ -65,6 +82,7 @@ from coursehub.grading.autograde.batch import autograde_assignment
 from coursehub.grading.autograde.job import AutogradeLimits
 from coursehub.grading.exchange import fetch_assignment, submit_assignment
 from coursehub.grading.layout import CourseLayout, ensure_course, make_layout
+from coursehub.grading.sandbox.forkclient import FORK_VAR
 from coursehub.runner.local import LocalBackend
 from coursehub.runner.slots import SlotPool, default_cpu_budget
 
@@ -201,9 +219,14 @@ def one_run(
     parallel: int,
     threads: int,
     worker: bool = False,
+    fork: bool = False,
 ) -> RunFigures:
-    """Autograde every submission with ``--force``, ``parallel`` at once, in workers or not."""
+    """Autograde every submission with ``--force``, ``parallel`` at once, in workers or not.
+
+    ``fork``: the workers fork each kernel from their fork server.
+    """
     budget = default_cpu_budget()
+    os.environ[FORK_VAR] = "true" if fork else "false"
     for old in (layout.reports_dir / "logs").glob("autograde-*.json"):
         old.unlink()
     backend = LocalBackend(root / "runs", SlotPool(root / "slots", budget), use_cgroups=False)
@@ -228,8 +251,13 @@ def one_run(
     )
 
 
-#: The variants: (name, --parallel of 1 or not, workers).
-VARIANTS = {"serial": (True, False), "parallel": (False, False), "worker": (False, True)}
+#: The variants: name -> (--parallel of 1 or not, workers, fork server).
+VARIANTS = {
+    "serial": (True, False, False),
+    "parallel": (False, False, False),
+    "worker": (False, True, False),
+    "fork": (False, True, True),
+}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -245,9 +273,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="rounds of the variants (default 3; 2 or more for an interval)",
     )
     parser.add_argument("--steps", type=int, default=1000, help="optimiser steps (~5 s)")
-    parser.add_argument(
-        "--variants", default="serial,parallel,worker", help="comma-separated, run in turn"
-    )
+    parser.add_argument("--variants", default="worker,fork", help="comma-separated, run in turn")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
@@ -283,10 +309,9 @@ def main() -> None:
         )
         for repeat in range(args.repeats):
             for name in variants:  # interleaved: a drift of the machine touches each alike
-                serial, worker = VARIANTS[name]
-                run = one_run(
-                    layout, root, students, 1 if serial else parallel, args.threads, worker
-                )
+                serial, worker, fork = VARIANTS[name]
+                width = 1 if serial else parallel
+                run = one_run(layout, root, students, width, args.threads, worker, fork)
                 runs[name].append(run)
                 print(
                     f"repeat {repeat} {name}: batch {run.wall_s:.1f} s, CPU limit "
@@ -321,14 +346,14 @@ def summarise(runs: dict[str, list[RunFigures]], parallel: int) -> None:
         print(describe_median("speed-up (serial / parallel)", speedups, "x"))
     same = all(r.scores == reference for figures in runs.values() for r in figures)
     print(f"every run gave the same scores: {same}")
-    if "worker" in runs:
-        worker = runs["worker"]
-        overhead = statistics.median(r.overhead_s for r in worker)
-        ratio = statistics.median(r.wall_s / r.cpu_limit_s for r in worker)
-        print(
-            f"target worker overhead <= 1 s: {overhead <= 1.0}; batch <= 1.3 x CPU limit: "
-            f"{ratio <= 1.3}"
-        )
+    for name in ("worker", "fork"):
+        if name in runs:
+            overhead = statistics.median(r.overhead_s for r in runs[name])
+            ratio = statistics.median(r.wall_s / r.cpu_limit_s for r in runs[name])
+            print(
+                f"target {name}: overhead <= 1 s: {overhead <= 1.0}; batch <= 1.3 x CPU limit: "
+                f"{ratio <= 1.3}"
+            )
 
 
 if __name__ == "__main__":

@@ -98,7 +98,10 @@ def worker_logs(layout):
     return sorted(p.name for p in (layout.reports_dir / "logs").glob("autograde-worker*.log"))
 
 
-def test_workers_give_the_plain_paths_outcomes_hostile_and_looping_included(sandbox_user, tmp_path):
+def test_workers_give_the_plain_paths_outcomes_hostile_and_looping_included(
+    sandbox_user, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("COURSEHUB_GRADING_FORK_SERVER", "true")
     layout = new_course(tmp_path, "phys-2025", execute_timeout_s=600)  # the limit must stop it
     hostile = HOSTILE.format(gradebook=str(layout.course_dir / "gradebook.db"))
     answer(layout, tmp_path, "aaron", "    while True:  # never ends\n        pass")
@@ -115,6 +118,9 @@ def test_workers_give_the_plain_paths_outcomes_hostile_and_looping_included(sand
         layout, PS, roster, limits, backend(tmp_path), worker=True, force=True
     )
     assert worker_logs(layout) != []  # the second batch ran in workers
+    # and their kernels were forked from the workers' fork servers (the default)
+    assert "forked" in job_log_path(layout, PS, "alice").read_text()
+    assert "forked" in job_log_path(layout, PS, "mallory").read_text()
     assert (
         outcomes_by(pooled)
         == outcomes_by(plain)
@@ -214,6 +220,9 @@ def test_a_killed_worker_scores_only_its_submission_0_and_the_rest_are_graded(
     }
     assert "student b2: nbgrader failed" in outcomes["b2"].message
     assert len(worker_logs(layout)) == 2  # b3 was graded by a fresh worker
+    # the killed worker's kernel fork server ended with it (nothing of the sandbox account runs)
+    left = subprocess.run(["pgrep", "-u", sandbox_user], capture_output=True, text=True)
+    assert left.stdout == ""
 
 
 PEEK = """\

@@ -265,10 +265,17 @@ def test_a_table_row_without_its_command_is_refused():
         build_parser((("hub sync", lambda commands: None),))
 
 
+#: Modules that import third-party names read from a setting (coursehub's own refused there):
+#: the kernel fork server's ``COURSEHUB_GRADING_PRELOAD``.
+IMPORTS_BY_SETTING = {"coursehub.grading.sandbox.forkserver"}
+
+
 def test_no_coursehub_module_is_imported_by_a_string():
     """``importlib.import_module``/``__import__`` of our own names hides an arrow from this test."""
     wrong = []
     for module, path in MODULES.items():
+        if module in IMPORTS_BY_SETTING:
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
                 continue

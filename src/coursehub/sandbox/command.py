@@ -88,6 +88,11 @@ class SandboxPlan:
         formgrader) the namespace shell execs the job, so the job
         gets the caller's signals itself; it still sees other processes,
         not what they hold (another uid).
+    private
+        ``(folder, target)`` pairs: ``folder`` bind-mounted over ``target``
+        last of all (a private ``/tmp`` and ``/dev/shm`` of a kernel fork
+        server, :mod:`coursehub.grading.sandbox.forkclient`); the folders
+        must lie outside every target.
     """
 
     mode: str
@@ -98,6 +103,7 @@ class SandboxPlan:
     network: bool = False
     stage_dir: str = ""
     pid_namespace: bool = True
+    private: tuple[tuple[str, str], ...] = ()
 
 
 #: The shell that runs as root inside the new namespaces, before the account switch:
@@ -126,6 +132,12 @@ _NAMESPACE_SCRIPT = (
     'mount --bind /dev/null "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
     'umask "$u"; '
+)
+#: The optional step before the last: bind each private folder over its target.
+_PRIVATE_SCRIPT = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'mount --bind "$1" "$2" || exit 125; '
+    "shift 2; n=$((n-1)); done; "
 )
 #: The script's last step: run the job as a child of ``sh`` (PID 1 of a new PID namespace).
 _RUN_CHILD = '"$@"'
@@ -183,7 +195,10 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
     unshare.append("--mount")
     if plan.pid_namespace:
         unshare += ["--pid", "--fork", "--kill-child", "--mount-proc"]
-    script = _NAMESPACE_SCRIPT + (_RUN_CHILD if plan.pid_namespace else _RUN_EXEC)
+    script = _NAMESPACE_SCRIPT + (_PRIVATE_SCRIPT if plan.private else "")
+    script += _RUN_CHILD if plan.pid_namespace else _RUN_EXEC
+    private = [str(len(plan.private))] if plan.private else []
+    private += [item for pair in plan.private for item in pair]
     exposed = [path for exposure in plan.exposures for path in exposure.paths]
     writable = {path for exposure in plan.exposures for path in exposure.writable}
     moves = [item for path in exposed for item in ("rw" if path in writable else "ro", path)]
@@ -206,6 +221,7 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
         *plan.hidden,
         str(len(plan.devices)),
         *plan.devices,
+        *private,
         *drop,
         "--",
         *cmd,

@@ -79,6 +79,7 @@ def make_plan(
     mode: str | None = None,
     pid_namespace: bool = True,
     writable: Iterable[str | Path] = (),
+    private: Iterable[tuple[str, str]] = (),
 ) -> SandboxPlan:
     """Return the sandbox plan of one job on this host.
 
@@ -108,6 +109,9 @@ def make_plan(
     writable
         Folders the job writes in place (a formgrader's course directory):
         never hidden, exposed writable where the account cannot enter them.
+    private
+        ``(folder, target)`` pairs bound over their targets
+        (:attr:`~coursehub.sandbox.command.SandboxPlan.private`).
 
     Raises
     ------
@@ -132,4 +136,5 @@ def make_plan(
         network=network,
         stage_dir=str(stage_dir) if exposures else "",
         pid_namespace=pid_namespace,
+        private=tuple((str(a), str(b)) for a, b in private) if mode in ("root", "userns") else (),
     )

@@ -128,6 +128,17 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "coursehub.grading.sandbox.kernel:SandboxKernelManager",
     ),
     ProcessRow(
+        "kernel fork server (one per grading worker; forks each submission's kernel)",
+        "coursehub.grading.sandbox.forkclient:fork_server",
+        "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace "
+        "otherwise; non-dumpable, never runs a student's code",
+        "the installation, read-only; the forked kernels' private copies",
+        "its private /tmp and /dev/shm (emptied after each kernel, with every leftover "
+        "process killed)",
+        "no (own network namespace)",
+        "coursehub.grading.sandbox.forkclient:ForkServer",
+    ),
+    ProcessRow(
         "course book build (Jupyter Book, a runner job)",
         "coursehub.books.build:build_book",
         "the sandbox account as root; the caller in a user namespace otherwise",

@@ -34,7 +34,7 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
-from traitlets import List, Unicode
+from traitlets import Bool, List, Unicode
 from traitlets.config import Config
 
 from coursehub.errors import CoursehubError
@@ -55,10 +55,16 @@ class SandboxKernelManager(AsyncKernelManager):
     grader_user = Unicode(
         "", help="Unix account running the kernel as root (default: $COURSEHUB_GRADER_USER)."
     ).tag(config=True)
+    fork_server = Bool(
+        False,
+        help="Fork the kernel from this process's kernel fork server "
+        "(coursehub.grading.sandbox.forkclient; grading workers only).",
+    ).tag(config=True)
 
     _job_dir: Path | None = None
     _mode = "none"
     _account: SandboxAccount | None = None
+    _fork: Any = None
 
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
         self._mode = sandbox_mode()
@@ -68,7 +74,8 @@ class SandboxKernelManager(AsyncKernelManager):
                 "student's kernel: autograde from the course page (coursehub grading autograde)"
             )
         self._account = sandbox_account(self._mode, self.grader_user)
-        self._job_dir = make_job_dir()
+        self._fork = self._fork_server()
+        self._job_dir = make_job_dir() if self._fork is None else self._fork.job_dir()
         self.connection_file = str(self._job_dir / "kernel.json")
         if self._mode in ("root", "userns"):
             self.transport = "ipc"
@@ -103,6 +110,17 @@ class SandboxKernelManager(AsyncKernelManager):
         kw["env"], kw["cwd"] = env, str(work)
         if self._mode in ("root", "userns"):  # no parent poller: see plan_sandbox_command
             kw["independent"] = True
+        if self._fork is not None and forkable(kernel_cmd):
+            try:
+                process = self._fork.start_kernel(self.connection_file, str(work), env)
+            except CoursehubError as exc:
+                self.log.warning("%s; starting the kernel without it", exc)
+            else:
+                self.log.info("sandboxed kernel (%s, forked) in %s", self._mode, work)
+                provisioner: Any = self.provisioner
+                provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
+                self._reconcile_connection_info(provisioner.connection_info)
+                return
         plan: SandboxPlan = make_plan(
             self.hidden,
             keep=[job],
@@ -113,6 +131,20 @@ class SandboxKernelManager(AsyncKernelManager):
         cmd = plan_sandbox_command(kernel_cmd, plan)
         self.log.info("sandboxed kernel (%s) in %s", self._mode, work)
         await super()._async_launch_kernel(cmd, **kw)
+
+    def _fork_server(self) -> Any:
+        """Return this worker's fork server if asked for and usable here, else None."""
+        if not self.fork_server or self._mode not in ("root", "userns"):
+            return None
+        from coursehub.grading.sandbox.forkclient import close_fork_server, fork_server
+
+        name = self._account.name if self._account else ""
+        try:
+            return fork_server(self.hidden, name, self._mode)
+        except (CoursehubError, OSError) as exc:
+            self.log.warning("no kernel fork server (%s); kernels start as usual", exc)
+            close_fork_server()
+            return None
 
     async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
         """Start the kernel; remove its private folder if it does not start."""
@@ -130,6 +162,15 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         self._remove_job_dir()
+
+
+def forkable(kernel_cmd: list[str]) -> bool:
+    """Whether ``kernel_cmd`` is this interpreter's ipykernel (what a fork server can stand for)."""
+    return (
+        len(kernel_cmd) >= 3
+        and os.path.realpath(kernel_cmd[0]) == os.path.realpath(sys.executable)
+        and kernel_cmd[1:3] == ["-m", "ipykernel_launcher"]
+    )
 
 
 class SandboxExecute(Execute):

@@ -29,6 +29,12 @@ What a submission leaves behind, and what is rebuilt for the next one:
   in its own PID namespace, so that every process the kernel left is killed
   when it ends (pid_namespaces(7)); its private folder (working copy, home,
   ``TMPDIR``) is removed, and any left by a failed start too;
+- with ``$COURSEHUB_GRADING_FORK_SERVER`` true (the default) that kernel is
+  forked from the worker's kernel fork server, which imported numpy and
+  torch once (:mod:`coursehub.grading.sandbox.forkclient`; what a forked
+  kernel inherits, and what the server removes after it, is in
+  :mod:`coursehub.grading.sandbox.forkserver`), instead of a new
+  interpreter in a PID namespace of its own;
 - nbgrader's application, its subapplication, their configuration (the
   course's ``nbgrader_config.py`` is read again) and logging are rebuilt:
   ``NbGrader.reset`` (nbgrader's own, for running apps in one process) then
@@ -128,8 +134,12 @@ def output_to(log_path: str) -> Iterator[None]:
             os.close(fd)
 
 
-def run_nbgrader(argv: Sequence[str]) -> int:
-    """Run one nbgrader command line in this process; return the one-shot job's exit status."""
+def run_nbgrader(argv: Sequence[str], fork: bool = False) -> int:
+    """Run one nbgrader command line in this process; return the one-shot job's exit status.
+
+    ``fork``: the kernel is forked from this worker's kernel fork server
+    (:mod:`coursehub.grading.sandbox.forkclient`).
+    """
     import traceback
 
     from jupyter_core.application import NoStart
@@ -138,7 +148,9 @@ def run_nbgrader(argv: Sequence[str]) -> int:
     from coursehub.grading.sandbox.kernel import sandbox_config
 
     NbGraderApp.clear_instance()
-    app = NbGraderApp.instance(config=sandbox_config())
+    config = sandbox_config()
+    config.SandboxKernelManager.fork_server = fork
+    app = NbGraderApp.instance(config=config)
     try:
         app.initialize(list(argv))
         app.start()
@@ -160,7 +172,8 @@ def run_nbgrader(argv: Sequence[str]) -> int:
 class Worker:
     """The state a worker puts back after every submission (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fork: bool = False) -> None:
+        self.fork = fork
         self.environ = dict(os.environ)
         self.path = list(sys.path)
         self.cwd = os.getcwd()
@@ -178,7 +191,7 @@ class Worker:
         before = oom_kills()
         try:
             with output_to(str(request["log"])):
-                code = run_nbgrader([str(a) for a in request["argv"]])
+                code = run_nbgrader([str(a) for a in request["argv"]], self.fork)
         finally:
             self.restore()
             remove_own_job_dirs()
@@ -209,17 +222,22 @@ def serve(requests_path: str, replies_path: str) -> None:
     """Answer every request line of ``requests_path`` on ``replies_path`` until end of file."""
     import nbgrader.apps.nbgraderapp  # noqa: F401  (paid once: the reason for a worker)
 
-    worker = Worker()
-    with (
-        open(requests_path, encoding="utf-8") as requests,
-        open(replies_path, "w", encoding="utf-8") as replies,
-    ):
-        for line in requests:
-            if not line.strip():
-                continue
-            reply = worker.grade(json.loads(line))
-            replies.write(json.dumps(reply) + "\n")
-            replies.flush()
+    from coursehub.grading.sandbox.forkclient import close_fork_server, fork_wanted
+
+    worker = Worker(fork=fork_wanted())
+    try:
+        with (
+            open(requests_path, encoding="utf-8") as requests,
+            open(replies_path, "w", encoding="utf-8") as replies,
+        ):
+            for line in requests:
+                if not line.strip():
+                    continue
+                reply = worker.grade(json.loads(line))
+                replies.write(json.dumps(reply) + "\n")
+                replies.flush()
+    finally:
+        close_fork_server()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,143 @@
+"""Kernels forked from a grading worker's fork server: fresh, sandboxed, and graded as before.
+
+The fork server (:mod:`coursehub.grading.sandbox.forkserver`) imports numpy
+and torch once; each submission's kernel is forked from it. A submission
+must find nothing another one left: a file in ``/tmp`` or ``/dev/shm``, an
+attribute of a preloaded module or of another one, a global variable, a
+process left running.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from coursehub.errors import UsageError
+from coursehub.grading.assignments import collect
+from coursehub.grading.autograde.batch import autograde_assignment
+from coursehub.grading.autograde.job import AutogradeLimits, job_log_path
+from coursehub.grading.sandbox.forkclient import FORK_VAR, fork_wanted
+from coursehub.grading.sandbox.kernel import forkable
+from coursehub.sandbox.command import SandboxPlan, plan_sandbox_command
+from test_autograde_worker import backend, outcomes_by, printed, worker_logs
+from test_grading_e2e import CORRECT, PS, answer, new_course
+
+#: The first submission plants what the next one must not find.
+PLANT = """\
+import json, os, pathlib, subprocess
+import numpy
+pathlib.Path('/tmp/planted.txt').write_text('x')
+pathlib.Path('/dev/shm/planted.txt').write_text('x')
+numpy.PLANTED = 1
+json.PLANTED = 1
+globals()['PLANTED_VAR'] = 1
+subprocess.Popen(['sleep', '600'], start_new_session=True)
+print('PLANTED', os.getpid())
+"""
+#: The next one looks for it (and says whether torch was there before it imported it).
+LOOK = """\
+import json, os, pathlib, sys
+preloaded = 'torch' in sys.modules
+import numpy
+sleepers = []
+for entry in os.listdir('/proc'):
+    try:
+        if entry.isdigit() and b'sleep' in open('/proc/%s/cmdline' % entry, 'rb').read():
+            sleepers.append(entry)
+    except OSError:
+        pass
+found = {
+    'tmp': pathlib.Path('/tmp/planted.txt').exists(),
+    'shm': pathlib.Path('/dev/shm/planted.txt').exists(),
+    'numpy': hasattr(numpy, 'PLANTED'),
+    'module': hasattr(json, 'PLANTED'),
+    'variable': 'PLANTED_VAR' in globals(),
+    'sleepers': sleepers,
+    'preloaded': preloaded,
+}
+print('FOUND' + json.dumps(found, sort_keys=True))
+"""
+
+
+def test_the_setting_reads_true_and_false_and_refuses_the_rest():
+    assert fork_wanted({}) is True
+    assert fork_wanted({FORK_VAR: "false"}) is False
+    assert fork_wanted({FORK_VAR: " Yes "}) is True
+    with pytest.raises(UsageError):
+        fork_wanted({FORK_VAR: "maybe"})
+
+
+def test_only_this_interpreters_ipykernel_is_forked():
+    assert forkable([sys.executable, "-m", "ipykernel_launcher", "-f", "k.json"])
+    assert not forkable(["/usr/bin/R", "--slave", "-e", "IRkernel::main()"])
+    assert not forkable([sys.executable, "-m", "other_kernel", "-f", "k.json"])
+
+
+def test_private_folders_are_bound_last_and_only_when_asked():
+    plain = plan_sandbox_command(["k"], SandboxPlan("userns"))
+    private = plan_sandbox_command(["k"], SandboxPlan("userns", private=(("/f/tmp", "/tmp"),)))
+    assert 'mount --bind "$1" "$2"' not in " ".join(plain)
+    assert 'mount --bind "$1" "$2"' in " ".join(private)
+    # after the devices' count: the pairs, then the account switch and the command
+    assert private[-10:] == ["0", "1", "/f/tmp", "/tmp", *plain[-6:]]
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_a_forked_kernel_finds_nothing_the_previous_submission_left(
+    sandbox_user, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(FORK_VAR, "true")
+    layout = new_course(tmp_path, "phys-2025", execute_timeout_s=60)
+    answer(layout, tmp_path, "f1", textwrap.indent(PLANT, "    ") + CORRECT)
+    answer(layout, tmp_path, "f2", textwrap.indent(LOOK, "    ") + CORRECT)
+    collect(layout, PS)
+    limits = AutogradeLimits(n_threads=1, mem_limit=2 * 2**30, timeout_s=120)
+    outcomes = autograde_assignment(
+        layout, PS, ["f1", "f2"], limits, backend(tmp_path, 1), worker=True, parallel=1
+    )
+    assert outcomes_by(outcomes) == {"f1": ("graded", 4.0), "f2": ("graded", 4.0)}
+    assert worker_logs(layout) == ["autograde-worker0.log"]  # one worker graded both
+    for student in ("f1", "f2"):
+        assert "forked" in job_log_path(layout, PS, student).read_text()
+    assert "PLANTED" in printed(layout, "f1")
+    text = printed(layout, "f2")
+    found = json.loads(text.split("FOUND", 1)[1].splitlines()[0])
+    assert found == {
+        "module": False,
+        "numpy": False,
+        "preloaded": True,
+        "shm": False,
+        "sleepers": [],
+        "tmp": False,
+        "variable": False,
+    }
+    left = subprocess.run(["pgrep", "-u", sandbox_user, "-f", "sleep 600"], capture_output=True)
+    assert left.stdout == b""
+    assert not Path("/tmp/planted.txt").exists() and not Path("/dev/shm/planted.txt").exists()
+
+
+def test_a_server_that_cannot_start_is_not_tried_again_for_the_same_course(monkeypatch):
+    from coursehub.errors import CoursehubError
+    from coursehub.grading.sandbox import forkclient
+
+    tries = []
+
+    def refuse(*args):
+        tries.append(args)
+        raise CoursehubError("the kernel fork server did not start: 2 threads")
+
+    monkeypatch.setattr(forkclient, "ForkServer", refuse)
+    monkeypatch.setattr(forkclient, "_FAILED", {})
+    for _ in range(2):
+        with pytest.raises(CoursehubError, match="2 threads"):
+            forkclient.fork_server(["/srv/courses"], "grader", "userns")
+    assert len(tries) == 1
+    with pytest.raises(CoursehubError):
+        forkclient.fork_server(["/srv/other"], "grader", "userns")
+    assert len(tries) == 2
