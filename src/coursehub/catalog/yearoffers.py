@@ -74,9 +74,9 @@ def plan_year_offer(
     if done:
         why = f"{', '.join(done)} already {'has' if len(done) == 1 else 'have'} it"
     elif following in known:
-        why = f"{following} is archived: an admin restores it first (Administration)"
+        why = f"{following} is archived: an admin restores it first"
     else:
-        why = f"{following} does not exist yet: an admin creates {following} first (Administration)"
+        why = f"{following} does not exist yet: an admin creates {following} first"
     return YearOffer(source, targets, f"no copy of {source} to a later year: {why}")
 
 
