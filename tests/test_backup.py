@@ -286,13 +286,25 @@ def test_a_damaged_archive_is_refused_naming_the_member_and_nothing_is_written(
 def test_a_damaged_gzip_stream_and_a_foreign_archive_are_refused(site, tmp_path, monkeypatch):
     from coursehub.backup.restore import restore_backup
     from coursehub.backup.sources import find_sources
+    from coursehub.backup.verify import verify_archive
 
     archive = tmp_path / "backup.tar.gz"
     assert main(["backup", str(archive), "--hub-dir", str(site.hub_dir)]) == 0
-    data = bytearray(archive.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    whole = archive.read_bytes()
+    variants = {}  # a byte changed anywhere, or the stream cut anywhere
+    for at in (12, 100, 3000, len(whole) // 2, len(whole) - 30, len(whole) - 4):
+        data = bytearray(whole)
+        data[at] ^= 0xFF
+        variants[f"flip-{at}"] = bytes(data)
+    for at in (4000, len(whole) // 2, len(whole) - 8):
+        variants[f"cut-{at}"] = whole[:at]
+    for name, data in variants.items():
+        bad = tmp_path / f"{name}.tar.gz"
+        bad.write_bytes(data)
+        with pytest.raises(CoursehubError, match=r"is damaged|is not a readable tar archive"):
+            verify_archive(bad)
     damaged = tmp_path / "damaged.tar.gz"
-    damaged.write_bytes(bytes(data))
+    damaged.write_bytes(variants[f"flip-{len(whole) // 2}"])
     foreign = tmp_path / "foreign.tar.gz"
     with tarfile.open(foreign, "w:gz") as tar:
         tar.add(site.root / "data" / "lti", arcname="lti")

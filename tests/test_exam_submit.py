@@ -266,3 +266,32 @@ def test_the_commands_name_the_bad_option(catalog, capsys):
     assert status == 2 and err == "coursehub: error: --extra-minutes: must be 0 to 1440, got -5\n"
     status, _, err = run(capsys, catalog, "show", COURSE, "midterm")
     assert status == 2 and "has no exam 'midterm'" in err
+
+
+def test_the_bell_goes_on_past_a_missing_home_and_refuses_one_folder_for_all(
+    catalog, capsys, tmp_path, monkeypatch
+):
+    from coursehub.grading import examcommands
+
+    now = datetime.now(UTC)
+    run(capsys, catalog, "create", COURSE, EXAM, "--duration", "90",
+        "--opens", (now - timedelta(minutes=10)).isoformat(timespec="seconds"),
+        "--hard-end", (now + timedelta(hours=3)).isoformat(timespec="seconds"))  # fmt: skip
+    for student in ("p2500001", "p2500002"):
+        assert run(capsys, catalog, "start", COURSE, EXAM, "--student", student)[0] == 0
+    layout = make_layout(COURSE, tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    write_answer(layout, "p2500002", tmp_path / "homes" / "p2500002", "at the bell")
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return datetime.now(tz) + timedelta(hours=4)
+
+    monkeypatch.setattr(examcommands, "datetime", Later)
+    status, _, err = run(capsys, catalog, "bell", COURSE, EXAM, "--work-dir", "/home/all")
+    assert status == 2 and "--work-dir: '/home/all' has no {student}" in err
+    pattern = str(tmp_path / "homes" / "{student}")
+    status, out, _ = run(capsys, catalog, "bell", COURSE, EXAM, "--work-dir", pattern)
+    assert status == 1, out
+    assert f"p2500001: not submitted: {EXAM} of {COURSE} by p2500001: no work folder" in out
+    assert "p2500002: submitted" in out and "1 submitted, 1 failed" in out

@@ -77,11 +77,27 @@ def members(archive: Path) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
             for info in tar:
                 current = info.name
                 yield tar, info
+            # read on to the end, so that gzip checks its CRC-32 and length
+            # (RFC 1952): a changed byte may otherwise end the tar early
+            while tar.fileobj is not None and tar.fileobj.read(CHUNK):
+                pass
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        if isinstance(exc, OSError) and exc.filename is not None:
+        error = damaged(archive, current, exc)
+        if error is exc:
             raise
-        where = f" at member {current}" if current else ""
-        raise ArchiveError(f"{archive} is damaged{where}: {exc}") from exc
+        raise error from exc
+
+
+def damaged(archive: Path, current: str, exc: BaseException) -> BaseException:
+    """Return the :class:`ArchiveError` for ``exc`` met while reading ``archive`` at member
+    ``current`` ("": before the first); an ``OSError`` naming a file is returned as is."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return exc
+    if isinstance(exc, tarfile.ReadError) and not current:
+        return ArchiveError(f"{archive} is not a readable tar archive: damaged, or not a backup")
+    where = f" at member {current}" if current else ""
+    what = "cut short" if isinstance(exc, EOFError) else str(exc)
+    return ArchiveError(f"{archive} is damaged{where}: {what}")
 
 
 def _read_meta(tar: tarfile.TarFile, info: tarfile.TarInfo, archive: Path) -> bytes:
@@ -116,23 +132,44 @@ def read_archive(archive: Path) -> tuple[Manifest, dict[str, Seen]]:
     header_seen = False
     meta: dict[str, bytes] = {}
     seen: dict[str, Seen] = {}
-    for tar, info in members(archive):
-        if not header_seen:
-            first = _read_meta(tar, info, archive) if info.name == HEADER_NAME else b""
-            check_header(str(archive), info.name, first)
-            header_seen = True
-        elif info.name in (MANIFEST_NAME, MANIFEST_SUM_NAME) and info.name not in meta:
-            meta[info.name] = _read_meta(tar, info, archive)
-        elif info.name in seen or info.name in meta or info.name == HEADER_NAME:
-            raise ArchiveError(f"{archive}: member {info.name} is there twice")
-        else:
-            seen[info.name] = _seen(tar, info, archive)
+    current = ""
+    try:
+        for tar, info in members(archive):
+            current = info.name
+            header_seen = _take(tar, info, archive, header_seen, meta, seen)
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:  # reading a member's data
+        error = damaged(archive, current, exc)
+        if error is exc:
+            raise
+        raise error from exc
     if not header_seen:
         raise ArchiveError(f"{archive} is empty: not a coursehub backup")
     for name in (MANIFEST_NAME, MANIFEST_SUM_NAME):
         if name not in meta:
             raise ArchiveError(f"{archive} is damaged: member {name} is missing (cut short?)")
     return parse_manifest(str(archive), meta[MANIFEST_NAME], meta[MANIFEST_SUM_NAME]), seen
+
+
+def _take(
+    tar: tarfile.TarFile,
+    info: tarfile.TarInfo,
+    archive: Path,
+    header_seen: bool,
+    meta: dict[str, bytes],
+    seen: dict[str, Seen],
+) -> bool:
+    """Read one member into ``meta`` or ``seen``; return whether the header was seen."""
+    if not header_seen:
+        first = _read_meta(tar, info, archive) if info.name == HEADER_NAME else b""
+        check_header(str(archive), info.name, first)
+        header_seen = True
+    elif info.name in (MANIFEST_NAME, MANIFEST_SUM_NAME) and info.name not in meta:
+        meta[info.name] = _read_meta(tar, info, archive)
+    elif info.name in seen or info.name in meta or info.name == HEADER_NAME:
+        raise ArchiveError(f"{archive}: member {info.name} is there twice")
+    else:
+        seen[info.name] = _seen(tar, info, archive)
+    return True
 
 
 def compare(archive: Path, manifest: Manifest, seen: dict[str, Seen]) -> None:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from coursehub.errors import CoursehubError
+from coursehub.errors import CoursehubError, UsageError
 
 
 @contextmanager
@@ -231,6 +231,11 @@ def bell(args: argparse.Namespace) -> int:
     from coursehub.grading.examsubmit import submit_exam
     from coursehub.grading.layout import layout_from_env
 
+    if "{student}" not in args.work_dir:
+        raise UsageError(
+            f"--work-dir: {args.work_dir!r} has no {{student}}: every student's work would be "
+            "the same folder (e.g. '/home/{student}')"
+        )
     layout = layout_from_env(args.course_id)
     failed = 0
     with _transaction(args) as session:
@@ -247,7 +252,7 @@ def bell(args: argparse.Namespace) -> int:
                 receipt = submit_exam(
                     layout, exam.assignment, sitting, work_dir, now, exam.timezone, bell=True
                 )
-            except CoursehubError as exc:
+            except (CoursehubError, OSError) as exc:  # one student's failure stops no other
                 failed += 1
                 print(f"{sitting.username}: not submitted: {exc}")
                 continue

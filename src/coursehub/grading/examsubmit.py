@@ -63,9 +63,10 @@ def plan_exam_submit(sitting: Sitting, now: datetime, timezone: str, bell: bool 
         return f"your exam was submitted at the bell{receipt}; no later submission is taken"
     if not bell and now > sitting.ends_at:
         end = format_moment(sitting.ends_at, timezone)
-        return (
-            f"your exam ended at {end}: submissions are closed, the work saved at your end "
-            f"is what is graded{receipt}"
+        return f"your exam ended at {end}: submissions are closed" + (
+            f"; your last submission is what is graded{receipt}"
+            if receipt
+            else "; no submission of yours was received before it"
         )
     return ""
 
@@ -149,9 +150,13 @@ def submit_exam_work(
     Raises
     ------
     CoursehubError
-        nbgrader's submit failed (nothing saved, limits, inbound missing),
-        naming the assignment, course and student.
+        ``work_dir`` is not a folder, or nbgrader's submit failed (nothing
+        saved, limits, inbound missing), naming the assignment, course and student.
     """
+    if not work_dir.is_dir():
+        raise CoursehubError(
+            f"{assignment} of {layout.course_id} by {student}: no work folder {work_dir}"
+        )
     submit_assignment(layout.exchange_root, layout.course_id, assignment, student, work_dir)
     folder = newest_submission(layout, assignment, student)
     files = digest_folder(folder)
