@@ -5,9 +5,11 @@ or foreign archive is refused, naming the member, and nothing is written."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import tarfile
@@ -238,6 +240,11 @@ def test_a_course_restored_into_fresh_folders_is_the_same_course(
     fresh_root = tmp_path / "fresh"
     fresh = Site(fresh_root, fresh_database_url(request, database_backend, fresh_root))
     fresh.enter(monkeypatch)
+    if database_backend == "sqlite":  # a command run before left a catalog file without tables
+        empty = Path(fresh.database_url.removeprefix("sqlite:///"))
+        empty.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(empty)) as db:
+            db.execute("VACUUM")
     assert main(["restore", str(archive), "--hub-dir", str(fresh.hub_dir)]) == 0
     restored = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
     assert len([line for line in restored if line.startswith("restored ")]) == 9

@@ -22,11 +22,13 @@ the replaced files open.
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import os
 import pwd
 import secrets
 import shutil
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,11 +101,25 @@ def plan_placements(
     return placements
 
 
+def sqlite_tables(path: Path) -> list[str]:
+    """Return the table names of the SQLite file ``path`` (opened read-only); a file that
+    is not a SQLite database counts as one table (it holds something)."""
+    try:
+        with contextlib.closing(
+            sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        ) as db:
+            return [row[0] for row in db.execute("SELECT name FROM sqlite_master")]
+    except sqlite3.DatabaseError:
+        return [path.name]
+
+
 def occupied(placement: Placement) -> bool:
     """Whether the place of ``placement`` holds something that a restore would replace."""
     dest = placement.dest
     if dest is None:
         return bool(postgresql_tables(placement.source.url))
+    if placement.part.kind == "db" and dest.is_file() and not dest.is_symlink():
+        return bool(sqlite_tables(dest))  # a catalog file without tables is empty
     if dest.is_symlink() or dest.is_file():
         return True
     if dest.is_dir():
