@@ -182,7 +182,7 @@ def test_a_preset_gives_its_epochs_and_threads_when_they_are_left_out():
 def test_without_a_preset_the_epochs_and_threads_are_required():
     with pytest.raises(UsageError, match="N_EPOCHS and N_THREADS: required unless --preset"):
         train.plan_request(parse_train("m.pt"))
-    with pytest.raises(UsageError, match="^N_THREADS: required"):
+    with pytest.raises(UsageError, match=r"^N_THREADS: required"):
         train.plan_request(parse_train("m.pt", 3))
 
 
