@@ -38,16 +38,18 @@ from coursehub.catalog.examjson import (
     sitting_to_json,
     window_from_fields,
 )
+from coursehub.catalog.examoverrides import override_of, set_override
 from coursehub.catalog.exams import (
     add_time,
     create_exam,
     get_exam,
     list_exams,
     list_sittings,
-    set_override,
     sitting_of,
     start_exam,
+    window_of,
 )
+from coursehub.catalog.examtime import window_warnings
 from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.queries import role_in_course
@@ -109,7 +111,8 @@ def post_exam(course_id: str) -> tuple[Response, int]:
             )
     except UsageError as exc:
         raise refused(exc) from None
-    return jsonify(exam_to_json(exam, course.course_id)), 201
+    warnings = window_warnings(window, now())
+    return jsonify(exam_to_json(exam, course.course_id) | {"warnings": warnings}), 201
 
 
 @bp.get(EXAM)
@@ -139,6 +142,7 @@ def _override(course_id: str, assignment: str, target: dict[str, str]) -> Respon
     data = read_body({}, {name: object for name in names})
     try:
         allowance = allowance_from_fields(data, exam.timezone)
+        previous = override_of(session, course, exam, **target)
         with committing(session):
             set_override(
                 session,
@@ -152,7 +156,9 @@ def _override(course_id: str, assignment: str, target: dict[str, str]) -> Respon
     except UsageError as exc:
         raise refused(exc) from None
     extra = {"extra_minutes": allowance.minutes, "extra_percent": allowance.percent}
-    return jsonify(target | extra)
+    replaced = None if previous is None else previous.describe(exam.timezone)
+    warnings = window_warnings(window_of(exam), now(), allowance)
+    return jsonify(target | extra | {"replaced": replaced, "warnings": warnings})
 
 
 @bp.post(EXAM + "/start")
