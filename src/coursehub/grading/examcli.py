@@ -14,6 +14,7 @@
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
+    coursehub exam similarity mlmeca-2025 final [--threshold 80] [--html FILE]
 
 Run by the course's team on the server (the catalog's database and the
 course's grading folders, ``COURSEHUB_GRADING_*``). Bad input is one line
@@ -98,3 +99,23 @@ def _add_student_commands(commands: Any) -> None:
         commands, "collect", "collect each student's receipted submission", examcommands.collect
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub = _command(
+        commands,
+        "similarity",
+        "pairs of students whose collected code is near-identical (names, spaces normalised)",
+        examcommands.similarity,
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT", help="any collected assignment")
+    sub.add_argument(
+        "--threshold",
+        default="80",
+        metavar="PCT",
+        help="report a pair when each one's share found in the other is at least PCT %% (80)",
+    )
+    sub.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="the report with each pair's cells side by side "
+        "(default: <course>/coursehub/similarity-<assignment>.html)",
+    )
