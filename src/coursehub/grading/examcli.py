@@ -14,6 +14,7 @@
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
+    coursehub exam snapshot mlmeca-2025 final       # copy every exam home (root, each minute)
 
 Run by the course's team on the server (the catalog's database and the
 course's grading folders, ``COURSEHUB_GRADING_*``). Bad input is one line
@@ -27,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.catalog.cli import add_database_url
+from coursehub.examroom.home import DEFAULT_EXAM_ROOT
 from coursehub.grading import examcommands
+from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
 def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
@@ -98,3 +101,9 @@ def _add_student_commands(commands: Any) -> None:
         commands, "collect", "collect each student's receipted submission", examcommands.collect
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub = _command(
+        commands, "snapshot", "copy every exam home to the snapshot store", examcommands.snapshot
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub.add_argument("--homes", default=DEFAULT_EXAM_ROOT, metavar="DIR", help="the exam root")
+    sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")

@@ -278,3 +278,18 @@ def collect(args: argparse.Namespace) -> int:
     for line in skipped:
         print(f"  skipped {line}")
     return 0
+
+
+def snapshot(args: argparse.Namespace) -> int:
+    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root)."""
+    from coursehub.examroom.home import check_part
+    from coursehub.grading.examsnapshot import snapshot_exam
+
+    parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
+    homes = Path(args.homes).joinpath(*parts)
+    taken = snapshot_exam(homes, Path(args.store).joinpath(*parts))
+    for student, snap in taken.items():
+        skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
+        print(f"{student}: {len(snap.files)} files, sha256 {snap.manifest_sha256[:12]}{skipped}")
+    print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
+    return 0
