@@ -9,6 +9,7 @@ this host allows user namespaces.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -41,21 +42,49 @@ needs_namespaces = pytest.mark.skipif(
 
 
 def run_cells(
-    cells: list[str], runtime: Path, cwd: Path, allowed: str = "", user: str = ""
+    cells: list[str],
+    runtime: Path,
+    cwd: Path,
+    allowed: str = "",
+    user: str = "",
+    python: tuple[list[str], dict[str, str]] = ([sys.executable], {}),
 ) -> list:
-    """Run ``cells`` in an exam kernel (as ``user``, when given); each cell's status and text."""
-    prefix = (
-        ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"] if user else []
-    )
+    """Run ``cells`` in an exam kernel (as ``user``, when given); each cell's status and text.
+
+    ``python``: the interpreter command and the variables it needs (:func:`student_python`).
+    """
+    as_user = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"]
+    prefix = as_user if user else []
+    interpreter, env = python
     done = subprocess.run(
-        [*prefix, sys.executable, str(RUNNER), str(runtime), str(cwd), allowed],
+        [*prefix, *interpreter, str(RUNNER), str(runtime), str(cwd), allowed],
         input=json.dumps(cells),
         capture_output=True,
         text=True,
         timeout=180,
-        check=True,
+        env={**os.environ, **env},
     )
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def student_python(user: str) -> tuple[list[str], dict[str, str]] | None:
+    """An interpreter with this installation that ``user`` can run inside a user namespace.
+
+    This interpreter, else (a virtualenv under a folder students cannot enter,
+    such as ``/root``) the system's of the same version with this
+    installation's import path; None when neither runs.
+    """
+    probe = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"]
+    probe += ["unshare", "--user", "--map-root-user", "--"]
+    system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    path = os.pathsep.join(p for p in sys.path[1:] if p and Path(p).is_dir())
+    for python in (([sys.executable], {}), ([system], {"PYTHONPATH": path})):
+        check = [*probe, *python[0], "-c", "import ipykernel, coursehub.examroom.guard"]
+        env = {**os.environ, **python[1]}
+        if subprocess.run(check, capture_output=True, env=env, timeout=60).returncode == 0:
+            return python
+    return None
 
 
 def test_process_starting_events_are_refused_and_others_pass():
