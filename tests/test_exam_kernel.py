@@ -29,6 +29,7 @@ from coursehub.examroom.kernelmanager import (
     ExamKernelError,
     is_ipykernel,
     plan_exam_kernel_command,
+    plan_ipc_prefix,
 )
 from coursehub.sandbox.command import sandbox_mode
 
@@ -126,6 +127,13 @@ def test_the_kernel_command_loads_the_refusals_and_cuts_the_network():
     assert cmd[-1] == f"--IPKernelApp.extensions={GUARD_EXTENSION}"
     assert "--net" in cmd and "--user" in cmd and "--pid" in cmd
     assert not is_ipykernel(["R", "--slave", "-e", "IRkernel::main()"])
+
+
+def test_kernel_sockets_lie_beside_the_connection_file_unless_the_path_is_too_long():
+    assert plan_ipc_prefix("/run/user/1001/jupyter/runtime/kernel-1.json") == (
+        "/run/user/1001/jupyter/runtime/kernel-1-ipc"
+    )
+    assert plan_ipc_prefix("/" + "x" * 120 + "/kernel-1.json") is None
 
 
 def test_an_exam_kernel_is_refused_where_its_network_cannot_be_cut():

@@ -27,6 +27,8 @@ network.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,16 @@ from coursehub.sandbox.command import SandboxPlan, plan_sandbox_command, sandbox
 
 #: The IPython extension every exam kernel loads.
 GUARD_EXTENSION = "coursehub.examroom.guard"
+#: Longest ipc prefix: a Unix socket path holds 107 bytes (unix(7), ``sun_path``), and ZMQ
+#: adds ``-<n>`` for each channel.
+MAX_IPC_PREFIX = 100
+
+
+def plan_ipc_prefix(connection_file: str) -> str | None:
+    """Return the sockets' prefix beside ``connection_file`` (jupyter_client's own), or None
+    when the socket paths would not fit in ``sun_path`` (pure)."""
+    prefix = os.path.splitext(connection_file)[0] + "-ipc"
+    return prefix if len(os.fsencode(prefix)) <= MAX_IPC_PREFIX else None
 
 
 class ExamKernelError(CoursehubError):
@@ -91,10 +103,16 @@ class ExamKernelManager(AsyncIOLoopKernelManager):
         Unicode(), help="Folders the kernel must not see (course homes): covered by a tmpfs."
     ).tag(config=True)
 
+    _socket_dir = ""
+
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
         parse_allowed_imports(self.allowed_imports)  # a bad list stops here, named
         self.transport = "ipc"
-        self.ip = os.path.splitext(self.connection_file)[0] + "-ipc"
+        prefix = plan_ipc_prefix(self.connection_file)
+        if prefix is None:  # a long runtime folder: the sockets go to a short private one
+            self._socket_dir = self._socket_dir or tempfile.mkdtemp(prefix="coursehub-exam-")
+            prefix = os.path.join(self._socket_dir, "k")
+        self.ip = prefix
         self.cache_ports = False
         return await super()._async_pre_start_kernel(**kw)
 
@@ -107,3 +125,9 @@ class ExamKernelManager(AsyncIOLoopKernelManager):
         kw["env"], kw["independent"] = env, True  # no parent poller across a PID namespace
         self.log.info("exam kernel (no network) in %s", kw.get("cwd"))
         await super()._async_launch_kernel(cmd, **kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self._socket_dir and not restart:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = ""
