@@ -3,7 +3,8 @@
 ::
 
     coursehub exam create mlmeca-2025 final --opens 2026-01-12T10:00 --duration 120 \\
-        --hard-end 2026-01-12T13:00 [--timezone Europe/Paris] [--start-code K7Q2]
+        --hard-end 2026-01-12T13:00 [--timezone Europe/Paris] [--start-code K7Q2] \\
+        [--allowed-imports numpy,pandas]
     coursehub exam list mlmeca-2025
     coursehub exam show mlmeca-2025 final            # the exam and every student's sitting
     coursehub exam override mlmeca-2025 final --student p2500001 --extra-percent 33
@@ -54,6 +55,9 @@ def register(subparsers: Any) -> None:
     sub.add_argument("--hard-end", required=True, metavar="TIME", help="nobody works after it")
     sub.add_argument("--timezone", metavar="ZONE", help="default: the course's due-date zone")
     sub.add_argument("--start-code", metavar="CODE", help="a code announced in the room")
+    sub.add_argument(
+        "--allowed-imports", metavar="NAMES", help="modules the kernel may import: numpy,pandas"
+    )
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
     sub = _command(commands, "list", "list the course's exams", examcommands.list_)
     sub.add_argument("--json", action="store_true", help="print JSON")

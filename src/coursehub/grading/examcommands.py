@@ -73,7 +73,15 @@ def create(args: argparse.Namespace) -> int:
     with _transaction(args) as session:
         course = get_course(session, args.course_id)
         by = args.by or getpass.getuser()
-        exam = create_exam(session, course, args.assignment, window, by, args.start_code)
+        exam = create_exam(
+            session,
+            course,
+            args.assignment,
+            window,
+            by,
+            args.start_code,
+            allowed_imports=args.allowed_imports,
+        )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
     return 0
 

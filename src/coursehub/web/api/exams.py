@@ -95,7 +95,7 @@ def post_exam(course_id: str) -> tuple[Response, int]:
     session, course, access = api_course(course_id, Access.MANAGE)
     require_lead(session, course, access)
     optional: dict[str, type] = {name: object for name in WINDOW_FIELDS}
-    data = read_body({"assignment": str}, optional | {"start_code": str})
+    data = read_body({"assignment": str}, optional | {"start_code": str, "allowed_imports": str})
     try:
         window = window_from_fields(data, default_timezone())
         with committing(session):
@@ -106,6 +106,7 @@ def post_exam(course_id: str) -> tuple[Response, int]:
                 window,
                 g.identity.name,
                 data.get("start_code"),
+                allowed_imports=data.get("allowed_imports"),
             )
     except UsageError as exc:
         raise refused(exc) from None
