@@ -27,7 +27,12 @@ from coursehub.errors import UsageError
 from coursehub.examroom.home import ensure_exam_home, plan_exam_home, release_dir
 from coursehub.examroom.server import KERNEL_MANAGER, ExamSeat, plan_exam_traits, plan_unit_network
 from coursehub.grading.examsnapshot import snapshot_exam
-from coursehub.spawn.examserver import ExamServers, merge_traits, running_sitting
+from coursehub.spawn.examserver import (
+    ExamServers,
+    exam_servers_from_env,
+    merge_traits,
+    running_sitting,
+)
 from coursehub.spawn.spawner import CourseProfiles
 from helpers import local_spawner
 
@@ -75,6 +80,23 @@ def test_an_exam_home_path_refuses_a_name_that_is_not_one_folder():
         plan_exam_home("/srv/exams", COURSE, EXAM, "..")
     with pytest.raises(UsageError, match="assignment: 'a/b'"):
         plan_exam_home("/srv/exams", COURSE, "a/b", "alice")
+
+
+def test_the_hub_makes_exam_servers_only_with_the_course_apps_url():
+    assert exam_servers_from_env({}) is None
+    exams = exam_servers_from_env(
+        {
+            "COURSEHUB_EXAM_URL": "http://127.0.0.1:10101/services/coursehub/",
+            "COURSEHUB_EXAM_HUB_ADDRESSES": "10.0.0.5 127.0.0.1",
+            "COURSEHUB_EXAM_HIDDEN": "/home",
+        }
+    )
+    assert exams is not None and exams.base_url == "http://127.0.0.1:10101/services/coursehub"
+    assert (exams.exam_root, exams.exchange_root) == (
+        "/srv/coursehub/exams",
+        "/usr/local/share/nbgrader/exchange",
+    )
+    assert exams.hub_addresses == ("10.0.0.5", "127.0.0.1") and exams.hidden == ("/home",)
 
 
 def test_a_sitting_runs_once_started_and_until_no_second_is_left():

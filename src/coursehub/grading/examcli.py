@@ -109,5 +109,9 @@ def _add_student_commands(commands: Any) -> None:
         commands, "snapshot", "copy every exam home to the snapshot store", examcommands.snapshot
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
-    sub.add_argument("--homes", default=DEFAULT_EXAM_ROOT, metavar="DIR", help="the exam root")
+    sub.add_argument(
+        "--homes",
+        metavar="DIR",
+        help=f"the exam root (default $COURSEHUB_EXAM_ROOT, {DEFAULT_EXAM_ROOT})",
+    )
     sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")

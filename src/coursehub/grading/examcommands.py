@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -290,11 +291,12 @@ def collect(args: argparse.Namespace) -> int:
 
 def snapshot(args: argparse.Namespace) -> int:
     """``coursehub exam snapshot``: copy each exam home of the exam into the store (root)."""
-    from coursehub.examroom.home import check_part
+    from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
     from coursehub.grading.examsnapshot import snapshot_exam
 
     parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
-    homes = Path(args.homes).joinpath(*parts)
+    root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
+    homes = Path(root).joinpath(*parts)
     taken = snapshot_exam(homes, Path(args.store).joinpath(*parts))
     for student, snap in taken.items():
         skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import pwd
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -40,7 +41,9 @@ from coursehub.examroom.home import (
 from coursehub.examroom.server import ExamSeat, plan_exam_traits
 
 #: Where nbgrader's exchange lives when none is given (nbgrader's ``Exchange.root`` default).
-DEFAULT_EXCHANGE_ROOT = "/srv/nbgrader/exchange"
+DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
+#: The course app's root URL asked at each start (unset: no exam servers).
+URL_VAR = "COURSEHUB_EXAM_URL"
 #: Seconds the course app has to answer.
 TIMEOUT_S = 10.0
 
@@ -175,3 +178,23 @@ class ExamServers:
             seat.ends_at,
         )
         return merge_traits(override, traits)
+
+
+def exam_servers_from_env(environ: Mapping[str, str]) -> ExamServers | None:
+    """Return the hub's :class:`ExamServers` from its environment (None: no ``COURSEHUB_EXAM_URL``).
+
+    ``COURSEHUB_EXAM_ROOT`` (the exam homes), ``COURSEHUB_GRADING_EXCHANGE``
+    (the released notebooks), ``COURSEHUB_EXAM_HUB_ADDRESSES`` (space-separated,
+    a systemd unit's ``IPAddressAllow=``), ``COURSEHUB_EXAM_HIDDEN``
+    (space-separated folders the exam kernels must not see).
+    """
+    url = environ.get(URL_VAR, "")
+    if not url:
+        return None
+    return ExamServers(
+        url,
+        environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT,
+        environ.get("COURSEHUB_GRADING_EXCHANGE") or DEFAULT_EXCHANGE_ROOT,
+        tuple((environ.get("COURSEHUB_EXAM_HUB_ADDRESSES") or "localhost").split()),
+        tuple((environ.get("COURSEHUB_EXAM_HIDDEN") or "").split()),
+    )
