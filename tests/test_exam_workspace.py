@@ -224,3 +224,28 @@ def test_the_autosave_keeps_the_latest_copy_and_its_sha256_list(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert (store / "alice" / "taken_at").read_text().startswith("20")
     assert not list((store / "alice").glob(".latest*"))
+
+
+def test_the_watch_copies_a_home_again_only_once_it_changed(tmp_path):
+    work = tmp_path / "homes" / "alice" / COURSE / EXAM
+    work.mkdir(parents=True)
+    (work / "final.ipynb").write_text("first")
+    seen: dict = {}
+    store = tmp_path / "store"
+    assert list(snapshot_exam(tmp_path / "homes", store, seen=seen)) == ["alice"]
+    assert snapshot_exam(tmp_path / "homes", store, seen=seen) == {}
+    (work / "notes.py").write_text("x = 1")
+    again = snapshot_exam(tmp_path / "homes", store, seen=seen)
+    assert sorted(again["alice"].files) == [
+        f"{COURSE}/{EXAM}/final.ipynb",
+        f"{COURSE}/{EXAM}/notes.py",
+    ]
+
+
+def test_the_snapshot_command_names_a_bad_interval(tmp_path, capsys):
+    from coursehub.cli import main
+
+    (tmp_path / COURSE / EXAM).mkdir(parents=True)
+    argv = ["exam", "snapshot", COURSE, EXAM, "--homes", str(tmp_path), "--every", "soon"]
+    assert main(argv) == 2
+    assert "--every: must be 0.5 to 3600 seconds, got 'soon'" in capsys.readouterr().err

@@ -115,3 +115,6 @@ def _add_student_commands(commands: Any) -> None:
         help=f"the exam root (default $COURSEHUB_EXAM_ROOT, {DEFAULT_EXAM_ROOT})",
     )
     sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")
+    sub.add_argument(
+        "--every", metavar="S", help="watch: again every S seconds, changed homes only"
+    )

@@ -15,6 +15,7 @@ import argparse
 import getpass
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -290,16 +291,39 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def snapshot(args: argparse.Namespace) -> int:
-    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root)."""
+    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root).
+
+    With ``--every S``: again every S seconds, each home only when it changed,
+    until interrupted.
+    """
     from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
     from coursehub.grading.examsnapshot import snapshot_exam
 
     parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
     root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
-    homes = Path(root).joinpath(*parts)
-    taken = snapshot_exam(homes, Path(args.store).joinpath(*parts))
-    for student, snap in taken.items():
-        skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
-        print(f"{student}: {len(snap.files)} files, sha256 {snap.manifest_sha256[:12]}{skipped}")
-    print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
-    return 0
+    homes, store = Path(root).joinpath(*parts), Path(args.store).joinpath(*parts)
+    every_s = _every_s(args.every)
+    seen: dict[str, tuple[float, int]] | None = {} if every_s else None
+    while True:
+        taken = snapshot_exam(homes, store, seen=seen)
+        for student, snap in taken.items():
+            skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
+            digest = snap.manifest_sha256[:12]
+            print(f"{student}: {len(snap.files)} files, sha256 {digest}{skipped}", flush=True)
+        if not every_s:
+            print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
+            return 0
+        time.sleep(every_s)
+
+
+def _every_s(text: str | None) -> float:
+    """``--every``: seconds between watches (0.5 to 3600), 0 when not given."""
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        raise UsageError(f"--every: must be 0.5 to 3600 seconds, got {text!r}")
+    return value

@@ -1,7 +1,8 @@
 """Autosave of exam homes to a store the student cannot write: the latest copy and its SHA-256s.
 
 ``coursehub exam snapshot COURSE ASSIGNMENT`` (root, from a timer every
-minute) copies every exam home of the exam
+minute; or ``--every 5``, a watch that copies each home within seconds of a
+change, i.e. of each save) copies every exam home of the exam
 (``<exam root>/<course_id>/<assignment>/<student>``,
 :mod:`coursehub.examroom.home`) to::
 
@@ -24,6 +25,7 @@ beyond are named as skipped).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -133,12 +135,33 @@ def snapshot_home(home: Path, place: Path, now: datetime, max_bytes: int = MAX_B
     return snap
 
 
+def home_state(home: Path) -> tuple[float, int]:
+    """Return the newest modification time (s) and the number of entries under ``home``.
+
+    Links are not followed; a file saved, added, removed or renamed changes it.
+    """
+    newest, count = home.lstat().st_mtime, 0
+    for dirpath, dirnames, filenames in os.walk(home):
+        for name in dirnames + filenames:
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(os.path.join(dirpath, name)).st_mtime)
+                count += 1
+    return newest, count
+
+
 def snapshot_exam(
-    homes: Path, store: Path, now: datetime | None = None, max_bytes: int = MAX_BYTES
+    homes: Path,
+    store: Path,
+    now: datetime | None = None,
+    max_bytes: int = MAX_BYTES,
+    seen: dict[str, tuple[float, int]] | None = None,
 ) -> dict[str, Snapshot]:
     """Snapshot every student's home under ``homes`` (one folder per student) into ``store``.
 
-    Returns ``{student: Snapshot}``; ``store/<student>`` for each.
+    Returns ``{student: Snapshot}``; ``store/<student>`` for each. With
+    ``seen`` (``{student: home_state}`` of the last copies, updated), a home
+    unchanged since its last copy is left out (the watch of
+    ``coursehub exam snapshot --every``).
 
     Raises
     ------
@@ -151,6 +174,12 @@ def snapshot_exam(
     store.mkdir(mode=STORE_MODE, parents=True, exist_ok=True)
     taken = {}
     for home in sorted(homes.iterdir()):
-        if home.is_dir() and not home.is_symlink() and not home.name.startswith("."):
-            taken[home.name] = snapshot_home(home, store / home.name, moment, max_bytes)
+        if not home.is_dir() or home.is_symlink() or home.name.startswith("."):
+            continue
+        state = home_state(home) if seen is not None else None
+        if seen is not None and seen.get(home.name) == state:
+            continue
+        taken[home.name] = snapshot_home(home, store / home.name, moment, max_bytes)
+        if seen is not None and state is not None:
+            seen[home.name] = state
     return taken
