@@ -9,7 +9,6 @@ copies real folders (``sha256sum -c`` checks its list).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pwd
 import stat
@@ -38,6 +37,7 @@ from helpers import local_spawner
 
 COURSE, EXAM = "mlmeca-2025", "final"
 M2 = make_profile("m2", cpu_limit=2, mem_limit="4G", n_threads=2)
+BIG = make_profile("big", cpu_limit=4, mem_limit="8G")
 SEAT = ExamSeat(COURSE, EXAM, Path("/srv/exams/mlmeca-2025/final/alice"), "numpy,pandas", "")
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a student account")
@@ -152,7 +152,8 @@ class CourseApp:
         class Exams(web.RequestHandler):
             def get(self, course_id: str) -> None:
                 app.tokens.append(self.request.headers.get("Authorization", ""))
-                self.write(json.dumps([{"assignment": EXAM, "allowed_imports": "numpy"}]))
+                exams = [{"assignment": EXAM, "allowed_imports": "numpy"}]
+                self.write({"exams": exams if course_id == COURSE else []})
 
         class Sitting(web.RequestHandler):
             def get(self, course_id: str, assignment: str, username: str) -> None:
@@ -165,11 +166,13 @@ class CourseApp:
 
 
 @needs_root
-def test_a_start_during_the_exam_is_an_exam_server_and_the_next_after_it_is_not(tmp_path, student):
+def test_a_start_for_any_course_during_the_exam_is_its_exam_server_and_after_it_is_not(
+    tmp_path, student
+):
     released(tmp_path / "exchange")
-    spawner = local_spawner(
-        [(f"nbgrader-{COURSE}", {"profile": render_profile(M2)})], name=student.pw_name
-    )
+    groups = [(f"nbgrader-{COURSE}", {"profile": render_profile(M2)})]
+    groups += [("nbgrader-other-2025", {"profile": render_profile(BIG)})]
+    spawner = local_spawner(groups, name=student.pw_name)
     spawner.api_token = "secret-token"
     spawner.notebook_dir = "/home/course"
     course_app = CourseApp(student.pw_name)
@@ -186,18 +189,18 @@ def test_a_start_during_the_exam_is_an_exam_server_and_the_next_after_it_is_not(
         seen = []
         for seconds_left in (1800, 0):
             course_app.seconds_left = seconds_left
-            await profiles.apply(spawner, {})
+            await profiles.apply(spawner, {"course": "other-2025"})  # asks the other course
             seen.append((spawner.notebook_dir, list(spawner.args), spawner.cpu_limit))
         server.stop()
         return seen
 
     during, after = asyncio.run(start_twice())
     home = tmp_path / "exams" / COURSE / EXAM / student.pw_name
-    assert during[0] == str(home) and during[2] == 2.0  # the course's limits
+    assert during[0] == str(home) and during[2] == 2.0  # the exam course's limits
     assert "--ServerApp.terminals_enabled=False" in during[1]
     assert "--ExamKernelManager.allowed_imports=numpy" in during[1]
     assert (home / COURSE / EXAM / "final.ipynb").is_file()
-    assert after == ("/home/course", [], 2.0)
+    assert after == ("/home/course", [], 4.0)  # the course asked for, after the exam
     assert course_app.tokens[0] == "token secret-token"
 
 

@@ -1,8 +1,8 @@
 """At spawn: a student whose exam is running in a course gets the exam server for it.
 
 :class:`ExamServers` asks the course app, before the start, whether the user
-has a running exam (started, end not reached) in the course the server
-starts for: ``GET /api/v1/courses/<course_id>/exams``, then, for each exam,
+has a running exam (started, end not reached) in any of their courses, the
+one the server starts for first: ``GET /api/v1/courses/<course_id>/exams``, then, for each exam,
 ``GET .../exams/<assignment>/sittings/<user>`` (the sitting's
 ``seconds_left``), with the server's own token as the budget check does
 (:mod:`coursehub.spawn.budgetcheck`). With one, the start becomes an exam
@@ -11,11 +11,11 @@ server (:func:`coursehub.examroom.server.plan_exam_traits`): the exam home
 :func:`coursehub.examroom.home.ensure_exam_home`), no terminal, exam kernels
 without network, the course's own resource limits.
 
-Every start of that course during the exam is an exam server, whatever the
-spawn form asked. When the course app does not answer, the server starts as
-a course server and the hub logs why (a course app down must not stop every
-course); the exam's proctors see a student without an exam server in the
-hub's admin page.
+Every start during the exam is an exam server for it, whatever course the
+spawn form asked, with the exam course's resource limits, and without the
+weekly budget check (a student over their budget still sits the exam). When
+the course app does not answer, the server starts as a course server and the
+hub logs why (a course app down must not stop every course).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import pwd
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -118,22 +118,34 @@ class ExamServers:
         answer = await AsyncHTTPClient().fetch(
             url, headers=headers, request_timeout=self.timeout_s, raise_error=False
         )
+        if answer.code == 404:
+            return None
         if answer.code != 200:
             raise OSError(f"{url}: HTTP {answer.code}")
         return json.loads(answer.body or b"null")
 
-    async def seat(self, spawner: Any, course_id: str) -> ExamSeat | None:
-        """Return the user's running exam in ``course_id``, or None (none, or no answer: logged)."""
-        if not course_id:
-            return None
+    async def seat(self, spawner: Any, course_ids: Sequence[str]) -> ExamSeat | None:
+        """Return the user's running exam in one of ``course_ids`` (the first found), or None.
+
+        None also when the course app does not answer (logged); a course or a
+        sitting it does not know (404: not a student there) is no exam.
+        """
+        for course_id in course_ids:
+            if course_id:
+                seat = await self._seat_in(spawner, course_id)
+                if seat is not None:
+                    return seat
+        return None
+
+    async def _seat_in(self, spawner: Any, course_id: str) -> ExamSeat | None:
         user, token = spawner.user.name, spawner.api_token or ""
         try:
-            exams = await self._get(f"{quote(course_id)}/exams", token)
+            exams = await self._get(f"{quote(course_id)}/exams", token) or []
             for exam in exams.get("exams", []) if isinstance(exams, dict) else exams:
                 name = str(exam["assignment"])
                 path = f"{quote(course_id)}/exams/{quote(name)}/sittings/{quote(user)}"
                 sitting = await self._get(path, token)
-                if running_sitting(sitting):
+                if sitting is not None and running_sitting(sitting):
                     home = plan_exam_home(self.exam_root, course_id, name, user)
                     imports = str(exam.get("allowed_imports") or "")
                     return ExamSeat(course_id, name, home, imports, str(sitting.get("ends_at")))

@@ -258,10 +258,16 @@ class CourseProfiles:
     async def _apply_checked(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
         profile = self.choose(spawner, user_options or {})
         requested = (user_options or {}).get("course")
-        course_id = course_of_start(self.choices(spawner), str(requested or ""))
-        if self.budget is not None:
+        choices = self.choices(spawner)
+        course_id = course_of_start(choices, str(requested or ""))
+        seat = None
+        if self.exams is not None:  # the course started for first, then the user's others
+            courses = [course_id, *(c.course_id for c in choices if c.course_id != course_id)]
+            seat = await self.exams.seat(spawner, courses)
+        if seat is not None:  # an exam runs under its own course's profile, budget or not
+            user_options = {**(user_options or {}), "course": seat.course_id}
+        elif self.budget is not None:
             await self.budget.check(spawner, course_id, profile.gpus)
-        seat = None if self.exams is None else await self.exams.seat(spawner, course_id)
         self._apply(spawner, user_options, seat)
 
     def _apply(self, spawner: Any, user_options: Mapping[str, Any], seat: Any = None) -> None:
