@@ -49,6 +49,7 @@ def run_cells(
     allowed: str = "",
     user: str = "",
     python: tuple[list[str], dict[str, str]] = ([sys.executable], {}),
+    hidden: tuple[str, ...] = (),
 ) -> list:
     """Run ``cells`` in an exam kernel (as ``user``, when given); each cell's status and text.
 
@@ -58,7 +59,7 @@ def run_cells(
     prefix = as_user if user else []
     interpreter, env = python
     done = subprocess.run(
-        [*prefix, *interpreter, str(RUNNER), str(runtime), str(cwd), allowed],
+        [*prefix, *interpreter, str(RUNNER), str(runtime), str(cwd), allowed, ",".join(hidden)],
         input=json.dumps(cells),
         capture_output=True,
         text=True,
@@ -181,3 +182,16 @@ def test_a_real_exam_kernel_refuses_escapes_and_reaches_no_address(tmp_path, lis
     assert results[8] == {"status": "ok", "text": "2.0\n"}
     assert results[9]["status"] == "error" and "import sklearn" in results[9]["text"]
     assert results[10] == {"status": "ok", "text": "42\n"}
+
+
+@needs_namespaces
+def test_a_hidden_folder_is_unreadable_from_an_exam_kernel(tmp_path):
+    homes = tmp_path / "homes"
+    (homes / "alice").mkdir(parents=True)
+    (homes / "alice" / "course.ipynb").write_text("course work")
+    work = tmp_path / "exam"
+    work.mkdir()
+    cells = [f"import os; os.listdir({str(homes)!r})", "print(os.getpid())"]
+    listed, pid = run_cells(cells, work, work, hidden=(str(homes),))
+    assert listed["status"] == "error" and "PermissionError" in listed["text"], listed
+    assert pid["status"] == "ok" and int(pid["text"]) < 10  # its own PID namespace
