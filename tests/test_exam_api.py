@@ -48,6 +48,17 @@ def test_a_lead_creates_an_exam_and_everyone_in_the_course_sees_it_without_the_c
     assert again.status_code == 409
 
 
+def test_an_exam_keeps_its_allowed_imports_as_top_level_names(client, final):
+    assert final["allowed_imports"] is None  # no list: every import allowed
+    answer = client.post(
+        EXAMS,
+        json=body(assignment="final2", allowed_imports=" numpy, pandas.core ,numpy"),
+        headers=api_headers("lead"),
+    )
+    assert answer.status_code == 201, answer.get_json()
+    assert answer.get_json()["allowed_imports"] == "numpy,pandas"
+
+
 @pytest.mark.parametrize("part", ["student", "grader", "teacher", "other_teacher", "other_student"])
 def test_only_a_lead_or_an_admin_creates_an_exam(client, part):
     answer = client.post(EXAMS, json=body(), headers=api_headers(part))
@@ -73,6 +84,7 @@ def test_without_a_token_nothing_is_answered(client, final):
         ({"timezone": "Paris"}, "timezone", "'Paris' is unknown"),
         ({"assignment": "../final"}, "assignment", "without '/'"),
         ({"start_code": "  "}, "start_code", "must not be blank"),
+        ({"allowed_imports": "numpy, sci-py"}, "allowed_imports", "'sci-py' is not a module"),
         ({"room": "A1"}, "room", "is not a known field"),
     ],
 )

@@ -208,6 +208,7 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
         catalog,
         *("create", COURSE, EXAM, "--opens", opens, "--duration", "90"),
         *("--hard-end", hard_end, "--start-code", "K7Q2", "--by", "mbuffat"),
+        *("--allowed-imports", "numpy,pandas"),
     )
     assert (status, err) == (0, "")
     assert out.startswith("course mlmeca-2025: exam final: opens ") and "90 min" in out
@@ -218,6 +219,7 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
     status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
     [listed] = json.loads(out)
     assert (listed["assignment"], listed["duration_min"], listed["start_code"]) == (EXAM, 90, True)
+    assert listed["allowed_imports"] == "numpy,pandas"
     status, out, _ = run(
         capsys, catalog, "override", COURSE, EXAM, "--student", "p2500001", "--extra-percent", "33"
     )

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.examimports import parse_import_list
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
     Allowance,
@@ -54,14 +55,19 @@ def create_exam(
     created_by: str,
     start_code: str | None = None,
     now: datetime | None = None,
+    allowed_imports: str | None = None,
 ) -> Exam:
     """Make the nbgrader assignment ``assignment`` of ``course`` an exam sat in ``window``.
+
+    ``allowed_imports``: the top-level modules its exam kernels may import
+    besides the standard library (``"numpy, pandas"``; None or "": no list).
 
     Raises
     ------
     UsageError
         ``assignment``: not a valid name; the window's fields
-        (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank.
+        (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank;
+        ``allowed_imports``: a name that is not a module name.
     ConflictError
         If the course already has an exam of that assignment.
     """
@@ -83,6 +89,7 @@ def create_exam(
         hard_end=window.hard_end,
         timezone=window.timezone,
         start_code_sha256=hash_code(start_code) if start_code else None,
+        allowed_imports=parse_import_list(allowed_imports),
         created_by=created_by,
         created_at=now or datetime.now(UTC),
     )

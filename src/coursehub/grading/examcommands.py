@@ -15,7 +15,9 @@ import argparse
 import functools
 import getpass
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -66,7 +68,9 @@ OPTION_OF = {
 }
 
 
-def _options(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def cli_options(
+    handler: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
     """Wrap a handler so that a refusal naming a JSON field names the command-line option."""
 
     @functools.wraps(handler)
@@ -94,7 +98,7 @@ def _warn(warnings: list[str]) -> None:
         print(f"warning: {line}", file=sys.stderr)
 
 
-@_options
+@cli_options
 def create(args: argparse.Namespace) -> int:
     """``coursehub exam create``: make an assignment an exam; print it and any warning."""
     from coursehub.catalog.courses import get_course
@@ -113,7 +117,15 @@ def create(args: argparse.Namespace) -> int:
     with _transaction(args) as session:
         course = get_course(session, args.course_id)
         by = _recorder(session, course, args.by)
-        exam = create_exam(session, course, args.assignment, window, by, args.start_code)
+        exam = create_exam(
+            session,
+            course,
+            args.assignment,
+            window,
+            by,
+            args.start_code,
+            allowed_imports=args.allowed_imports,
+        )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
     _warn(window_warnings(window, datetime.now(UTC)))
     return 0
@@ -169,7 +181,7 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-@_options
+@cli_options
 def override(args: argparse.Namespace) -> int:
     """``coursehub exam override``: extra time (or another window) for a student or a group.
 
@@ -204,7 +216,7 @@ def override(args: argparse.Namespace) -> int:
     return 0
 
 
-@_options
+@cli_options
 def start(args: argparse.Namespace) -> int:
     """``coursehub exam start``: record a student's start now; print their end."""
     from coursehub.catalog.exams import start_exam
@@ -222,7 +234,7 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
-@_options
+@cli_options
 def addtime(args: argparse.Namespace) -> int:
     """``coursehub exam add-time``: give a student who started minutes more (capped)."""
     from coursehub.catalog.examjson import integer_field
@@ -247,7 +259,7 @@ def _print_receipt(username: str, receipt: Any, timezone: str) -> None:
         print(f"  {digest}  {name}")
 
 
-@_options
+@cli_options
 def submit(args: argparse.Namespace) -> int:
     """``coursehub exam submit``: submit a student's saved work (refused after their end)."""
     from coursehub.catalog.exams import record_receipt, sitting_of
@@ -267,7 +279,7 @@ def submit(args: argparse.Namespace) -> int:
     return 0
 
 
-@_options
+@cli_options
 def bell(args: argparse.Namespace) -> int:
     """``coursehub exam bell``: submit the work of each student whose time is up (1: one failed)."""
     from coursehub.catalog.exams import list_sittings, record_receipt
@@ -305,7 +317,7 @@ def bell(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-@_options
+@cli_options
 def collect(args: argparse.Namespace) -> int:
     """``coursehub exam collect``: each student's receipted submission; print what was skipped.
 
@@ -337,39 +349,40 @@ def collect(args: argparse.Namespace) -> int:
     return 1 if not kept or lost else 0
 
 
-@_options
-def similarity(args: argparse.Namespace) -> int:
-    """``coursehub exam similarity``: print the near-identical pairs; write the HTML report."""
-    from coursehub.atomicfile import write_atomically
-    from coursehub.catalog.examjson import integer_field
-    from coursehub.grading.layout import layout_from_env, secure_course
-    from coursehub.grading.similarity import (
-        find_similar,
-        given_code,
-        render_report,
-        submitted_code,
-    )
+def snapshot(args: argparse.Namespace) -> int:
+    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root).
 
-    percent = integer_field({"threshold": args.threshold}, "threshold")
-    if not 1 <= percent <= 100:
-        raise UsageError(f"--threshold: must be 1 to 100 (percent), got {percent}")
-    layout = layout_from_env(args.course_id)
-    given = given_code(layout.course_dir, args.assignment)
-    codes = submitted_code(layout.course_dir, args.assignment, given)
-    pairs = find_similar(codes, given.values(), threshold=percent / 100)
-    report = args.html or layout.reports_dir / f"similarity-{args.assignment}.html"
-    write_atomically(report, render_report(args.assignment, pairs, codes), 0o600)
-    if args.html is None:
-        secure_course(layout)  # the team's group may read the course's reports
-    compared = len(codes) * (len(codes) - 1) // 2
-    print(
-        f"{args.assignment} of {layout.course_id}: {len(codes)} submission(s) with code of "
-        f"their own, {compared} pair(s) compared, {len(pairs)} at or above {percent} %"
-    )
-    for pair in pairs:
-        print(
-            f"  {pair.first} and {pair.second}: {pair.shares[0]:.0%} and {pair.shares[1]:.0%} "
-            f"({pair.shared_tokens} tokens shared)"
-        )
-    print(f"report: {report}")
-    return 0
+    With ``--every S``: again every S seconds, each home only when it changed,
+    until interrupted.
+    """
+    from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
+    from coursehub.grading.examsnapshot import snapshot_exam
+
+    parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
+    root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
+    homes, store = Path(root).joinpath(*parts), Path(args.store).joinpath(*parts)
+    every_s = _every_s(args.every)
+    seen: dict[str, tuple[float, int]] | None = {} if every_s else None
+    while True:
+        taken = snapshot_exam(homes, store, seen=seen)
+        for student, snap in taken.items():
+            skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
+            digest = snap.manifest_sha256[:12]
+            print(f"{student}: {len(snap.files)} files, sha256 {digest}{skipped}", flush=True)
+        if not every_s:
+            print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
+            return 0
+        time.sleep(every_s)
+
+
+def _every_s(text: str | None) -> float:
+    """``--every``: seconds between watches (0.5 to 3600), 0 when not given."""
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        raise UsageError(f"--every: must be 0.5 to 3600 seconds, got {text!r}")
+    return value

@@ -4,7 +4,9 @@
     One row per exam of a course: the nbgrader assignment it is
     (``assignment``, unique in the course), when it opens, its duration in
     minutes, its hard end (UTC), the zone its times are shown in, the
-    SHA-256 of its start code (None: no code), who created it and when.
+    SHA-256 of its start code (None: no code), who created it and when, and
+    the top-level modules its exam kernels may import (``allowed_imports``,
+    comma-separated; None: no list, migration ``0014``).
 ``exam_overrides``
     Extra time for one student (``person_pk``) or one group (``group_pk``),
     exactly one of the two: minutes, percent of the duration, and
@@ -51,6 +53,7 @@ class Exam(Base):
     start_code_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    allowed_imports: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ExamOverride(Base):
