@@ -204,6 +204,8 @@ def _sitting(exam: Exam, username: str, allowance: Allowance, row: ExamSession |
     if row is None:
         return Sitting(username, allowance, None, None)
     ends = plan_end(window_of(exam), row.started_at, allowance, row.added_minutes)
+    if row.ended_at is not None:  # a proctor ended their time
+        ends = min(ends, row.ended_at)
     files = json.loads(row.receipt_files) if row.receipt_files else None
     return Sitting(
         username,
