@@ -324,3 +324,36 @@ def test_the_bell_goes_on_past_a_missing_home_and_refuses_one_folder_for_all(
     assert status == 1, out
     assert f"p2500001: not submitted: {EXAM} of {COURSE} by p2500001: no work folder" in out
     assert "p2500002: submitted" in out and "1 submitted, 1 failed" in out
+
+
+def test_a_time_ended_by_a_proctor_is_submitted_by_the_bell_and_saves_are_recorded(
+    catalog, capsys, tmp_path
+):
+    now = datetime.now(UTC)
+    run(capsys, catalog, "create", COURSE, EXAM, "--duration", "90",
+        "--opens", (now - timedelta(minutes=10)).isoformat(timespec="seconds"),
+        "--hard-end", (now + timedelta(hours=3)).isoformat(timespec="seconds"))  # fmt: skip
+    for student in ("p2500001", "p2500002"):
+        assert run(capsys, catalog, "start", COURSE, EXAM, "--student", student)[0] == 0
+    layout = make_layout(COURSE, tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    homes = tmp_path / "exams"
+    for student in ("p2500001", "p2500002"):
+        write_answer(layout, student, homes / COURSE / EXAM / student, f"by {student}")
+    status, out, _ = run(capsys, catalog, "end", COURSE, EXAM, "--student", "p2500002",
+                         "--by", "mbuffat")  # fmt: skip
+    assert status == 0 and "p2500002's time on final ended at " in out and "(by mbuffat)" in out
+    status, _, err = run(capsys, catalog, "end", COURSE, EXAM, "--student", "p2500002")
+    assert status == 2 and "--student: p2500002's time is over already" in err
+    store = tmp_path / "store"
+    status, out, _ = run(capsys, catalog, "snapshot", COURSE, EXAM, "--homes", str(homes),
+                         "--store", str(store))  # fmt: skip
+    assert status == 0 and "snapshot of final: 2 exam homes" in out
+    status, out, _ = run(capsys, catalog, "show", COURSE, EXAM, "--json")
+    shown = {s["username"]: s for s in json.loads(out)["sittings"]}
+    sums = (store / COURSE / EXAM / "p2500001" / "SHA256SUMS").read_bytes()
+    assert shown["p2500001"]["last_saved_sha256"] == hashlib.sha256(sums).hexdigest()
+    assert shown["p2500002"]["ended_by"] == "mbuffat" and shown["p2500002"]["seconds_left"] == 0
+    pattern = str(homes / COURSE / EXAM / "{student}")
+    status, out, _ = run(capsys, catalog, "bell", COURSE, EXAM, "--work-dir", pattern)
+    assert status == 0 and "p2500002: submitted" in out and "p2500001" not in out
+    assert "1 submitted, 0 failed" in out

@@ -175,3 +175,39 @@ def test_refusals_in_the_catalog_say_why(session, exam):
         add_time(session, course, final, "p2500001", 5)
     with pytest.raises(UsageError, match=r"^extra_minutes: must be a whole number"):
         allowance_from_fields({"extra_minutes": "ten"}, "UTC")
+
+
+def test_a_pause_after_wrong_codes_is_one_students_and_ends_after_its_minutes(session):
+    from coursehub.catalog.examcodes import (
+        MAX_WRONG_CODES,
+        PAUSE_MIN,
+        WrongStartCodeError,
+        note_wrong_code,
+        paused_until,
+    )
+
+    course = seed_demo(session)
+    now = datetime.now(UTC)
+    window = Window(now - timedelta(hours=1), 60, now + timedelta(hours=2), "UTC")
+    exam = create_exam(session, course, "final", window, "mbuffat", start_code="K7Q2")
+    for _ in range(MAX_WRONG_CODES - 1):
+        with pytest.raises(WrongStartCodeError):
+            start_exam(session, course, exam, "p2500001", now, "nope")
+        note_wrong_code(session, exam.id, sitting_pk(session, course, "p2500001"), now)
+    with pytest.raises(WrongStartCodeError):
+        start_exam(session, course, exam, "p2500001", now, "nope")
+    assert note_wrong_code(session, exam.id, sitting_pk(session, course, "p2500001"), now) == 5
+    pk = sitting_pk(session, course, "p2500001")
+    assert paused_until(session, exam.id, pk, now) == now + timedelta(minutes=PAUSE_MIN)
+    with pytest.raises(UsageError, match="5 wrong start codes in a row"):
+        start_exam(session, course, exam, "p2500001", now, "K7Q2")
+    assert start_exam(session, course, exam, "p2500002", now, "K7Q2").started_at == now
+    later = now + timedelta(minutes=PAUSE_MIN, seconds=1)
+    assert paused_until(session, exam.id, pk, later) is None
+    assert start_exam(session, course, exam, "p2500001", later, "k7q2").started_at == later
+
+
+def sitting_pk(session, course, username):
+    from coursehub.catalog.exams import course_student
+
+    return course_student(session, course, username)[0].id

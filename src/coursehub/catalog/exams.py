@@ -21,6 +21,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.examcodes import (
+    MAX_WRONG_CODES,
+    WrongStartCodeError,
+    clear_wrong_codes,
+    paused_until,
+)
 from coursehub.catalog.examimports import parse_import_list
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
@@ -159,7 +165,8 @@ def allowance_for(session: Session, exam: Exam, person_pk: int, group_pk: int | 
 @dataclass(frozen=True)
 class Sitting:
     """A student's exam as the server knows it: start, end (aware UTC), receipt of the last
-    submission (``receipt_sha256`` None: nothing submitted yet)."""
+    submission (``receipt_sha256`` None: nothing submitted yet), who ended their time
+    (``ended_by``, None: nobody), their latest autosave (time and SHA-256)."""
 
     username: str
     allowance: Allowance
@@ -171,6 +178,9 @@ class Sitting:
     receipt_sha256: str | None = None
     receipt_files: dict[str, str] | None = None
     final: bool = False
+    ended_by: str | None = None
+    last_saved_at: datetime | None = None
+    last_saved_sha256: str | None = None
 
     def seconds_left(self, now: datetime) -> float | None:
         """Seconds until the end (0 once over; None: not started)."""
@@ -218,6 +228,9 @@ def _sitting(exam: Exam, username: str, allowance: Allowance, row: ExamSession |
         row.receipt_sha256,
         files,
         row.final,
+        row.ended_by,
+        row.last_saved_at,
+        row.last_saved_sha256,
     )
 
 
@@ -238,17 +251,30 @@ def start_exam(
     Raises
     ------
     UsageError
-        Not a student of the course; a start outside their window or with a
-        wrong start code (:func:`coursehub.catalog.examtime.plan_start`, the
-        message says why).
+        Not a student of the course; a start outside their window, without
+        the start code (:func:`coursehub.catalog.examtime.plan_start`, the
+        message says why), or while paused after too many wrong codes
+        (:mod:`coursehub.catalog.examcodes`, saying until when).
+    WrongStartCodeError
+        A wrong start code: the caller counts it
+        (:func:`coursehub.catalog.examcodes.note_wrong_code`).
     """
     sitting = sitting_of(session, course, exam, username)
     if sitting.started_at is not None:
         return sitting
+    person, _ = course_student(session, course, username)
+    until = paused_until(session, exam.id, person.id, now)
+    if until is not None:
+        raise UsageError(
+            f"{exam.assignment}: {MAX_WRONG_CODES} wrong start codes in a row: try again at "
+            f"{format_moment(until, exam.timezone)}, or ask the proctor"
+        )
     decision = plan_start(window_of(exam), now, sitting.allowance, exam.start_code_sha256, code)
+    if decision.wrong_code:
+        raise WrongStartCodeError(f"{exam.assignment}: {decision.message}")
     if not decision.allowed:
         raise UsageError(f"{exam.assignment}: {decision.message}")
-    person, _ = course_student(session, course, username)
+    clear_wrong_codes(session, exam.id, person.id)
     session.add(ExamSession(exam_pk=exam.id, person_pk=person.id, started_at=now, added_minutes=0))
     session.flush()
     return sitting_of(session, course, exam, username)

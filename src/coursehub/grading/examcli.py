@@ -12,6 +12,7 @@
         --hard-end 2026-01-13T13:00                 # a conflict slot
     coursehub exam start mlmeca-2025 final --student p2500001 [--code K7Q2]
     coursehub exam add-time mlmeca-2025 final --student p2500001 --minutes 10
+    coursehub exam end mlmeca-2025 final --student p2500001   # time up now; the bell submits
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
@@ -31,7 +32,7 @@ from typing import Any
 
 from coursehub.catalog.cli import add_database_url
 from coursehub.examroom.home import DEFAULT_EXAM_ROOT
-from coursehub.grading import examcommands, similaritycommand
+from coursehub.grading import examcommands, similaritycommand, snapshotcommand
 from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
@@ -86,6 +87,10 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
     sub.add_argument("--code", metavar="CODE", help="the start code, if the exam has one")
+    sub = _command(commands, "end", "end a student's time now (the bell submits)", examcommands.end)
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub.add_argument("--student", required=True, metavar="USER")
+    sub.add_argument("--by", metavar="USER", help="a lead of the course (default: you)")
     sub = _command(commands, "add-time", "give a student minutes more, live", examcommands.addtime)
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
@@ -127,7 +132,7 @@ def _add_student_commands(commands: Any) -> None:
         "(default: <course>/coursehub/similarity-<assignment>.html)",
     )
     sub = _command(
-        commands, "snapshot", "copy every exam home to the snapshot store", examcommands.snapshot
+        commands, "snapshot", "copy every exam home to the snapshot store", snapshotcommand.snapshot
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument(

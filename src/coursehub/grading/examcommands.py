@@ -15,9 +15,7 @@ import argparse
 import functools
 import getpass
 import json
-import os
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -219,17 +217,45 @@ def override(args: argparse.Namespace) -> int:
 @cli_options
 def start(args: argparse.Namespace) -> int:
     """``coursehub exam start``: record a student's start now; print their end."""
+    from coursehub.catalog.examcodes import WrongStartCodeError
+    from coursehub.catalog.examproctor import count_wrong_code
     from coursehub.catalog.exams import start_exam
+    from coursehub.catalog.examtime import format_moment
+
+    moment = datetime.now(UTC)
+    try:
+        with _transaction(args) as session:
+            course, exam = _exam(session, args)
+            sitting = start_exam(session, course, exam, args.student, moment, args.code)
+            assert sitting.started_at is not None and sitting.ends_at is not None
+            print(
+                f"{sitting.username} started {exam.assignment} at "
+                f"{format_moment(sitting.started_at, exam.timezone)}; "
+                f"ends {format_moment(sitting.ends_at, exam.timezone)}"
+            )
+    except WrongStartCodeError:
+        with _transaction(args) as session:  # counted, although the start is rolled back
+            course, exam = _exam(session, args)
+            count_wrong_code(session, course, exam, args.student, moment)
+        raise
+    return 0
+
+
+@cli_options
+def end(args: argparse.Namespace) -> int:
+    """``coursehub exam end``: end a student's time now (the bell then submits their work)."""
+    from coursehub.catalog.examproctor import end_sitting
     from coursehub.catalog.examtime import format_moment
 
     with _transaction(args) as session:
         course, exam = _exam(session, args)
-        sitting = start_exam(session, course, exam, args.student, datetime.now(UTC), args.code)
-        assert sitting.started_at is not None and sitting.ends_at is not None
+        by = _recorder(session, course, args.by)
+        sitting = end_sitting(session, course, exam, args.student, by, datetime.now(UTC))
+        assert sitting.ends_at is not None
         print(
-            f"{sitting.username} started {exam.assignment} at "
-            f"{format_moment(sitting.started_at, exam.timezone)}; "
-            f"ends {format_moment(sitting.ends_at, exam.timezone)}"
+            f"{sitting.username}'s time on {exam.assignment} ended at "
+            f"{format_moment(sitting.ends_at, exam.timezone)} (by {by}); "
+            "the bell submits their work"
         )
     return 0
 
@@ -347,42 +373,3 @@ def collect(args: argparse.Namespace) -> int:
     elif lost:
         print(f"receipted but not collected: {', '.join(lost)}", file=sys.stderr)
     return 1 if not kept or lost else 0
-
-
-def snapshot(args: argparse.Namespace) -> int:
-    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root).
-
-    With ``--every S``: again every S seconds, each home only when it changed,
-    until interrupted.
-    """
-    from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
-    from coursehub.grading.examsnapshot import snapshot_exam
-
-    parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
-    root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
-    homes, store = Path(root).joinpath(*parts), Path(args.store).joinpath(*parts)
-    every_s = _every_s(args.every)
-    seen: dict[str, tuple[float, int]] | None = {} if every_s else None
-    while True:
-        taken = snapshot_exam(homes, store, seen=seen)
-        for student, snap in taken.items():
-            skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
-            digest = snap.manifest_sha256[:12]
-            print(f"{student}: {len(snap.files)} files, sha256 {digest}{skipped}", flush=True)
-        if not every_s:
-            print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
-            return 0
-        time.sleep(every_s)
-
-
-def _every_s(text: str | None) -> float:
-    """``--every``: seconds between watches (0.5 to 3600), 0 when not given."""
-    if text is None:
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.5 <= value <= 3600:
-        raise UsageError(f"--every: must be 0.5 to 3600 seconds, got {text!r}")
-    return value

@@ -32,6 +32,7 @@ from typing import Any
 
 from flask import Response, abort, current_app, g, jsonify
 
+from coursehub.catalog.examcodes import WrongStartCodeError
 from coursehub.catalog.examjson import (
     allowance_from_fields,
     exam_to_json,
@@ -41,6 +42,7 @@ from coursehub.catalog.examjson import (
     window_from_fields,
 )
 from coursehub.catalog.examoverrides import override_of, set_override
+from coursehub.catalog.examproctor import count_wrong_code, end_sitting
 from coursehub.catalog.exams import (
     add_time,
     create_exam,
@@ -177,6 +179,10 @@ def post_start(course_id: str, assignment: str) -> Response | tuple[Response, in
     try:
         with committing(session):
             sitting = start_exam(session, course, exam, g.identity.name, moment, data.get("code"))
+    except WrongStartCodeError as exc:
+        with committing(session):  # counted, although the start is rolled back
+            count_wrong_code(session, course, exam, g.identity.name, moment)
+        return json_error(str(exc), 409)
     except UsageError as exc:
         return json_error(str(exc), 409)
     if sitting.started_at == moment:  # a new start: the next server is the exam server
@@ -227,6 +233,20 @@ def get_sitting(course_id: str, assignment: str, username: str) -> Response:
     except UsageError as exc:
         abort(404, description=str(exc).split(": ", 1)[-1])
     return jsonify(sitting_to_json(sitting, now()))
+
+
+@bp.post(EXAM + "/sittings/<username>/end")
+def post_end(course_id: str, assignment: str, username: str) -> Response:
+    """End a student's time now, the bell then submits their work (lead, teachers, admins)."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    exam = get_exam(session, course, assignment)
+    moment = now()
+    try:
+        with committing(session):
+            sitting = end_sitting(session, course, exam, username, g.identity.name, moment)
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(sitting_to_json(sitting, moment))
 
 
 @bp.post(EXAM + "/sittings/<username>/time")
