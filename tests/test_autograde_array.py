@@ -8,6 +8,7 @@ from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.autograde.arrayplan import (
     array_finished,
     parse_array_states,
+    pending_reasons,
     plan_missing,
     plan_shares,
     render_array_option,
@@ -106,6 +107,7 @@ def test_task_states_are_read_per_task_and_a_pending_range_keeps_the_array_runni
     assert array_finished({"0": "FAILED", "1": "COMPLETED"})
     assert not array_finished({"0": "RUNNING", "1": "COMPLETED"})
     assert parse_array_states("JobId=7 JobState=RUNNING\n") == {}
+    assert [r["Reason"] for r in pending_reasons(SCONTROL)] == ["JobArrayTaskLimit"]
 
 
 def test_a_failed_task_names_itself_its_state_and_its_missing_submissions():

@@ -24,7 +24,9 @@ outcomes added, the logs of its submissions copied beside those of a local
 batch. A submission its task did not grade (the task failed, was killed or
 cancelled) is an ``error`` outcome naming the task, Slurm's state of it
 and the last line of its log; the next run grades it again. Interrupted,
-the batch cancels the array (``scancel``).
+or with a task that can never start (a pending reason no wait removes,
+:func:`coursehub.runner.slurm.plan.plan_never_starts`), the batch cancels
+the array (``scancel``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from coursehub.grading.autograde.arrayplan import (
     ARRAY_TASK_MODULE,
     array_finished,
     parse_array_states,
+    pending_reasons,
     plan_missing,
     plan_shares,
     render_array_option,
@@ -109,6 +112,7 @@ class ArrayBatch(JobBatch):
     worker: bool | None = None
     job_id = ""
     manifest: ArrayManifest | None = None
+    spec: Any = None
 
     def run(self) -> None:
         """Submit the array, collect each task as it ends, report what no task graded."""
@@ -155,7 +159,7 @@ class ArrayBatch(JobBatch):
         from coursehub.runner.slurm.plan import describe_request
 
         most = max(len(share) for share in manifest.shares)
-        spec = array_spec(self.layout, self.assignment, self.limits, most)
+        self.spec = spec = array_spec(self.layout, self.assignment, self.limits, most)
         slots = self.workers if self.workers < len(manifest.shares) else None
         script = render_array_script(
             spec,
@@ -192,7 +196,24 @@ class ArrayBatch(JobBatch):
                 return None
             raise
         deadline.answered()
+        self.check_pending(out)
         return parse_array_states(out)
+
+    def check_pending(self, text: str) -> None:
+        """Cancel the array if a pending task can never start (its reason names a permanent cause).
+
+        Raises
+        ------
+        coursehub.runner.slurm.commands.SlurmError
+            Naming the job and the cause
+            (:func:`coursehub.runner.slurm.plan.plan_never_starts`).
+        """
+        from coursehub.runner.slurm.plan import plan_never_starts
+
+        for record in pending_reasons(text):
+            never = plan_never_starts(self.job_id, record.get("Reason", ""), self.spec, record)
+            if never:
+                raise SlurmError(never)
 
     def collect_task(self, index: int, state: str) -> None:
         """Merge task ``index``'s gradebook, add its outcomes, report its missing submissions."""

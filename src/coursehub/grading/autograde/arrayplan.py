@@ -136,6 +136,12 @@ def parse_array_states(text: str) -> dict[str, str]:
     return states
 
 
+def pending_reasons(text: str) -> list[dict[str, str]]:
+    """Return the ``scontrol show job -o`` records of the array's pending tasks (pure)."""
+    records = [parse_scontrol_record(line) for line in text.splitlines() if line.strip()]
+    return [r for r in records if r.get("JobState", "").startswith("PENDING")]
+
+
 def array_finished(states: Mapping[str, str]) -> bool:
     """Whether every task of the array has ended (no pending range, every state final) (pure)."""
     return all(task.isdigit() and state in FINAL_STATES for task, state in states.items())
