@@ -137,7 +137,8 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "coursehub.grading.sandbox.kernel:SandboxKernelManager",
     ),
     ProcessRow(
-        "kernel fork server (one per grading worker; forks each submission's kernel)",
+        "kernel fork server (one per grading worker and per formgrader; forks each "
+        "submission's kernel)",
         "coursehub.grading.sandbox.forkclient:fork_server",
         "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace "
         "otherwise; non-dumpable, never runs a student's code",

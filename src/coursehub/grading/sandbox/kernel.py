@@ -34,7 +34,7 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, List, Unicode, default
 from traitlets.config import Config
 
 from coursehub.errors import CoursehubError
@@ -44,6 +44,34 @@ from coursehub.sandbox.command import SandboxPlan, chown_tree, plan_sandbox_comm
 from coursehub.sandbox.env import plan_sandbox_env, sandbox_required
 from coursehub.sandbox.plan import make_plan, sandbox_account
 from coursehub.sandbox.workdir import make_job_dir
+
+#: Set (one True) in a long-lived process that starts one kernel after another
+#: (:func:`fork_kernels_in_this_process`): its kernels fork from a fork server by default.
+_LONG_LIVED: list[bool] = []
+
+
+def fork_kernels_in_this_process() -> None:
+    """Fork this process's autograde kernels from one kernel fork server, kept while it lives.
+
+    For a long-lived process that autogrades one submission at a time: the
+    formgrader, whose "autograde" button grades one submission in its own
+    process (nbgrader's ``NbGraderAPI.autograde``, called by a synchronous
+    handler: one at a time). Its kernels then start as a grading worker's do
+    (:mod:`coursehub.grading.sandbox.forkclient`: forked from a server of the
+    same sandbox, with the same fallback to a new interpreter), unless
+    ``$COURSEHUB_GRADING_FORK_SERVER`` is false. The server ends with the
+    process (end of file on its socket; :func:`atexit.register` ends it first).
+    A process that grades one submission and exits (``python -m
+    coursehub.grading.sandbox.kernel``) does not call it: the server's own
+    start would cost what it saves.
+    """
+    import atexit
+
+    from coursehub.grading.sandbox.forkclient import close_fork_server
+
+    if not _LONG_LIVED:
+        _LONG_LIVED.append(True)
+        atexit.register(close_fork_server)
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -56,10 +84,17 @@ class SandboxKernelManager(AsyncKernelManager):
         "", help="Unix account running the kernel as root (default: $COURSEHUB_GRADER_USER)."
     ).tag(config=True)
     fork_server = Bool(
-        False,
         help="Fork the kernel from this process's kernel fork server "
-        "(coursehub.grading.sandbox.forkclient; grading workers only).",
+        "(coursehub.grading.sandbox.forkclient). Default: in a process that "
+        "called fork_kernels_in_this_process (the formgrader), "
+        "$COURSEHUB_GRADING_FORK_SERVER; elsewhere false (a grading worker sets it).",
     ).tag(config=True)
+
+    @default("fork_server")
+    def _fork_server_default(self) -> bool:
+        from coursehub.grading.sandbox.forkclient import fork_wanted
+
+        return bool(_LONG_LIVED) and fork_wanted()
 
     _job_dir: Path | None = None
     _mode = "none"
