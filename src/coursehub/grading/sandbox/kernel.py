@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 provisioner: Any = self.provisioner
                 provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
                 self._reconcile_connection_info(provisioner.connection_info)
+                await wait_for_sockets(self.get_connection_info(), process)
                 return
         plan: SandboxPlan = make_plan(
             self.hidden,
@@ -197,6 +198,38 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         self._remove_job_dir()
+
+
+#: Seconds a forked kernel may take to bind its sockets before the client connects anyway.
+SOCKETS_WAIT_S = 30.0
+#: The connection file's ports of a kernel's five sockets (Jupyter messaging protocol).
+SOCKET_PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+
+
+async def wait_for_sockets(info: Mapping[str, Any], process: Any) -> None:
+    """Return once a kernel on ``ipc`` transport has bound its five sockets, or has ended.
+
+    ipykernel binds ``<ip>-<port>`` for each port of the connection file
+    (``IPKernelApp._try_bind_socket``). A client that connects before the
+    files exist is connected by ZeroMQ only at its next reconnection try
+    (``ZMQ_RECONNECT_IVL``, 100 ms by default: zmq_setsockopt(3)), and its
+    IOPub subscription may then miss the kernel's first status messages,
+    after which jupyter_client's ``wait_for_ready`` waits 0.2 s more and asks
+    again. Waiting for the files spares a forked kernel, ready within about
+    0.1 s, both waits. Gives up after :data:`SOCKETS_WAIT_S` (the client's
+    own timeout then applies); other transports return at once.
+    """
+    import asyncio
+    import time
+
+    if info.get("transport") != "ipc":
+        return
+    paths = [Path(f"{info['ip']}-{info[key]}") for key in SOCKET_PORTS if info.get(key)]
+    deadline = time.monotonic() + SOCKETS_WAIT_S
+    while not all(path.exists() for path in paths):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.005)
 
 
 def forkable(kernel_cmd: list[str]) -> bool:
