@@ -65,6 +65,7 @@ def test_two_task_gradebooks_merged_give_the_scores_of_a_local_batch(
         for row in read_grade_table(layout).rows:
             assert row.student_id in graded_here or row.scores == (None,)
         batch.collect_task(index, "COMPLETED")
+        assert not (batch.manifest.task_dir(index) / "gradebook.db").exists()  # merged
     assert outcomes_by(batch.outcomes) == outcomes_by(local) == EXPECTED
     assert read_grade_table(layout).rows == read_grade_table(local_layout).rows
     assert job_log_path(layout, PS, "erin").is_file()  # beside a local batch's logs
@@ -88,6 +89,7 @@ def test_on_slurm_a_batch_is_one_job_array_and_its_merged_scores_are_the_local_o
     assert outcomes_by(outcomes) == EXPECTED, [o.message for o in outcomes]
     (folder,) = layout.reports_dir.glob(f"array-{PS}-*")
     assert sorted(p.name for p in folder.glob("task-*.log")) == ["task-0.log", "task-1.log"]
+    assert list(folder.rglob("*.db")) == []  # every gradebook copy merged, then removed
     # each task graded in a worker whose kernels were forked from its fork server
     assert "forked" in job_log_path(layout, PS, "alice").read_text()
     assert "forked" in job_log_path(layout, PS, "erin").read_text()

@@ -21,10 +21,12 @@ Followed with ``scontrol show job -o`` (one line per task), each task that
 ends is collected at once: its gradebook merged into the course's
 (:func:`coursehub.grading.autograde.arraymerge.merge_gradebook`), its
 outcomes added, the logs of its submissions copied beside those of a local
-batch. A submission its task did not grade (the task failed, was killed or
-cancelled) is an ``error`` outcome naming the task, Slurm's state of it
-and the last line of its log; the next run grades it again. Interrupted,
-or with a task that can never start (a pending reason no wait removes,
+batch; the gradebook copies are removed once merged (the folder keeps the
+manifest and each task's log, ``task-<i>.log``). A submission its task
+did not grade (the task failed, was killed or cancelled) is an ``error``
+outcome naming the task, Slurm's state of it and the last line of its log;
+the next run grades it again. Interrupted, or with a task that can never
+start (a pending reason no wait removes,
 :func:`coursehub.runner.slurm.plan.plan_never_starts`), the batch cancels
 the array (``scancel``).
 """
@@ -138,6 +140,7 @@ class ArrayBatch(JobBatch):
         for index in range(len(self.manifest.shares)):
             if str(index) not in collected:
                 self.collect_task(index, (states or {}).get(str(index), ""))
+        (self.manifest.folder / "gradebook.db").unlink(missing_ok=True)
 
     def write_manifest(self, students: list[str]) -> ArrayManifest:
         """Make the batch's folder with a copy of the gradebook and the manifest; return it."""
@@ -224,7 +227,8 @@ class ArrayBatch(JobBatch):
         share = self.manifest.shares[index]
         task = TaskLayout(**vars(self.layout), task_dir=self.manifest.task_dir(index))
         graded = [o for o in load_outcomes(task, self.assignment) if o.student_id in share]
-        if graded and (task.task_dir / "gradebook.db").is_file():
+        copy = task.task_dir / "gradebook.db"
+        if graded and copy.is_file():
             merge_gradebook(
                 task.db_url,
                 gradebook_url(self.layout),
@@ -232,6 +236,7 @@ class ArrayBatch(JobBatch):
                 self.assignment,
                 [o.student_id for o in graded],
             )
+        copy.unlink(missing_ok=True)  # merged: the course's gradebook holds it now
         for outcome in graded:
             self.copy_log(task, outcome.student_id)
             self.running.pop(outcome.student_id, None)

@@ -42,7 +42,7 @@ def copy_gradebook(source: Path, target: Path) -> None:
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600, exist_ok=True)
-    with sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=300) as src:
+    with sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=300) as src:
         dst = sqlite3.connect(target)
         try:
             src.backup(dst)
