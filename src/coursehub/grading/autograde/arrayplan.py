@@ -20,7 +20,7 @@ from coursehub.errors import UsageError
 from coursehub.runner.job import JobSpec
 from coursehub.runner.jobenv import plan_env
 from coursehub.runner.slurm.commands import FINAL_STATES, parse_scontrol_record
-from coursehub.runner.slurm.plan import SlurmPlacement, _sbatch_line, render_sbatch_args
+from coursehub.runner.slurm.plan import SlurmPlacement, render_sbatch_args, render_sbatch_line
 
 #: The module each array task runs (:mod:`coursehub.grading.autograde.arraytask`).
 ARRAY_TASK_MODULE = "coursehub.grading.autograde.arraytask"
@@ -111,7 +111,7 @@ def render_array_script(
     env = plan_env(spec, {})
     lines = ["#!/bin/bash", f"# coursehub autograde array {spec.display_name}"]
     options = [*render_sbatch_args(spec, placement, output), array]
-    lines += [f"#SBATCH {_sbatch_line(arg)}" for arg in options]
+    lines += [f"#SBATCH {render_sbatch_line(arg)}" for arg in options]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     command = [python, "-m", ARRAY_TASK_MODULE, "--manifest", manifest]
     lines.append("exec " + " ".join(shlex.quote(word) for word in command))
