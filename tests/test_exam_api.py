@@ -231,3 +231,29 @@ def test_a_teacher_ends_a_students_time_and_a_student_cannot(client, final):
     assert again.status_code == 400 and "is over already" in again.get_json()["fields"]["username"]
     never = client.post(FINAL + "/sittings/p2500002/end", headers=api_headers("teacher"))
     assert never.status_code == 400 and "has not started" in never.get_json()["fields"]["username"]
+
+
+def test_a_start_from_outside_the_rooms_network_is_refused_and_recorded(client, app):
+    from coursehub.catalog.models.exams import ExamEvent
+    from coursehub.web.database import get_session
+
+    room = body(assignment="room", allowed_networks="192.0.2.0/24, 2001:db8::/32")
+    created = client.post(EXAMS, json=room, headers=api_headers("lead"))
+    assert created.status_code == 201
+    assert created.get_json()["allowed_networks"] == "192.0.2.0/24,2001:db8::/32"
+    url = EXAMS + "/room/start"
+    outside = {"REMOTE_ADDR": "198.51.100.9"}
+    refused = client.post(url, json={}, headers=api_headers("student"), environ_base=outside)
+    assert refused.status_code == 403
+    assert "your address 198.51.100.9 is outside it" in refused.get_json()["error"]
+    inside = {"REMOTE_ADDR": "192.0.2.44"}
+    started = client.post(url, json={}, headers=api_headers("student"), environ_base=inside)
+    assert started.status_code == 200
+    with app.app_context():
+        [event] = get_session().query(ExamEvent).all()
+        assert (event.kind, event.detail) == ("sign-in-outside", "start from 198.51.100.9")
+    bad = client.post(
+        EXAMS, json=body(assignment="x", allowed_networks="room A"), headers=api_headers("lead")
+    )
+    assert bad.status_code == 400
+    assert "'room A' is not a network" in bad.get_json()["fields"]["allowed_networks"]

@@ -211,3 +211,26 @@ def sitting_pk(session, course, username):
     from coursehub.catalog.exams import course_student
 
     return course_student(session, course, username)[0].id
+
+
+def test_allowed_networks_are_normalised_and_read_for_v4_v6_and_mapped_addresses():
+    from coursehub.catalog.examnetworks import address_allowed, parse_networks
+
+    assert parse_networks(" 192.0.2.7/24 ,10.0.0.1, 192.0.2.0/24") == "192.0.2.0/24,10.0.0.1/32"
+    assert parse_networks("") is None and address_allowed(None, "203.0.113.1")
+    nets = parse_networks("192.0.2.0/24,2001:db8::/32")
+    assert address_allowed(nets, "192.0.2.200") and address_allowed(nets, "2001:db8::5")
+    assert address_allowed(nets, "::ffff:192.0.2.9")
+    assert not address_allowed(nets, "198.51.100.1") and not address_allowed(nets, "")
+    assert not address_allowed(nets, "localhost")
+    with pytest.raises(UsageError, match="allowed_networks: at most 64"):
+        parse_networks(",".join(f"10.0.{i}.0/24" for i in range(65)))
+
+
+def test_the_proxy_hops_follow_the_mode_and_refuse_a_bad_value():
+    from coursehub.web.config import plan_proxy_hops
+
+    assert plan_proxy_hops({}, "hub") == 1 and plan_proxy_hops({}, "dev") == 0
+    assert plan_proxy_hops({"PROXY_HOPS": "2"}, "hub") == 2
+    with pytest.raises(UsageError, match="COURSEHUB_PROXY_HOPS must be a whole number"):
+        plan_proxy_hops({"PROXY_HOPS": "many"}, "hub")

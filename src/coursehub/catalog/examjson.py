@@ -125,6 +125,7 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
         "timezone": exam.timezone,
         "start_code": exam.start_code_sha256 is not None,
         "allowed_imports": exam.allowed_imports,
+        "allowed_networks": exam.allowed_networks,
         "created_by": exam.created_by,
         "created_at": _iso(exam.created_at),
         "summary": describe_exam(exam),

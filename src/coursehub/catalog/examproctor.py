@@ -11,6 +11,9 @@
   table shows as their last save.
 * :func:`count_wrong_code`: a wrong start code counted, in the caller's
   own transaction (:mod:`coursehub.catalog.examcodes`).
+* :func:`note_outside_start`: a start refused because it came from outside
+  the exam's allowed networks (:mod:`coursehub.catalog.examnetworks`),
+  recorded as an exam event (``sign-in-outside``) for the proctor.
 
 Nothing here commits: the caller's transaction does.
 """
@@ -26,7 +29,7 @@ from coursehub.catalog.examcodes import note_wrong_code
 from coursehub.catalog.exams import Sitting, course_student, sitting_of
 from coursehub.catalog.examtime import format_moment
 from coursehub.catalog.models.courses import Course
-from coursehub.catalog.models.exams import Exam, ExamSession
+from coursehub.catalog.models.exams import Exam, ExamEvent, ExamSession
 from coursehub.errors import UsageError
 
 
@@ -84,3 +87,25 @@ def count_wrong_code(
     """Count a wrong start code of ``username`` at ``now``; return their count in a row."""
     person, _ = course_student(session, course, username)
     return note_wrong_code(session, exam.id, person.id, now)
+
+
+#: The event kind of a start from outside the exam's allowed networks.
+OUTSIDE_START = "sign-in-outside"
+
+
+def note_outside_start(
+    session: Session, course: Course, exam: Exam, username: str, address: str, now: datetime
+) -> None:
+    """Record that ``username`` tried to start ``exam`` from ``address``, outside its networks.
+
+    Raises
+    ------
+    UsageError
+        ``username``: not a student of the course.
+    """
+    person, _ = course_student(session, course, username)
+    detail = f"start from {address or 'an unknown address'}"[:255]
+    event = ExamEvent(exam_pk=exam.id, person_pk=person.id, at=now, kind=OUTSIDE_START)
+    event.detail = detail
+    session.add(event)
+    session.flush()

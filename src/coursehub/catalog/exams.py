@@ -28,6 +28,7 @@ from coursehub.catalog.examcodes import (
     paused_until,
 )
 from coursehub.catalog.examimports import parse_import_list
+from coursehub.catalog.examnetworks import parse_networks
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
     Allowance,
@@ -62,18 +63,22 @@ def create_exam(
     start_code: str | None = None,
     now: datetime | None = None,
     allowed_imports: str | None = None,
+    allowed_networks: str | None = None,
 ) -> Exam:
     """Make the nbgrader assignment ``assignment`` of ``course`` an exam sat in ``window``.
 
     ``allowed_imports``: the top-level modules its exam kernels may import
     besides the standard library (``"numpy, pandas"``; None or "": no list).
+    ``allowed_networks``: the address ranges students may start it from
+    (``"192.0.2.0/24"``; None or "": anywhere, :mod:`coursehub.catalog.examnetworks`).
 
     Raises
     ------
     UsageError
         ``assignment``: not a valid name; the window's fields
         (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank;
-        ``allowed_imports``: a name that is not a module name.
+        ``allowed_imports``: a name that is not a module name;
+        ``allowed_networks``: an entry that is not a network.
     ConflictError
         If the course already has an exam of that assignment.
     """
@@ -96,6 +101,7 @@ def create_exam(
         timezone=window.timezone,
         start_code_sha256=hash_code(start_code) if start_code else None,
         allowed_imports=parse_import_list(allowed_imports),
+        allowed_networks=parse_networks(allowed_networks),
         created_by=created_by,
         created_at=now or datetime.now(UTC),
     )

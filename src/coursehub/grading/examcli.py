@@ -60,6 +60,11 @@ def register(subparsers: Any) -> None:
     sub.add_argument(
         "--allowed-imports", metavar="NAMES", help="modules the kernel may import: numpy,pandas"
     )
+    sub.add_argument(
+        "--allowed-networks",
+        metavar="CIDRS",
+        help="address ranges students may start it from: 192.0.2.0/24,2001:db8::/32",
+    )
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
     sub = _command(commands, "list", "list the course's exams", examcommands.list_)
     sub.add_argument("--json", action="store_true", help="print JSON")

@@ -57,6 +57,8 @@ OPTION_OF = {
     "hard_end": "--hard-end",
     "timezone": "--timezone",
     "start_code": "--start-code",
+    "allowed_imports": "--allowed-imports",
+    "allowed_networks": "--allowed-networks",
     "by": "--by",
     "extra_minutes": "--extra-minutes",
     "extra_percent": "--extra-percent",
@@ -123,6 +125,7 @@ def create(args: argparse.Namespace) -> int:
             by,
             args.start_code,
             allowed_imports=args.allowed_imports,
+            allowed_networks=args.allowed_networks,
         )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
     _warn(window_warnings(window, datetime.now(UTC)))
