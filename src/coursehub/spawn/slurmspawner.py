@@ -8,7 +8,12 @@ job that is only COMPLETING counts as ended (its server has exited). The
 hub's job watch (:mod:`coursehub.spawn.slurmwatch`: one ``squeue`` for all
 servers every 2 s) runs that poll as soon as it sees a job ended, so that a
 student whose server died can reload and start a new one within seconds;
-the periodic poll (``poll_interval``) is the fallback.
+the periodic poll (``poll_interval``) is the fallback. The job's environment
+carries the runner jobs' usage folder (``COURSEHUB_USAGE_DIR``,
+:class:`coursehub.spawn.jobusage.JobUsageMixin`): a ``coursehub run`` job
+started in the server writes its records there, on storage the compute
+nodes share with the hub (``usage_dir``, rendered by
+``coursehub hub config --spawner slurm --usage-dir``).
 
 The demo has no Unix account per student (every server runs as the hub's own
 user, :mod:`coursehub.spawn.cgroupspawner` does the same for local
@@ -17,7 +22,9 @@ shell from the password database (``UserEnvMixin.user_env``,
 ``req_homedir``) and submits through ``sudo -E -u {username}``.
 :class:`DemoSlurmSpawner` takes the home from ``home_dir_template`` instead,
 creates it (0700) before submitting (``#SBATCH --chdir`` needs it), and
-submits as the hub's user (``exec_prefix = ""``). Everything else is
+submits as the hub's user (``exec_prefix = ""``); its servers' jobs write
+their usage to the hub's own folder, as the demo's local servers do
+(``shares_hub_account``). Everything else is
 SlurmSpawner's: the batch script, ``--cpus-per-task``/``--mem``/``--gres``
 from the course profile (:mod:`coursehub.spawn.profiles`), ``scancel`` on
 stop, and the job id kept in the hub's database (``get_state``/``load_state``).
@@ -33,6 +40,7 @@ from typing import Any
 from batchspawner import SlurmSpawner
 from traitlets import Unicode, default
 
+from coursehub.spawn.jobusage import JobUsageMixin
 from coursehub.spawn.serverexit import SlurmStopNoticeMixin
 from coursehub.spawn.slurmwatch import SlurmJobWatchMixin
 
@@ -42,16 +50,24 @@ from coursehub.spawn.slurmwatch import SlurmJobWatchMixin
 RUNNING_STATES_RE = r"^RUNNING"
 
 
-class CoursehubSlurmSpawner(SlurmJobWatchMixin, SlurmStopNoticeMixin, SlurmSpawner):
+class CoursehubSlurmSpawner(JobUsageMixin, SlurmJobWatchMixin, SlurmStopNoticeMixin, SlurmSpawner):
     """SlurmSpawner whose ended job the hub's watch notices, leaving a notice saying why."""
 
     @default("state_running_re")
     def _state_running_re_default(self) -> str:
         return RUNNING_STATES_RE
 
+    async def start(self) -> Any:
+        """Add the jobs' usage folder to the job's environment, then submit it."""
+        self.add_job_usage_env()
+        return await super().start()
+
 
 class DemoSlurmSpawner(CoursehubSlurmSpawner):
     """SlurmSpawner whose jobs run as the hub's user with homes from a template (demo only)."""
+
+    #: Every server runs as the hub's account: its jobs write to the hub's own usage folder.
+    shares_hub_account = True
 
     home_dir_template = Unicode(
         "/tmp/coursehub-slurm-homes/{username}",
