@@ -75,6 +75,7 @@ def test_the_slurm_spawner_sends_the_jobs_folder_and_course_to_the_job(usage_dir
     seen: dict[str, str] = {}
     _start_patched(monkeypatch, seen)
     spawner = make_spawner("slurm")
+    spawner.listen_poll_interval = 0  # nothing listens: the submission is replaced
     spawner.usage_dir = str(usage_dir)
     spawner.user_options = {"course": "ml-2026"}
     asyncio.run(spawner.start())
@@ -93,6 +94,7 @@ def test_the_slurm_demos_jobs_write_to_the_hubs_own_folder(usage_dir, monkeypatc
     _start_patched(monkeypatch, seen)
     spawner = DemoSlurmSpawner(user=make_user("ann"), hub=make_hub())
     spawner.home_dir_template = str(tmp_path / "homes" / "{username}")
+    spawner.listen_poll_interval = 0
     spawner.usage_dir = str(usage_dir)
     spawner.user_options = {"course": "ml-2026"}
     asyncio.run(spawner.start())

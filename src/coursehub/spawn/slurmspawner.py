@@ -33,12 +33,13 @@ Reference: https://github.com/jupyterhub/batchspawner (README, "SlurmSpawner").
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
 from batchspawner import SlurmSpawner
-from traitlets import Unicode, default
+from traitlets import Float, Unicode, default
 
 from coursehub.spawn.jobusage import JobUsageMixin
 from coursehub.spawn.serverexit import SlurmStopNoticeMixin
@@ -50,6 +51,22 @@ from coursehub.spawn.slurmwatch import SlurmJobWatchMixin
 RUNNING_STATES_RE = r"^RUNNING"
 
 
+async def wait_listening(host: str, port: int, interval_s: float, timeout_s: float) -> bool:
+    """Return True once a TCP connection to ``host:port`` opens, False after ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            _reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+        except (OSError, TimeoutError):
+            if loop.time() + interval_s > deadline:
+                return False
+            await asyncio.sleep(interval_s)
+            continue
+        writer.close()
+        return True
+
+
 class CoursehubSlurmSpawner(JobUsageMixin, SlurmJobWatchMixin, SlurmStopNoticeMixin, SlurmSpawner):
     """SlurmSpawner whose ended job the hub's watch notices, leaving a notice saying why."""
 
@@ -57,10 +74,28 @@ class CoursehubSlurmSpawner(JobUsageMixin, SlurmJobWatchMixin, SlurmStopNoticeMi
     def _state_running_re_default(self) -> str:
         return RUNNING_STATES_RE
 
+    listen_poll_interval = Float(
+        0.1,
+        help="Seconds between two checks that the started server listens on its port, before "
+        "the start returns (0: return once the port is known, as batchspawner does).",
+    ).tag(config=True)
+
     async def start(self) -> Any:
-        """Add the jobs' usage folder to the job's environment, then submit it."""
+        """Submit the job with the jobs' usage folder in its environment; wait until it listens.
+
+        batchspawner's start returns once ``batchspawner-singleuser`` has
+        sent its port, before Jupyter Server has imported and listens
+        (2-3 s); the hub then waits for it with a growing back-off (0.2 s
+        doubling up to 5 s, JupyterHub ``utils.exponential_backoff``), which
+        saw it 1.5-3.6 s late (benchmarks/bench_slurm_start.py). Here the
+        port is tried every ``listen_poll_interval`` seconds (at most
+        ``http_timeout``), so the hub's first check finds the server up.
+        """
         self.add_job_usage_env()
-        return await super().start()
+        ip, port = await super().start()
+        if self.listen_poll_interval > 0:
+            await wait_listening(ip, port, self.listen_poll_interval, float(self.http_timeout))
+        return ip, port
 
 
 class DemoSlurmSpawner(CoursehubSlurmSpawner):
