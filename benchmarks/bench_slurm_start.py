@@ -10,10 +10,11 @@ from the logs that write it (millisecond wall-clock times):
   ("_slurm_rpc_submit_batch_job: JobId=N", its log);
 - ``queue``: until slurmctld allocated the job ("sched: Allocate JobId=N",
   its log);
-- ``launch``: until the job's ``batchspawner-singleuser`` process began
-  (its start time, ``psutil``);
-- ``port``: until it sent its port to the hub (the hub's log, ``POST
-  /hub/api/batchspawner``);
+- ``launch``: until slurmd launched the batch script ("Launching batch job
+  N", its log);
+- ``port``: until ``batchspawner-singleuser`` sent its port to the hub (the
+  hub's log, ``POST /hub/api/batchspawner``): the batch script, its
+  ``srun`` step, the interpreter and its imports;
 - ``imports``: until Jupyter Server listened ("Jupyter Server ... is
   running at", the job's output file);
 - ``hub sees it``: until the hub logged the server ready ("User ... took
@@ -35,7 +36,6 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-import psutil
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -65,16 +65,6 @@ def first_time(path: Path, pattern: str, regex: re.Pattern[str], after: float) -
     raise LookupError(f"no line with {pattern!r} in {path}")
 
 
-def singleuser_start(job_id: str) -> float:
-    """The start time of the job's ``batchspawner-singleuser`` process (``psutil``)."""
-    for process in psutil.process_iter(["cmdline", "environ", "create_time"]):
-        info = process.info
-        env, argv = info.get("environ") or {}, " ".join(info.get("cmdline") or ())
-        if env.get("SLURM_JOB_ID") == job_id and "batchspawner-singleuser" in argv:
-            return float(info["create_time"])
-    raise LookupError(f"no batchspawner-singleuser process in job {job_id}")
-
-
 def sign_in(hub: RunningHub, user: str) -> requests.Session:
     """A session of ``user`` signed in, sent to the home page (which starts no server)."""
     session = requests.Session()
@@ -100,10 +90,11 @@ def one_start(hub: RunningHub, cluster: SlurmCluster, homes: Path) -> dict[str, 
         state = requests.get(api, headers=admin, timeout=30).json()["servers"][""]["state"]
         job_id = str(state["job_id"])
         log, ctld = hub.log_path, cluster.state_dir / "ctld/slurmctld.log"
+        slurmd = cluster.state_dir / "ctld/slurmd.log"
         times = [
             first_time(ctld, f"_slurm_rpc_submit_batch_job: JobId={job_id} ", SLURM_TIME, t0),
             first_time(ctld, f"Allocate JobId={job_id} ", SLURM_TIME, t0),
-            singleuser_start(job_id),
+            first_time(slurmd, f"Launching batch job {job_id} ", SLURM_TIME, t0),
             first_time(log, "POST /hub/api/batchspawner", TRAITLETS_TIME, t0),
             first_time(
                 homes / user / f"jupyterhub_slurmspawner_{job_id}.log",
