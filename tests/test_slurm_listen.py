@@ -46,3 +46,19 @@ def test_a_port_nobody_listens_on_gives_up_after_the_timeout():
     started = time.monotonic()
     assert asyncio.run(wait_listening("127.0.0.1", _free_port(), 0.05, 0.3)) is False
     assert time.monotonic() - started < 2.0
+
+
+def test_a_job_that_ended_stops_the_wait_at_its_next_check(monkeypatch):
+    from coursehub.spawn import slurmspawner
+
+    monkeypatch.setattr(slurmspawner, "JOB_CHECK_EVERY_S", 0.2)
+    asked: list[float] = []
+
+    async def ended() -> bool:
+        asked.append(time.monotonic())
+        return False
+
+    started = time.monotonic()
+    found = asyncio.run(wait_listening("127.0.0.1", _free_port(), 0.05, 30.0, ended))
+    assert found is False and len(asked) == 1
+    assert time.monotonic() - started < 2.0

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +52,35 @@ from coursehub.spawn.slurmwatch import SlurmJobWatchMixin
 RUNNING_STATES_RE = r"^RUNNING"
 
 
-async def wait_listening(host: str, port: int, interval_s: float, timeout_s: float) -> bool:
-    """Return True once a TCP connection to ``host:port`` opens, False after ``timeout_s``."""
+#: Seconds between two checks, while waiting for a server to listen, that its job still runs.
+JOB_CHECK_EVERY_S = 2.0
+
+
+async def wait_listening(
+    host: str,
+    port: int,
+    interval_s: float,
+    timeout_s: float,
+    still_running: Callable[[], Awaitable[bool]] | None = None,
+) -> bool:
+    """Return True once a TCP connection to ``host:port`` opens, else False.
+
+    False after ``timeout_s`` seconds, or as soon as ``still_running`` (asked
+    every :data:`JOB_CHECK_EVERY_S` seconds) says the server's job ended.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    next_check = loop.time() + JOB_CHECK_EVERY_S
     while True:
         try:
             _reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
         except (OSError, TimeoutError):
             if loop.time() + interval_s > deadline:
                 return False
+            if still_running is not None and loop.time() >= next_check:
+                if not await still_running():
+                    return False
+                next_check = loop.time() + JOB_CHECK_EVERY_S
             await asyncio.sleep(interval_s)
             continue
         writer.close()
@@ -89,13 +109,21 @@ class CoursehubSlurmSpawner(JobUsageMixin, SlurmJobWatchMixin, SlurmStopNoticeMi
         doubling up to 5 s, JupyterHub ``utils.exponential_backoff``), which
         saw it 1.5-3.6 s late (benchmarks/bench_slurm_start.py). Here the
         port is tried every ``listen_poll_interval`` seconds (at most
-        ``http_timeout``), so the hub's first check finds the server up.
+        ``http_timeout``, and no longer once the job has ended), so the
+        hub's first check finds the server up.
         """
         self.add_job_usage_env()
         ip, port = await super().start()
         if self.listen_poll_interval > 0:
-            await wait_listening(ip, port, self.listen_poll_interval, float(self.http_timeout))
+            interval, timeout = self.listen_poll_interval, float(self.http_timeout)
+            await wait_listening(ip, port, interval, timeout, self._job_running)
         return ip, port
+
+    async def _job_running(self) -> bool:
+        """Whether the server's job still runs (batchspawner's ``squeue`` query)."""
+        from batchspawner import JobStatus
+
+        return bool(await self.query_job_status() == JobStatus.RUNNING)
 
 
 class DemoSlurmSpawner(CoursehubSlurmSpawner):
