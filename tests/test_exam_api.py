@@ -33,7 +33,9 @@ def body(**changes):
 def final(client):
     answer = client.post(EXAMS, json=body(start_code="K7Q2"), headers=api_headers("lead"))
     assert answer.status_code == 201, answer.get_json()
-    return answer.get_json()
+    created = answer.get_json()
+    assert created.pop("warnings") == []
+    return created
 
 
 def test_a_lead_creates_an_exam_and_everyone_in_the_course_sees_it_without_the_code(client, final):
@@ -44,6 +46,17 @@ def test_a_lead_creates_an_exam_and_everyone_in_the_course_sees_it_without_the_c
     assert client.get(FINAL, headers=api_headers("student")).get_json() == final
     again = client.post(EXAMS, json=body(), headers=api_headers("lead"))
     assert again.status_code == 409
+
+
+def test_an_exam_keeps_its_allowed_imports_as_top_level_names(client, final):
+    assert final["allowed_imports"] is None  # no list: every import allowed
+    answer = client.post(
+        EXAMS,
+        json=body(assignment="final2", allowed_imports=" numpy, pandas.core ,numpy"),
+        headers=api_headers("lead"),
+    )
+    assert answer.status_code == 201, answer.get_json()
+    assert answer.get_json()["allowed_imports"] == "numpy,pandas"
 
 
 @pytest.mark.parametrize("part", ["student", "grader", "teacher", "other_teacher", "other_student"])
@@ -71,6 +84,7 @@ def test_without_a_token_nothing_is_answered(client, final):
         ({"timezone": "Paris"}, "timezone", "'Paris' is unknown"),
         ({"assignment": "../final"}, "assignment", "without '/'"),
         ({"start_code": "  "}, "start_code", "must not be blank"),
+        ({"allowed_imports": "numpy, sci-py"}, "allowed_imports", "'sci-py' is not a module"),
         ({"room": "A1"}, "room", "is not a known field"),
     ],
 )
@@ -121,7 +135,13 @@ def test_extra_time_ends_later_and_never_after_the_hard_end(client, final):
     answer = client.put(
         FINAL + "/overrides/students/p2500001", json={"extra_percent": 33}, headers=lead
     )
-    assert answer.get_json() == {"username": "p2500001", "extra_minutes": 0, "extra_percent": 33}
+    assert answer.get_json() == {
+        "username": "p2500001",
+        "extra_minutes": 0,
+        "extra_percent": 33,
+        "replaced": None,
+        "warnings": [],
+    }
     bad = client.put(FINAL + "/overrides/groups/G2", json={"extra_minutes": -1}, headers=lead)
     assert (
         bad.status_code == 400 and "must be 0 to 1440" in bad.get_json()["fields"]["extra_minutes"]
@@ -145,3 +165,35 @@ def test_a_start_outside_the_window_is_refused_saying_when(client):
     answer = client.post(FINAL + "/start", headers=api_headers("student"))
     assert answer.status_code == 409
     assert "final: the exam opens at " in answer.get_json()["error"]
+
+
+def test_an_override_says_what_it_replaces_and_a_one_sided_slot_must_leave_time(client, final):
+    lead = api_headers("lead")
+    url = FINAL + "/overrides/students/p2500001"
+    slot = {"extra_percent": 33, "hard_end": body()["hard_end"]}
+    assert client.put(url, json=slot, headers=lead).get_json()["replaced"] is None
+    answer = client.put(url, json={"extra_minutes": 10}, headers=lead).get_json()
+    assert answer["replaced"].startswith("+33 %, hard end ")
+    past = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="seconds")
+    bad = client.put(url, json={"hard_end": past}, headers=lead)
+    assert bad.status_code == 400
+    assert "is not after the exam's opening" in bad.get_json()["fields"]["hard_end"]
+    late = (datetime.now(UTC) + timedelta(hours=3)).isoformat(timespec="seconds")
+    bad = client.put(url, json={"opens_at": late}, headers=lead)
+    assert "not before the exam's hard end" in bad.get_json()["fields"]["opens_at"]
+    squeezed = client.put(url, json={"extra_percent": 200}, headers=lead).get_json()
+    assert "shorter than the 180 min a student has" in squeezed["warnings"][0]
+
+
+def test_an_exam_in_the_past_or_longer_than_its_window_is_made_with_a_warning(client):
+    now = datetime.now(UTC)
+    past = body(
+        opens_at=(now - timedelta(hours=3)).isoformat(timespec="seconds"),
+        hard_end=(now - timedelta(hours=2)).isoformat(timespec="seconds"),
+        duration_min=90,
+    )
+    answer = client.post(EXAMS, json=past, headers=api_headers("lead"))
+    assert answer.status_code == 201
+    warnings = answer.get_json()["warnings"]
+    assert "is past: nobody can start it" in warnings[0]
+    assert "the window is 60 min from opening to hard end, shorter than the 90 min" in warnings[1]

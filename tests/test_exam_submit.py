@@ -142,7 +142,7 @@ def test_the_bell_submits_after_the_end_once_and_then_nothing_more(session, sitt
 
 def test_extra_time_lets_a_student_submit_when_the_others_are_refused(session, sitting, tmp_path):
     layout, course, exam = sitting
-    from coursehub.catalog.exams import set_override
+    from coursehub.catalog.examoverrides import set_override
 
     set_override(session, course, exam, Allowance(percent=50), "mbuffat", username="p2500002")
     start_exam(session, course, exam, "p2500002", exam.opens_at + timedelta(minutes=30))
@@ -208,6 +208,7 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
         catalog,
         *("create", COURSE, EXAM, "--opens", opens, "--duration", "90"),
         *("--hard-end", hard_end, "--start-code", "K7Q2", "--by", "mbuffat"),
+        *("--allowed-imports", "numpy,pandas"),
     )
     assert (status, err) == (0, "")
     assert out.startswith("course mlmeca-2025: exam final: opens ") and "90 min" in out
@@ -218,10 +219,15 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
     status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
     [listed] = json.loads(out)
     assert (listed["assignment"], listed["duration_min"], listed["start_code"]) == (EXAM, 90, True)
+    assert listed["allowed_imports"] == "numpy,pandas"
     status, out, _ = run(
         capsys, catalog, "override", COURSE, EXAM, "--student", "p2500001", "--extra-percent", "33"
     )
     assert out == "exam final of mlmeca-2025: student p2500001: +33 %\n"
+    status, out, _ = run(
+        capsys, catalog, "override", COURSE, EXAM, "--student", "p2500001", "--extra-percent", "33"
+    )
+    assert out.endswith(": +33 %\n  replaces the earlier override: +33 %\n")
     status, _, err = run(capsys, catalog, "start", COURSE, EXAM, "--student", "p2500001")
     assert status == 2 and "no start code was given" in err
     status, out, _ = run(
@@ -230,6 +236,8 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
     assert status == 0 and out.startswith("p2500001 started final at ")
     home = tmp_path / "home"
     layout = make_layout(COURSE, tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    status, out, err = run(capsys, catalog, "collect", COURSE, EXAM)
+    assert status == 1 and "nothing collected: no student has a receipt for final" in err
     notebook = write_answer(layout, "p2500001", home, "from the command")
     status, out, err = run(
         capsys, catalog, "submit", COURSE, EXAM, "--student", "p2500001", "--work-dir", str(home)
@@ -254,16 +262,37 @@ def test_the_commands_create_override_start_submit_and_show(catalog, capsys, tmp
 def test_the_commands_name_the_bad_option(catalog, capsys):
     status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "tomorrow",
                          "--duration", "90", "--hard-end", "2026-01-12T13:00")  # fmt: skip
-    assert status == 2 and err.startswith("coursehub: error: opens_at: 'tomorrow' is not a date")
+    assert status == 2 and err.startswith("coursehub: error: --opens: 'tomorrow' is not a date")
     status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
                          "--duration", "0", "--hard-end", "2026-01-12T13:00")  # fmt: skip
-    assert status == 2 and "duration: must be 1 to 1440 minutes, got 0" in err
-    run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
-        "--duration", "60", "--hard-end", "2026-01-12T13:00")  # fmt: skip
+    assert status == 2 and "--duration: must be 1 to 1440 minutes, got 0" in err
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+                         "--duration", "60", "--hard-end", "2026-01-12T09:00")  # fmt: skip
+    assert status == 2 and "--hard-end: must be after opens_at" in err
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+                         "--duration", "60", "--hard-end", "2026-01-12T13:00",
+                         "--by", "p2500001")  # fmt: skip
+    assert status == 2 and "--by: 'p2500001' is not a lead of mlmeca-2025 (a student)" in err
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+                         "--duration", "60", "--hard-end", "2026-01-12T13:00",
+                         "--by", "nobody")  # fmt: skip
+    assert status == 2 and "--by: 'nobody' is not a lead of mlmeca-2025 (not in" in err
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+                         "--duration", "60", "--hard-end", "2026-01-12T13:00")  # fmt: skip
+    assert status == 0 and err.startswith("warning: the hard end (2026-01-12 13:00")
     status, _, err = run(
         capsys, catalog, "override", COURSE, EXAM, "--group", "G1", "--extra-minutes", "-5"
     )
     assert status == 2 and err == "coursehub: error: --extra-minutes: must be 0 to 1440, got -5\n"
+    status, _, err = run(
+        capsys, catalog, "override", COURSE, EXAM, "--student", "p9999999", "--extra-minutes", "5"
+    )
+    assert status == 2 and "--student: 'p9999999' is not a student of mlmeca-2025" in err
+    status, _, err = run(
+        capsys, catalog, "override", COURSE, EXAM, "--student", "p2500001", "--opens",
+        "2026-01-12T14:00",
+    )  # fmt: skip
+    assert status == 2 and "--opens: the slot opens at 2026-01-12 14:00" in err
     status, _, err = run(capsys, catalog, "show", COURSE, "midterm")
     assert status == 2 and "has no exam 'midterm'" in err
 

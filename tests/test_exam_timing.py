@@ -13,11 +13,11 @@ import pytest
 
 from coursehub.catalog.courses import get_course
 from coursehub.catalog.examjson import allowance_from_fields, field_of, window_from_fields
+from coursehub.catalog.examoverrides import set_override
 from coursehub.catalog.exams import (
     add_time,
     create_exam,
     list_sittings,
-    set_override,
     sitting_of,
     start_exam,
 )

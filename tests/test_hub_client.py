@@ -216,3 +216,30 @@ def test_server_start_status_stop(live_hub):
         assert client.stop_server(user) == 204  # already stopped: fine
     finally:
         client.delete_user(user)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_stop_servers_stops_every_running_server_of_a_user(live_hub):
+    client = HubClient(live_hub.api_url, live_hub.admin_token)
+    user = f"srv-{uuid.uuid4().hex[:8]}"
+    client.create_users([user])
+    try:
+        assert client.stop_servers(user) == []  # none running: nothing to stop
+        assert client.start_server(user) in (201, 202)
+        wait_until(
+            lambda: (s := client.server_status(user)) and s["ready"],
+            timeout_s=60,
+            interval_s=0.25,
+            what=f"{user}'s server to be ready",
+        )
+        assert client.stop_servers(user) == [""]
+        wait_until(
+            lambda: client.server_status(user) is None,
+            timeout_s=60,
+            interval_s=0.25,
+            what=f"{user}'s server to stop",
+        )
+        assert client.stop_servers(f"nobody-{uuid.uuid4().hex[:6]}") == []
+    finally:
+        client.delete_user(user)

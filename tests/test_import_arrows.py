@@ -34,15 +34,17 @@ ALLOWED: dict[str, set[str]] = {
     "csvsafe": {"errors"},
     "atomicfile": {"errors"},
     "sandbox": {"errors", "resources"},
+    # the exam workspace: loaded by the hub and by the student's exam server
+    "examroom": {"errors", "sandbox"},
     # homequota: its fs, reading and usage modules (no catalog): quota at spawn, disk display
     "spawn": {"errors", "resources", "contract", "atomicfile", "courselayout", "meter", "settings"}
-    | {"homequota"},
+    | {"homequota", "examroom"},
     "meter": {"errors", "resources", "filemodes", "atomicfile"},
     "catalog": BASE | {"resources", "meter"},
     "hub": BASE | {"resources", "catalog", "homequota"},
     "runner": BASE | {"resources", "meter"},
     "material": BASE | {"resources", "catalog", "coursedata"},
-    "grading": BASE | {"resources", "catalog", "hub", "runner", "sandbox"},
+    "grading": BASE | {"resources", "catalog", "hub", "runner", "sandbox", "examroom"},
     "admin": BASE | {"resources", "catalog", "hub", "grading", "meter"},
     "lti": BASE | {"resources", "catalog", "hub", "grading"},
     "web": BASE
@@ -96,6 +98,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "books": {"torch", "flask", "jupyterhub"},
     "meter": {"torch", "flask", "sqlalchemy", "jupyterhub"},
     "sandbox": {"torch", "flask", "sqlalchemy", "jupyterhub", "nbgrader"},
+    "examroom": {"torch", "flask", "sqlalchemy", "jupyterhub", "nbgrader"},
     "usage": {"torch", "flask", "jupyterhub"},
     "homequota": {"torch", "flask", "jupyterhub"},
     "doctor": {"torch", "flask", "jupyterhub"},

@@ -171,6 +171,27 @@ def test_the_class_preset_fills_every_option_left_out():
     assert trajectories == preset.trajectories
 
 
+def test_a_preset_gives_its_epochs_and_threads_when_they_are_left_out():
+    preset = run_preset("class")
+    request = train.plan_request(parse_train("m.pt", "--preset", "class"))
+    assert (request.n_epochs, request.n_threads) == (preset.train.n_epochs, preset.n_threads)
+    request = train.plan_request(parse_train("m.pt", 6, "--preset", "class"))
+    assert (request.n_epochs, request.n_threads) == (6, preset.n_threads)
+
+
+def test_without_a_preset_the_epochs_and_threads_are_required():
+    with pytest.raises(UsageError, match="N_EPOCHS and N_THREADS: required unless --preset"):
+        train.plan_request(parse_train("m.pt"))
+    with pytest.raises(UsageError, match=r"^N_THREADS: required"):
+        train.plan_request(parse_train("m.pt", 3))
+
+
+def test_the_evaluate_help_names_both_benchmark_versions(capsys):
+    with pytest.raises(SystemExit):
+        main(["pendulum", "--help"])
+    assert "DP-Buffat-v1 or -v2" in capsys.readouterr().out
+
+
 def test_an_option_given_beside_a_preset_wins():
     request = train.plan_request(parse_train("m.pt", 1, 2, "--preset", "class", "--layers", "2"))
     model, _, _ = trainsettings.plan_configs(request.n_epochs, request.given)

@@ -124,6 +124,7 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
         "hard_end": _iso(exam.hard_end),
         "timezone": exam.timezone,
         "start_code": exam.start_code_sha256 is not None,
+        "allowed_imports": exam.allowed_imports,
         "created_by": exam.created_by,
         "created_at": _iso(exam.created_at),
         "summary": describe_exam(exam),

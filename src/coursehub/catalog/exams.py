@@ -6,7 +6,8 @@ recorded here, by the server, at the moment they start
 (:func:`start_exam`): their end is computed from it whenever it is asked for
 (:func:`sitting_of`), so it survives a closed browser, a crashed server and a
 change of computer, and follows an override or time added later. Nothing
-here commits: the caller's transaction does.
+here commits: the caller's transaction does. Overrides are set in
+:mod:`coursehub.catalog.examoverrides`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.examimports import parse_import_list
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
     Allowance,
     Window,
-    check_allowance,
     check_window,
     format_moment,
     hash_code,
@@ -32,7 +33,7 @@ from coursehub.catalog.examtime import (
     plan_end,
     plan_start,
 )
-from coursehub.catalog.models.courses import Course, CourseGroup, Membership, Person, Role
+from coursehub.catalog.models.courses import Course, Membership, Person, Role
 from coursehub.catalog.models.exams import Exam, ExamOverride, ExamSession
 from coursehub.catalog.people import normalize_username
 from coursehub.errors import UsageError
@@ -54,14 +55,19 @@ def create_exam(
     created_by: str,
     start_code: str | None = None,
     now: datetime | None = None,
+    allowed_imports: str | None = None,
 ) -> Exam:
     """Make the nbgrader assignment ``assignment`` of ``course`` an exam sat in ``window``.
+
+    ``allowed_imports``: the top-level modules its exam kernels may import
+    besides the standard library (``"numpy, pandas"``; None or "": no list).
 
     Raises
     ------
     UsageError
         ``assignment``: not a valid name; the window's fields
-        (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank.
+        (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank;
+        ``allowed_imports``: a name that is not a module name.
     ConflictError
         If the course already has an exam of that assignment.
     """
@@ -83,6 +89,7 @@ def create_exam(
         hard_end=window.hard_end,
         timezone=window.timezone,
         start_code_sha256=hash_code(start_code) if start_code else None,
+        allowed_imports=parse_import_list(allowed_imports),
         created_by=created_by,
         created_at=now or datetime.now(UTC),
     )
@@ -115,8 +122,14 @@ def list_exams(session: Session, course: Course) -> list[Exam]:
     )
 
 
-def _student(session: Session, course: Course, username: str) -> tuple[Person, int | None]:
-    """Return a student of ``course`` and their group's pk; UsageError naming them if none."""
+def course_student(session: Session, course: Course, username: str) -> tuple[Person, int | None]:
+    """Return a student of ``course`` and their group's pk.
+
+    Raises
+    ------
+    UsageError
+        ``username``: not a student of the course.
+    """
     row = session.execute(
         select(Person, Membership.group_pk)
         .join(Membership, Membership.person_pk == Person.id)
@@ -128,60 +141,8 @@ def _student(session: Session, course: Course, username: str) -> tuple[Person, i
     return row[0], row[1]
 
 
-def _group(session: Session, course: Course, name: str) -> CourseGroup:
-    group = session.scalar(
-        select(CourseGroup).where(CourseGroup.course_pk == course.id, CourseGroup.name == name)
-    )
-    if group is None:
-        raise UsageError(f"group: course {course.course_id} has no group {name!r}")
-    return group
-
-
-def set_override(
-    session: Session,
-    course: Course,
-    exam: Exam,
-    allowance: Allowance,
-    set_by: str,
-    *,
-    username: str | None = None,
-    group: str | None = None,
-    now: datetime | None = None,
-) -> ExamOverride:
-    """Give one student (``username``) or one group (``group``) of ``course`` ``allowance``.
-
-    A second call for the same student or group replaces the first.
-
-    Raises
-    ------
-    UsageError
-        Neither or both of ``username`` and ``group``; not a student or
-        group of the course; the allowance's fields
-        (:func:`coursehub.catalog.examtime.check_allowance`).
-    """
-    if (username is None) == (group is None):
-        raise UsageError("username: give a student or a group, not both nor neither")
-    check_allowance(allowance)
-    if username is not None:
-        person, _ = _student(session, course, username)
-        where = ExamOverride.person_pk == person.id
-        target = {"person_pk": person.id}
-    else:
-        group_row = _group(session, course, group or "")
-        where = ExamOverride.group_pk == group_row.id
-        target = {"group_pk": group_row.id}
-    row = session.scalar(select(ExamOverride).where(ExamOverride.exam_pk == exam.id, where))
-    if row is None:
-        row = ExamOverride(exam_pk=exam.id, **target)
-        session.add(row)
-    row.extra_minutes, row.extra_percent = allowance.minutes, allowance.percent
-    row.opens_at, row.hard_end = allowance.opens_at, allowance.hard_end
-    row.set_by, row.set_at = set_by, now or datetime.now(UTC)
-    session.flush()
-    return row
-
-
-def _allowance(row: ExamOverride | None) -> Allowance | None:
+def allowance_of_row(row: ExamOverride | None) -> Allowance | None:
+    """Return the allowance an override row gives; None for no row."""
     if row is None:
         return None
     return Allowance(row.extra_minutes, row.extra_percent, row.opens_at, row.hard_end)
@@ -192,7 +153,7 @@ def allowance_for(session: Session, exam: Exam, person_pk: int, group_pk: int | 
     rows = session.scalars(select(ExamOverride).where(ExamOverride.exam_pk == exam.id)).all()
     own = next((r for r in rows if r.person_pk == person_pk), None)
     group = next((r for r in rows if group_pk is not None and r.group_pk == group_pk), None)
-    return pick_allowance(_allowance(own), _allowance(group))
+    return pick_allowance(allowance_of_row(own), allowance_of_row(group))
 
 
 @dataclass(frozen=True)
@@ -234,7 +195,7 @@ def sitting_of(session: Session, course: Course, exam: Exam, username: str) -> S
     UsageError
         If ``username`` is not a student of the course.
     """
-    person, group_pk = _student(session, course, username)
+    person, group_pk = course_student(session, course, username)
     allowance = allowance_for(session, exam, person.id, group_pk)
     return _sitting(exam, person.username, allowance, _session_row(session, exam, person.id))
 
@@ -243,6 +204,8 @@ def _sitting(exam: Exam, username: str, allowance: Allowance, row: ExamSession |
     if row is None:
         return Sitting(username, allowance, None, None)
     ends = plan_end(window_of(exam), row.started_at, allowance, row.added_minutes)
+    if row.ended_at is not None:  # a proctor ended their time
+        ends = min(ends, row.ended_at)
     files = json.loads(row.receipt_files) if row.receipt_files else None
     return Sitting(
         username,
@@ -285,7 +248,7 @@ def start_exam(
     decision = plan_start(window_of(exam), now, sitting.allowance, exam.start_code_sha256, code)
     if not decision.allowed:
         raise UsageError(f"{exam.assignment}: {decision.message}")
-    person, _ = _student(session, course, username)
+    person, _ = course_student(session, course, username)
     session.add(ExamSession(exam_pk=exam.id, person_pk=person.id, started_at=now, added_minutes=0))
     session.flush()
     return sitting_of(session, course, exam, username)
@@ -300,7 +263,7 @@ def add_time(session: Session, course: Course, exam: Exam, username: str, minute
         ``minutes``: not 1 to :data:`MAX_EXTRA_MIN` in all; the student has
         not started.
     """
-    person, _ = _student(session, course, username)
+    person, _ = course_student(session, course, username)
     row = _session_row(session, exam, person.id)
     if row is None:
         raise UsageError(f"username: {person.username} has not started {exam.assignment}")
@@ -320,7 +283,7 @@ def record_receipt(
     final: bool,
 ) -> Sitting:
     """Keep the receipt of ``username``'s submission; ``final``: the bell's (no more after it)."""
-    person, _ = _student(session, course, username)
+    person, _ = course_student(session, course, username)
     row = _session_row(session, exam, person.id)
     if row is None:
         raise UsageError(f"username: {person.username} has not started {exam.assignment}")
@@ -367,8 +330,8 @@ def list_sittings(session: Session, course: Course, exam: Exam) -> list[Sitting]
             exam,
             username,
             pick_allowance(
-                _allowance(own.get(pk)),
-                _allowance(groups.get(group_pk) if group_pk is not None else None),
+                allowance_of_row(own.get(pk)),
+                allowance_of_row(groups.get(group_pk) if group_pk is not None else None),
             ),
             rows.get(pk),
         )

@@ -63,15 +63,25 @@ class Allowance:
     opens_at: datetime | None = None
     hard_end: datetime | None = None
 
-    def describe(self) -> str:
-        """One line: ``"+33 % and 10 min, window 2026-01-12 14:00-16:00 UTC"``."""
+    def describe(self, timezone: str | None = None) -> str:
+        """One line: ``"+33 %, +10 min, own window"``.
+
+        With ``timezone`` (an IANA name) the own window's times are shown:
+        ``"+33 %, opens 2026-01-13 10:00 CET (Europe/Paris), hard end ..."``.
+        """
         parts = []
         if self.percent:
             parts.append(f"+{self.percent} %")
         if self.minutes:
             parts.append(f"+{self.minutes} min")
-        if self.opens_at is not None or self.hard_end is not None:
-            parts.append("own window")
+        if timezone is None:
+            if self.opens_at is not None or self.hard_end is not None:
+                parts.append("own window")
+        else:
+            if self.opens_at is not None:
+                parts.append(f"opens {format_moment(self.opens_at, timezone)}")
+            if self.hard_end is not None:
+                parts.append(f"hard end {format_moment(self.hard_end, timezone)}")
         return ", ".join(parts) or "no extra time"
 
 
@@ -247,3 +257,57 @@ def check_allowance(allowance: Allowance) -> None:
         raise UsageError(f"extra_minutes: must be 0 to {MAX_EXTRA_MIN}, got {allowance.minutes}")
     if allowance.opens_at and allowance.hard_end and allowance.hard_end <= allowance.opens_at:
         raise UsageError("hard_end: the slot's hard end must be after its opening")
+
+
+def check_slot(window: Window, allowance: Allowance) -> None:
+    """Refuse an allowance whose own window, completed by the exam's, leaves no time at all.
+
+    A one-sided slot (only its own ``opens_at``, or only its own ``hard_end``)
+    is completed by the exam's other end (:func:`window_for`); it must still
+    open before it ends.
+
+    Raises
+    ------
+    UsageError
+        ``opens_at``: the slot opens at or after the exam's hard end;
+        ``hard_end``: the slot's hard end is at or before the exam's opening.
+    """
+    own = window_for(window, allowance)
+    if own.hard_end > own.opens_at:
+        return
+    zone = window.timezone
+    if allowance.hard_end is None:
+        raise UsageError(
+            f"opens_at: the slot opens at {format_moment(own.opens_at, zone)}, not before the "
+            f"exam's hard end ({format_moment(own.hard_end, zone)}): give its own hard end too"
+        )
+    raise UsageError(
+        f"hard_end: the slot's hard end {format_moment(own.hard_end, zone)} is not after the "
+        f"exam's opening ({format_moment(own.opens_at, zone)}): give its own opening too"
+    )
+
+
+def window_warnings(window: Window, now: datetime, allowance: Allowance = Allowance()) -> list[str]:
+    """Return what is possible but probably a mistake in a window (pure), one sentence each.
+
+    * the (own) hard end is past at ``now``: nobody can start any more;
+    * the window, from the opening to the hard end, is shorter than the
+      minutes a student has (:func:`allowed_minutes`): everyone who starts at
+      the opening is stopped at the hard end, before their time is over.
+    """
+    own = window_for(window, allowance)
+    zone = window.timezone
+    warnings = []
+    if own.hard_end <= now:
+        warnings.append(
+            f"the hard end ({format_moment(own.hard_end, zone)}) is past: nobody can start it"
+        )
+    span_min = (own.hard_end - own.opens_at).total_seconds() / 60
+    minutes = allowed_minutes(window.duration_min, allowance)
+    if span_min < minutes:
+        warnings.append(
+            f"the window is {span_min:g} min from opening to hard end, shorter than the "
+            f"{minutes:g} min a student has: even one who starts at the opening is stopped "
+            "at the hard end"
+        )
+    return warnings

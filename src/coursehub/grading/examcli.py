@@ -3,7 +3,8 @@
 ::
 
     coursehub exam create mlmeca-2025 final --opens 2026-01-12T10:00 --duration 120 \\
-        --hard-end 2026-01-12T13:00 [--timezone Europe/Paris] [--start-code K7Q2]
+        --hard-end 2026-01-12T13:00 [--timezone Europe/Paris] [--start-code K7Q2] \\
+        [--allowed-imports numpy,pandas]
     coursehub exam list mlmeca-2025
     coursehub exam show mlmeca-2025 final            # the exam and every student's sitting
     coursehub exam override mlmeca-2025 final --student p2500001 --extra-percent 33
@@ -14,6 +15,8 @@
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
+    coursehub exam similarity mlmeca-2025 final [--threshold 80] [--html FILE]
+    coursehub exam snapshot mlmeca-2025 final       # copy every exam home (root, each minute)
 
 Run by the course's team on the server (the catalog's database and the
 course's grading folders, ``COURSEHUB_GRADING_*``). Bad input is one line
@@ -27,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.catalog.cli import add_database_url
-from coursehub.grading import examcommands
+from coursehub.examroom.home import DEFAULT_EXAM_ROOT
+from coursehub.grading import examcommands, similaritycommand
+from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
 def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
@@ -51,6 +56,9 @@ def register(subparsers: Any) -> None:
     sub.add_argument("--hard-end", required=True, metavar="TIME", help="nobody works after it")
     sub.add_argument("--timezone", metavar="ZONE", help="default: the course's due-date zone")
     sub.add_argument("--start-code", metavar="CODE", help="a code announced in the room")
+    sub.add_argument(
+        "--allowed-imports", metavar="NAMES", help="modules the kernel may import: numpy,pandas"
+    )
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
     sub = _command(commands, "list", "list the course's exams", examcommands.list_)
     sub.add_argument("--json", action="store_true", help="print JSON")
@@ -98,3 +106,36 @@ def _add_student_commands(commands: Any) -> None:
         commands, "collect", "collect each student's receipted submission", examcommands.collect
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub = _command(
+        commands,
+        "similarity",
+        "pairs of students whose collected code is near-identical (names, spaces normalised)",
+        similaritycommand.similarity,
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT", help="any collected assignment")
+    sub.add_argument(
+        "--threshold",
+        default="80",
+        metavar="PCT",
+        help="report a pair when each one's share found in the other is at least PCT %% (80)",
+    )
+    sub.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="the report with each pair's cells side by side "
+        "(default: <course>/coursehub/similarity-<assignment>.html)",
+    )
+    sub = _command(
+        commands, "snapshot", "copy every exam home to the snapshot store", examcommands.snapshot
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub.add_argument(
+        "--homes",
+        metavar="DIR",
+        help=f"the exam root (default $COURSEHUB_EXAM_ROOT, {DEFAULT_EXAM_ROOT})",
+    )
+    sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")
+    sub.add_argument(
+        "--every", metavar="S", help="watch: again every S seconds, changed homes only"
+    )

@@ -12,8 +12,12 @@ the others still are).
 from __future__ import annotations
 
 import argparse
+import functools
 import getpass
 import json
+import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -46,21 +50,61 @@ def _exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
     return course, get_exam(session, course, args.assignment)
 
 
-def _field(option: str) -> Callable[[Exception], Exception]:
-    """Turn a refusal naming a JSON field into one naming the command-line option."""
-    from coursehub.errors import UsageError
+#: The JSON field a refusal names (:mod:`coursehub.catalog.examjson`) -> the option to name.
+OPTION_OF = {
+    "assignment": "ASSIGNMENT",
+    "opens_at": "--opens",
+    "duration": "--duration",
+    "duration_min": "--duration",
+    "hard_end": "--hard-end",
+    "timezone": "--timezone",
+    "start_code": "--start-code",
+    "by": "--by",
+    "extra_minutes": "--extra-minutes",
+    "extra_percent": "--extra-percent",
+    "username": "--student",
+    "group": "--group",
+    "minutes": "--minutes",
+}
 
-    def rename(exc: Exception) -> Exception:
-        return UsageError(f"--{option}: {str(exc).split(': ', 1)[-1]}")
 
-    return rename
+def cli_options(
+    handler: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """Wrap a handler so that a refusal naming a JSON field names the command-line option."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except UsageError as exc:
+            head, sep, rest = str(exc).partition(": ")
+            if not sep or head not in OPTION_OF:
+                raise
+            raise UsageError(f"{OPTION_OF[head]}: {rest}") from None
+
+    return wrapped
 
 
+def _recorder(session: Any, course: Any, by: str | None) -> str:
+    """Who records a change: ``--by`` (a lead of the course), else the account running this."""
+    from coursehub.catalog.examoverrides import check_lead
+
+    return check_lead(session, course, by) if by else getpass.getuser()
+
+
+def _warn(warnings: list[str]) -> None:
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+
+
+@cli_options
 def create(args: argparse.Namespace) -> int:
-    """``coursehub exam create``: make an assignment an exam; print it."""
+    """``coursehub exam create``: make an assignment an exam; print it and any warning."""
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.examjson import window_from_fields
     from coursehub.catalog.exams import create_exam, describe_exam
+    from coursehub.catalog.examtime import window_warnings
     from coursehub.grading.deadline import default_timezone
 
     fields = {
@@ -72,9 +116,18 @@ def create(args: argparse.Namespace) -> int:
     window = window_from_fields(fields, default_timezone())
     with _transaction(args) as session:
         course = get_course(session, args.course_id)
-        by = args.by or getpass.getuser()
-        exam = create_exam(session, course, args.assignment, window, by, args.start_code)
+        by = _recorder(session, course, args.by)
+        exam = create_exam(
+            session,
+            course,
+            args.assignment,
+            window,
+            by,
+            args.start_code,
+            allowed_imports=args.allowed_imports,
+        )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
+    _warn(window_warnings(window, datetime.now(UTC)))
     return 0
 
 
@@ -128,11 +181,16 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
+@cli_options
 def override(args: argparse.Namespace) -> int:
-    """``coursehub exam override``: extra time (or another window) for a student or a group."""
+    """``coursehub exam override``: extra time (or another window) for a student or a group.
+
+    Prints the override, the one it replaces (if any), and any warning.
+    """
     from coursehub.catalog.examjson import allowance_from_fields
-    from coursehub.catalog.exams import set_override
-    from coursehub.errors import UsageError
+    from coursehub.catalog.examoverrides import override_of, set_override
+    from coursehub.catalog.exams import window_of
+    from coursehub.catalog.examtime import window_warnings
 
     with _transaction(args) as session:
         course, exam = _exam(session, args)
@@ -142,26 +200,23 @@ def override(args: argparse.Namespace) -> int:
             "opens_at": args.opens,
             "hard_end": args.hard_end,
         }
-        try:
-            allowance = allowance_from_fields(fields, exam.timezone)
-            set_override(
-                session,
-                course,
-                exam,
-                allowance,
-                args.by or getpass.getuser(),
-                username=args.student,
-                group=args.group,
-            )
-        except UsageError as exc:
-            head = str(exc).split(":", 1)[0]
-            option = {"opens_at": "opens", "username": "student"}.get(head, head)
-            raise _field(option.replace("_", "-"))(exc) from None
+        allowance = allowance_from_fields(fields, exam.timezone)
+        target = {"username": args.student, "group": args.group}
+        by = _recorder(session, course, args.by)
+        previous = override_of(session, course, exam, **target)
+        set_override(session, course, exam, allowance, by, **target)
         who = f"student {args.student}" if args.student else f"group {args.group}"
-        print(f"exam {exam.assignment} of {course.course_id}: {who}: {allowance.describe()}")
+        print(
+            f"exam {exam.assignment} of {course.course_id}: {who}: "
+            f"{allowance.describe(exam.timezone)}"
+        )
+        if previous is not None:
+            print(f"  replaces the earlier override: {previous.describe(exam.timezone)}")
+        _warn(window_warnings(window_of(exam), datetime.now(UTC), allowance))
     return 0
 
 
+@cli_options
 def start(args: argparse.Namespace) -> int:
     """``coursehub exam start``: record a student's start now; print their end."""
     from coursehub.catalog.exams import start_exam
@@ -179,16 +234,14 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
+@cli_options
 def addtime(args: argparse.Namespace) -> int:
     """``coursehub exam add-time``: give a student who started minutes more (capped)."""
     from coursehub.catalog.examjson import integer_field
     from coursehub.catalog.exams import add_time
     from coursehub.catalog.examtime import format_moment
 
-    try:
-        minutes = integer_field({"minutes": args.minutes}, "minutes")
-    except CoursehubError as exc:
-        raise _field("minutes")(exc) from None
+    minutes = integer_field({"minutes": args.minutes}, "minutes")
     with _transaction(args) as session:
         course, exam = _exam(session, args)
         sitting = add_time(session, course, exam, args.student, minutes)
@@ -206,6 +259,7 @@ def _print_receipt(username: str, receipt: Any, timezone: str) -> None:
         print(f"  {digest}  {name}")
 
 
+@cli_options
 def submit(args: argparse.Namespace) -> int:
     """``coursehub exam submit``: submit a student's saved work (refused after their end)."""
     from coursehub.catalog.exams import record_receipt, sitting_of
@@ -225,6 +279,7 @@ def submit(args: argparse.Namespace) -> int:
     return 0
 
 
+@cli_options
 def bell(args: argparse.Namespace) -> int:
     """``coursehub exam bell``: submit the work of each student whose time is up (1: one failed)."""
     from coursehub.catalog.exams import list_sittings, record_receipt
@@ -262,8 +317,13 @@ def bell(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+@cli_options
 def collect(args: argparse.Namespace) -> int:
-    """``coursehub exam collect``: each student's receipted submission; print what was skipped."""
+    """``coursehub exam collect``: each student's receipted submission; print what was skipped.
+
+    Returns 1 when no student has a receipt (nothing collected), or when a
+    receipted submission was skipped (its checks failed); 0 otherwise.
+    """
     from coursehub.catalog.exams import list_sittings
     from coursehub.grading.examcollect import collect_exam
     from coursehub.grading.layout import layout_from_env
@@ -277,4 +337,52 @@ def collect(args: argparse.Namespace) -> int:
     print(f"exam {exam.assignment} of {layout.course_id}: {len(kept)} student(s) with a receipt")
     for line in skipped:
         print(f"  skipped {line}")
-    return 0
+    lost = sorted(s for s, name in kept.items() if any(name in line for line in skipped))
+    if not kept:
+        print(
+            f"nothing collected: no student has a receipt for {exam.assignment} "
+            "(nobody submitted through the exam; see `coursehub exam show`)",
+            file=sys.stderr,
+        )
+    elif lost:
+        print(f"receipted but not collected: {', '.join(lost)}", file=sys.stderr)
+    return 1 if not kept or lost else 0
+
+
+def snapshot(args: argparse.Namespace) -> int:
+    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root).
+
+    With ``--every S``: again every S seconds, each home only when it changed,
+    until interrupted.
+    """
+    from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
+    from coursehub.grading.examsnapshot import snapshot_exam
+
+    parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
+    root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
+    homes, store = Path(root).joinpath(*parts), Path(args.store).joinpath(*parts)
+    every_s = _every_s(args.every)
+    seen: dict[str, tuple[float, int]] | None = {} if every_s else None
+    while True:
+        taken = snapshot_exam(homes, store, seen=seen)
+        for student, snap in taken.items():
+            skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
+            digest = snap.manifest_sha256[:12]
+            print(f"{student}: {len(snap.files)} files, sha256 {digest}{skipped}", flush=True)
+        if not every_s:
+            print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
+            return 0
+        time.sleep(every_s)
+
+
+def _every_s(text: str | None) -> float:
+    """``--every``: seconds between watches (0.5 to 3600), 0 when not given."""
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        raise UsageError(f"--every: must be 0.5 to 3600 seconds, got {text!r}")
+    return value

@@ -301,6 +301,19 @@ class HubClient:
         """
         return self.send("DELETE", f"/users/{_q(user)}/server").status_code
 
+    def stop_servers(self, user: str) -> list[str]:
+        """Ask the hub to stop every server of ``user``; return their names ("" the default).
+
+        JupyterHub's ``DELETE /users/{name}/server`` and ``.../servers/{server_name}``;
+        a user the hub does not know has none.
+        """
+        model = self.find_user(user) or {}
+        names = sorted(model.get("servers") or {})
+        for name in names:
+            tail = f"servers/{_q(name)}" if name else "server"
+            self.send("DELETE", f"/users/{_q(user)}/{tail}")
+        return names
+
     def server_status(self, user: str) -> dict[str, Any] | None:
         """Return a user's default server model (``ready``, ``pending``, ``url``), or None."""
         servers: dict[str, Any] = self.get_user(user).get("servers") or {}

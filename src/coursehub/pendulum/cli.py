@@ -29,7 +29,7 @@ def register(subparsers: Any) -> Any:
     for name, module, help_text in (
         ("generate", dataset, "simulate trajectories and write a dataset file"),
         ("train", train, "train the LSTM forecaster with explicit threads"),
-        ("evaluate", evaluate, "DP-Buffat-v1 metrics, baselines and plots"),
+        ("evaluate", evaluate, "DP-Buffat-v1 or -v2 (--version 2) metrics, baselines and plots"),
     ):
         sub = commands.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sub)

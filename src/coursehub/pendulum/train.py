@@ -4,7 +4,7 @@ The course's interface, unchanged::
 
     python -m coursehub.pendulum.train MODEL_FILE N_EPOCHS N_THREADS
     coursehub pendulum train MODEL_FILE N_EPOCHS N_THREADS
-    coursehub pendulum train MODEL_FILE N_EPOCHS N_THREADS --preset class
+    coursehub pendulum train MODEL_FILE --preset class   # its epochs and threads
 
 This module is the command only: it parses the command line (only
 :func:`main` and :func:`run` see argparse), turns it into typed settings
@@ -64,7 +64,7 @@ from coursehub.errors import (
     storage_full_kind,
     storage_hint,
 )
-from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH, PRESET_NAMES, RUN_PRESETS
+from coursehub.pendulum.config import ARCHS, DEFAULT_ARCH, PRESET_NAMES, RUN_PRESETS, run_preset
 from coursehub.pendulum.datafile import load_dataset
 from coursehub.pendulum.dataset import DEFAULT_DATA_PATH
 from coursehub.pendulum.resume import prepare_resume
@@ -87,8 +87,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from the checkpoint (``--resume``), never by argparse.
     """
     parser.add_argument("model_file", type=Path, metavar="MODEL_FILE", help="checkpoint to write")
-    parser.add_argument("n_epochs", type=int, metavar="N_EPOCHS", help="epochs in the whole run")
-    parser.add_argument("n_threads", type=int, metavar="N_THREADS", help="torch/BLAS threads")
+    parser.add_argument(
+        "n_epochs",
+        type=int,
+        nargs="?",
+        metavar="N_EPOCHS",
+        help="epochs in the whole run (with --preset: the preset's when left out)",
+    )
+    parser.add_argument(
+        "n_threads",
+        type=int,
+        nargs="?",
+        metavar="N_THREADS",
+        help="torch/BLAS threads (with --preset: the preset's when left out)",
+    )
     parser.add_argument(
         "--data",
         type=Path,
@@ -109,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="a named run whose settings fill every option left out; "
         + "; ".join(preset.describe() for preset in RUN_PRESETS.values())
-        + " (pass its epochs as N_EPOCHS and its threads as N_THREADS; a larger N_EPOCHS "
+        + " (N_EPOCHS and N_THREADS default to its epochs and threads; a larger N_EPOCHS "
         "trains longer, --resume continues a finished run)",
     )
     add_setting_arguments(parser)
@@ -163,12 +175,22 @@ def add_setting_arguments(parser: argparse.ArgumentParser) -> None:
 def plan_request(args: argparse.Namespace) -> TrainRequest:
     """The typed request of parsed arguments (options left out are None there)."""
     given = {k: getattr(args, k) for k in RESUME_FIXED if getattr(args, k, None) is not None}
-    if getattr(args, "preset", None) is not None:
-        given = preset_options(args.preset, given)
+    n_epochs, n_threads = args.n_epochs, args.n_threads
+    preset_name = getattr(args, "preset", None)
+    if preset_name is not None:
+        given = preset_options(preset_name, given)
+        preset = run_preset(preset_name)
+        n_epochs = preset.train.n_epochs if n_epochs is None else n_epochs
+        n_threads = preset.n_threads if n_threads is None else n_threads
+    if n_epochs is None or n_threads is None:
+        missing = " and ".join(
+            name for name, v in (("N_EPOCHS", n_epochs), ("N_THREADS", n_threads)) if v is None
+        )
+        raise UsageError(f"{missing}: required unless --preset gives them (e.g. --preset class)")
     return TrainRequest(
         model_file=args.model_file,
-        n_epochs=args.n_epochs,
-        n_threads=args.n_threads,
+        n_epochs=n_epochs,
+        n_threads=n_threads,
         data=args.data,
         device=args.device,
         resume=args.resume,

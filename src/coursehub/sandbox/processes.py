@@ -95,6 +95,32 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "yes",
     ),
     ProcessRow(
+        "student's exam server (during their running exam)",
+        "coursehub.spawn.examserver:ExamServers",
+        "the student's own account; no terminal",
+        "the exam home (its root folder); the installation",
+        "the exam home",
+        "yes (the proxy reaches it; SystemdSpawner: IPAddressAllow= the hub only)",
+    ),
+    ProcessRow(
+        "exam kernel",
+        "coursehub.examroom.kernelmanager:ExamKernelManager",
+        "the student's uid in a user namespace, no capabilities (refused where the host has "
+        "none); shell escapes refused by coursehub.examroom.guard",
+        "what the student's account reads (the course homes' root hidden when configured)",
+        "the exam home",
+        "no (own network namespace; ZMQ over Unix sockets)",
+        "coursehub.examroom.kernelmanager:plan_exam_kernel_command",
+    ),
+    ProcessRow(
+        "exam autosave (`coursehub exam snapshot`, a timer)",
+        "coursehub.grading.examsnapshot:snapshot_exam",
+        "root",
+        "every exam home of the exam (links, devices and pipes skipped)",
+        "the snapshot store (root, 0700)",
+        "no",
+    ),
+    ProcessRow(
         "runner job (`coursehub run`)",
         "coursehub.runner.local:LocalBackend",
         "whoever runs it (the student, in their server)",

@@ -51,6 +51,7 @@ from coursehub.meter.sampler import COURSE_VAR
 from coursehub.resources.gpus import gpu_inventory
 from coursehub.spawn.budgetcheck import BudgetCheck, course_of_start
 from coursehub.spawn.busyactivity import GPU_IDLE_VAR
+from coursehub.spawn.examserver import ExamServers
 from coursehub.spawn.gpustate import GpuAssignments
 from coursehub.spawn.identity import check_hub_id, hub_id_from_config
 from coursehub.spawn.jupytertools import plan_config_path, plan_tools
@@ -149,6 +150,10 @@ class CourseProfiles:
         each start (:mod:`coursehub.spawn.budgetcheck`) and given to the server
         as ``COURSEHUB_BUDGET_URL`` for its runner jobs; None:
         ``$COURSEHUB_BUDGET_URL`` of the hub, unset or "": no budget check.
+    exams
+        Asks the course app for the user's running exam before each start
+        and makes that start an exam server (:mod:`coursehub.spawn.examserver`);
+        None: no exam servers.
 
     Raises
     ------
@@ -166,6 +171,7 @@ class CourseProfiles:
         hub_id: str | None = None,
         gpu_idle_s: int = 0,
         budget_url: str | None = None,
+        exams: ExamServers | None = None,
     ) -> None:
         if kind not in SPAWNER_KINDS:
             raise UsageError(f"unknown spawner kind {kind!r}: choose one of {SPAWNER_KINDS}")
@@ -180,6 +186,7 @@ class CourseProfiles:
         self.gpus = GpuAssignments(state_path)
         url = os.environ.get(BUDGET_URL_VAR, "") if budget_url is None else budget_url
         self.budget = BudgetCheck(url) if url else None
+        self.exams = exams
 
     def gpu_ids(self) -> list[int]:
         """Return this machine's GPU indices (NVML, asked once, when none were given)."""
@@ -243,21 +250,27 @@ class CourseProfiles:
             course group holds a malformed profile; 403 for a user in no
             course when ``no_course`` is ``"refuse"``, or over the week's budget.
         """
-        if self.budget is None:
+        if self.budget is None and self.exams is None:
             self._apply(spawner, user_options)
             return None
-        return self._apply_within_budget(self.budget, spawner, user_options)
+        return self._apply_checked(spawner, user_options)
 
-    async def _apply_within_budget(
-        self, budget: BudgetCheck, spawner: Any, user_options: Mapping[str, Any]
-    ) -> None:
+    async def _apply_checked(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
         profile = self.choose(spawner, user_options or {})
         requested = (user_options or {}).get("course")
-        course_id = course_of_start(self.choices(spawner), str(requested or ""))
-        await budget.check(spawner, course_id, profile.gpus)
-        self._apply(spawner, user_options)
+        choices = self.choices(spawner)
+        course_id = course_of_start(choices, str(requested or ""))
+        seat = None
+        if self.exams is not None:  # the course started for first, then the user's others
+            courses = [course_id, *(c.course_id for c in choices if c.course_id != course_id)]
+            seat = await self.exams.seat(spawner, courses)
+        if seat is not None:  # an exam runs under its own course's profile, budget or not
+            user_options = {**(user_options or {}), "course": seat.course_id}
+        elif self.budget is not None:
+            await self.budget.check(spawner, course_id, profile.gpus)
+        self._apply(spawner, user_options, seat)
 
-    def _apply(self, spawner: Any, user_options: Mapping[str, Any]) -> None:
+    def _apply(self, spawner: Any, user_options: Mapping[str, Any], seat: Any = None) -> None:
         profile = self.choose(spawner, user_options or {})
         requested = str((user_options or {}).get("course") or "")
         course_id = course_of_start(self.choices(spawner), requested)
@@ -274,9 +287,12 @@ class CourseProfiles:
             override["environment"][BUDGET_URL_VAR] = self.budget.base_url
         if course_id:
             override["environment"][COURSE_VAR] = course_id
+        if self.exams is not None:
+            override = self.exams.apply(spawner, override, self.kind, seat)
         apply_override(spawner, override)
         record_course(spawner, plan_user_options(user_options or {}, course_id))
-        apply_material(spawner, user_options)
+        if seat is None:  # an exam home gets the exam's notebooks, not the course material
+            apply_material(spawner, user_options)
         spawner.log.info(
             "coursehub: %s starts with profile %s (%s)%s, %s tools",
             spawner._log_name,

@@ -4,7 +4,12 @@
     One row per exam of a course: the nbgrader assignment it is
     (``assignment``, unique in the course), when it opens, its duration in
     minutes, its hard end (UTC), the zone its times are shown in, the
-    SHA-256 of its start code (None: no code), who created it and when.
+    SHA-256 of its start code (None: no code), who created it and when, and
+    the top-level modules its exam kernels may import (``allowed_imports``,
+    comma-separated; None: no list, migration ``0014``), the address ranges
+    students may sign in from (``allowed_networks``, comma-separated CIDR;
+    None: anywhere) and when scores and feedback are released
+    (``release_at``; None: by hand), migration ``0015``.
 ``exam_overrides``
     Extra time for one student (``person_pk``) or one group (``group_pk``),
     exactly one of the two: minutes, percent of the duration, and
@@ -15,7 +20,17 @@
     crashed server or another computer), minutes a proctor added live, and
     the receipt of their last submission: when, the submitted folder's name
     in the exchange, its SHA-256 and the per-file digests (JSON); ``final``
-    once the bell submitted it.
+    once the bell submitted it. From migration ``0015``: ``ended_at`` and
+    ``ended_by`` when a proctor ended the student's time (the bell then
+    submits their work), and the latest autosave of their exam home
+    (``last_saved_at``, the SHA-256 of its file list).
+``exam_code_failures``
+    Wrong start codes of one student for one exam: how many since the last
+    pause, and when the last one was (migration ``0015``).
+``exam_events``
+    What happened during a sitting, with its time (migration ``0015``):
+    ``kind`` (``fullscreen-exit``, ``tab-hidden``, ``sign-in-outside``...)
+    and a one-line ``detail``.
 
 Every row goes with its exam, and an exam with its course (``ON DELETE
 CASCADE``). The timing rules: :mod:`coursehub.catalog.examtime`; reading and
@@ -26,7 +41,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from coursehub.catalog.models.base import Base, UTCDateTime
@@ -51,6 +75,9 @@ class Exam(Base):
     start_code_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    allowed_imports: Mapped[str | None] = mapped_column(Text, nullable=True)
+    allowed_networks: Mapped[str | None] = mapped_column(Text, nullable=True)
+    release_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class ExamOverride(Base):
@@ -100,3 +127,34 @@ class ExamSession(Base):
     receipt_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     receipt_files: Mapped[str | None] = mapped_column(Text, nullable=True)
     final: Mapped[bool] = mapped_column(Boolean, default=False)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    ended_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    last_saved_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_saved_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class ExamCodeFailure(Base):
+    """Wrong start codes of one student for one exam (the start's rate limit)."""
+
+    __tablename__ = "exam_code_failures"
+    __table_args__ = (UniqueConstraint("exam_pk", "person_pk"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    exam_pk: Mapped[int] = mapped_column(ForeignKey("exams.id", ondelete="CASCADE"))
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"))
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ExamEvent(Base):
+    """Something that happened during a student's sitting, as their browser or the hub saw it."""
+
+    __tablename__ = "exam_events"
+    __table_args__ = (Index("ix_exam_events_exam_pk_person_pk", "exam_pk", "person_pk"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    exam_pk: Mapped[int] = mapped_column(ForeignKey("exams.id", ondelete="CASCADE"))
+    person_pk: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    kind: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(String(255))

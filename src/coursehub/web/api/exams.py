@@ -10,7 +10,9 @@ own course only):
     a lead of the course, or an admin: create an exam, give extra time;
 ``POST .../exams/<assignment>/start``
     a student of the course, for themselves only: their time starts now
-    (recorded here; starting again returns the same sitting);
+    (recorded here; starting again returns the same sitting); a new start
+    stops the student's running servers through the hub, so that the next
+    one is the exam server (:mod:`coursehub.spawn.examserver`);
 ``GET .../exams/<assignment>/sittings/<username>``
     that student, or the course's team: start, end, seconds left, receipt;
 ``GET .../exams/<assignment>/sittings``
@@ -28,7 +30,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Response, abort, g, jsonify
+from flask import Response, abort, current_app, g, jsonify
 
 from coursehub.catalog.examjson import (
     allowance_from_fields,
@@ -38,24 +40,27 @@ from coursehub.catalog.examjson import (
     sitting_to_json,
     window_from_fields,
 )
+from coursehub.catalog.examoverrides import override_of, set_override
 from coursehub.catalog.exams import (
     add_time,
     create_exam,
     get_exam,
     list_exams,
     list_sittings,
-    set_override,
     sitting_of,
     start_exam,
+    window_of,
 )
+from coursehub.catalog.examtime import window_warnings
 from coursehub.catalog.models.courses import Course, Role
 from coursehub.catalog.people import normalize_username
 from coursehub.catalog.queries import role_in_course
-from coursehub.errors import UsageError
+from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.deadline import default_timezone
 from coursehub.web.access import Access
 from coursehub.web.api.base import api_blueprint, api_course, json_error, read_body
 from coursehub.web.api.payloads import PayloadError
+from coursehub.web.hubsync import hub_client
 from coursehub.web.saving import committing
 
 bp = api_blueprint("api_exams", __name__)
@@ -95,7 +100,7 @@ def post_exam(course_id: str) -> tuple[Response, int]:
     session, course, access = api_course(course_id, Access.MANAGE)
     require_lead(session, course, access)
     optional: dict[str, type] = {name: object for name in WINDOW_FIELDS}
-    data = read_body({"assignment": str}, optional | {"start_code": str})
+    data = read_body({"assignment": str}, optional | {"start_code": str, "allowed_imports": str})
     try:
         window = window_from_fields(data, default_timezone())
         with committing(session):
@@ -106,10 +111,12 @@ def post_exam(course_id: str) -> tuple[Response, int]:
                 window,
                 g.identity.name,
                 data.get("start_code"),
+                allowed_imports=data.get("allowed_imports"),
             )
     except UsageError as exc:
         raise refused(exc) from None
-    return jsonify(exam_to_json(exam, course.course_id)), 201
+    warnings = window_warnings(window, now())
+    return jsonify(exam_to_json(exam, course.course_id) | {"warnings": warnings}), 201
 
 
 @bp.get(EXAM)
@@ -139,6 +146,7 @@ def _override(course_id: str, assignment: str, target: dict[str, str]) -> Respon
     data = read_body({}, {name: object for name in names})
     try:
         allowance = allowance_from_fields(data, exam.timezone)
+        previous = override_of(session, course, exam, **target)
         with committing(session):
             set_override(
                 session,
@@ -152,7 +160,9 @@ def _override(course_id: str, assignment: str, target: dict[str, str]) -> Respon
     except UsageError as exc:
         raise refused(exc) from None
     extra = {"extra_minutes": allowance.minutes, "extra_percent": allowance.percent}
-    return jsonify(target | extra)
+    replaced = None if previous is None else previous.describe(exam.timezone)
+    warnings = window_warnings(window_of(exam), now(), allowance)
+    return jsonify(target | extra | {"replaced": replaced, "warnings": warnings})
 
 
 @bp.post(EXAM + "/start")
@@ -169,7 +179,29 @@ def post_start(course_id: str, assignment: str) -> Response | tuple[Response, in
             sitting = start_exam(session, course, exam, g.identity.name, moment, data.get("code"))
     except UsageError as exc:
         return json_error(str(exc), 409)
+    if sitting.started_at == moment:  # a new start: the next server is the exam server
+        stop_student_servers(g.identity.name)
     return jsonify(sitting_to_json(sitting, moment))
+
+
+def stop_student_servers(username: str) -> None:
+    """Stop the student's running servers, so that their next start is the exam server.
+
+    Best effort: without a hub, or when the hub does not answer, the start
+    stands and the app logs why (the student's server becomes the exam
+    server at its next start).
+    """
+    client = hub_client()
+    if client is None:
+        return
+    with client:
+        try:
+            stopped = client.stop_servers(username)
+        except CoursehubError as exc:
+            current_app.logger.warning("exam start of %s: servers not stopped: %s", username, exc)
+            return
+    if stopped:
+        current_app.logger.info("exam start of %s: stopped servers %s", username, stopped)
 
 
 @bp.get(EXAM + "/sittings")

@@ -1,0 +1,15 @@
+"""The exam workspace: exam homes, exam servers' traits, exam kernels without network.
+
+- :mod:`coursehub.examroom.home`: one fresh home per exam and student, the
+  exam's notebooks fetched into it;
+- :mod:`coursehub.examroom.server`: the spawner traits of an exam server
+  (pure);
+- :mod:`coursehub.examroom.kernelmanager`: kernels in their own network
+  namespace, ZMQ over Unix sockets;
+- :mod:`coursehub.examroom.guard`: the kernel's refusals of shell escapes
+  and of imports outside the exam's list (the message layer).
+
+Loaded by the hub (home, server) and by the student's exam server
+(kernelmanager, guard): standard library, the sandbox's command and
+jupyter_client only.
+"""

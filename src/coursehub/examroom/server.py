@@ -1,0 +1,106 @@
+"""An exam server's spawner traits (pure): its home, no terminal, exam kernels, the unit's network.
+
+:func:`plan_exam_traits` returns what a server started during a student's
+running exam gets on top of the course profile
+(:func:`coursehub.spawn.profiles.spawner_override`), in the shape of
+JupyterHub's ``Spawner`` traits:
+
+- ``notebook_dir``: the exam home (:mod:`coursehub.examroom.home`); the
+  file browser and the contents API see nothing outside it (jupyter-server's
+  ``ServerApp.root_dir``);
+- ``args``: the admin's, then ``--ServerApp.terminals_enabled=False``
+  (jupyter-server) and the exam kernels
+  (:class:`coursehub.examroom.kernelmanager.ExamKernelManager`: no network,
+  shell escapes refused, the exam's allowed imports); command-line options
+  win over configuration files (traitlets), so a file the student writes
+  cannot turn them back;
+- ``environment``: ``HOME`` is the exam home, no user site-packages
+  (``PYTHONNOUSERSITE``), and ``COURSEHUB_EXAM`` = ``<course_id>/<assignment>``;
+- under SystemdSpawner, ``unit_extra_properties`` ``IPAddressDeny=any`` and
+  ``IPAddressAllow=`` the hub's addresses: the unit's sockets reach nothing
+  else over IP (systemd.resource-control(5), "IPAddressAllow=,
+  IPAddressDeny="; it needs cgroup v2 with BPF). When the proxy and other
+  students' servers share the hub's address (one host, ``127.0.0.1``), this
+  does not keep one server from another: the kernels' own network namespaces
+  do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The environment variable naming the exam a server runs for (``<course_id>/<assignment>``).
+EXAM_VAR = "COURSEHUB_EXAM"
+#: The exam kernels' manager, as jupyter-server's MultiKernelManager loads it.
+KERNEL_MANAGER = "coursehub.examroom.kernelmanager.ExamKernelManager"
+
+
+@dataclass(frozen=True)
+class ExamSeat:
+    """A student's running exam, as the spawn sees it.
+
+    ``home``: the exam home; ``allowed_imports``: top-level module names,
+    comma-separated ("" for no list); ``ends_at``: the student's end, ISO 8601
+    (shown in the log only).
+    """
+
+    course_id: str
+    assignment: str
+    home: Path
+    allowed_imports: str = ""
+    ends_at: str = ""
+
+
+def plan_exam_args(seat: ExamSeat, hidden: Sequence[str] = ()) -> list[str]:
+    """Return the jupyter-server options of an exam server (after the admin's ``args``)."""
+    args = [
+        "--ServerApp.terminals_enabled=False",
+        f"--MultiKernelManager.kernel_manager_class={KERNEL_MANAGER}",
+        f"--ExamKernelManager.exam_home={seat.home}",
+        f"--ExamKernelManager.allowed_imports={seat.allowed_imports}",
+    ]
+    args += [f"--ExamKernelManager.hidden={path}" for path in hidden]
+    return args
+
+
+def plan_unit_network(hub_addresses: Sequence[str]) -> dict[str, str]:
+    """Return the systemd unit properties allowing IP only to ``hub_addresses`` (pure).
+
+    Raises
+    ------
+    ValueError
+        No address given (the server would not reach the hub).
+    """
+    if not hub_addresses:
+        raise ValueError("an exam server needs the hub's address in IPAddressAllow=")
+    return {"IPAddressDeny": "any", "IPAddressAllow": " ".join(hub_addresses)}
+
+
+def plan_exam_traits(
+    seat: ExamSeat,
+    kind: str,
+    admin_args: Sequence[str],
+    hub_addresses: Sequence[str] = ("localhost",),
+    hidden: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Return the spawner traits of an exam server, to merge over the course profile's (pure).
+
+    Dict traits (``environment``, ``unit_extra_properties``) hold only the
+    exam's entries: the caller merges them into the profile's.
+    """
+    traits: dict[str, Any] = {
+        "notebook_dir": str(seat.home),
+        "default_url": f"/lab/tree/{seat.course_id}/{seat.assignment}",
+        "args": [*admin_args, *plan_exam_args(seat, hidden)],
+        "environment": {
+            "HOME": str(seat.home),
+            "PYTHONNOUSERSITE": "1",
+            EXAM_VAR: f"{seat.course_id}/{seat.assignment}",
+        },
+    }
+    if kind == "systemd":
+        traits["unit_extra_properties"] = plan_unit_network(hub_addresses)
+    return traits
