@@ -8,7 +8,7 @@
   signal N: :class:`coursehub.spawn.serverexit.SystemdStopNoticeMixin`);
 - the runner jobs' usage folder in the unit's environment
   (``COURSEHUB_USAGE_DIR`` and ``COURSEHUB_COURSE_ID``,
-  :func:`coursehub.meter.hubhook.job_usage_env`), so that the
+  :class:`coursehub.spawn.jobusage.JobUsageMixin`), so that the
   ``coursehub run`` jobs a student starts in the server are metered as on
   the cgroup spawners.
 
@@ -21,37 +21,15 @@ from __future__ import annotations
 from typing import Any
 
 from systemdspawner import SystemdSpawner
-from traitlets import Unicode, default
 
-from coursehub.meter.hubhook import hub_usage_dir, job_usage_env
-from coursehub.spawn.identity import default_runtime_dir, hub_id_from_config
+from coursehub.spawn.jobusage import JobUsageMixin
 from coursehub.spawn.serverexit import SystemdStopNoticeMixin
 
 
-class CoursehubSystemdSpawner(SystemdStopNoticeMixin, SystemdSpawner):
+class CoursehubSystemdSpawner(JobUsageMixin, SystemdStopNoticeMixin, SystemdSpawner):
     """SystemdSpawner with the stop notice and the runner jobs' usage folder."""
-
-    runtime_dir = Unicode(
-        help="The hub's runtime folder; the jobs' usage folder is "
-        "<runtime_dir>/usage-<hub id>-jobs unless $COURSEHUB_USAGE_DIR is set for the hub "
-        "(then <that>-jobs)."
-    ).tag(config=True)
-    hub_id = Unicode(
-        help="This hub's id in host-wide names (default: a hash of JupyterHub.db_url, "
-        "see coursehub.spawn.identity)."
-    ).tag(config=True)
-
-    @default("hub_id")
-    def _default_hub_id(self) -> str:
-        return hub_id_from_config(self.config)
-
-    @default("runtime_dir")
-    def _default_runtime_dir(self) -> str:
-        return default_runtime_dir()
 
     async def start(self) -> Any:
         """Add the jobs' usage folder to the unit's environment, then start the unit."""
-        jobs_env = job_usage_env(self, hub_usage_dir(self.runtime_dir, self.hub_id))
-        environment: dict[str, str] = dict(self.environment)  # type: ignore[has-type]
-        self.environment = {**environment, **jobs_env}
+        self.add_job_usage_env()
         return await super().start()
