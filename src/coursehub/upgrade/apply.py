@@ -60,12 +60,16 @@ def back_up(plan: UpgradePlan) -> str:
         sources = find_sources(plan.environ, database_url=plan.database_url, hub_dir=hub_dir)
         summary = write_backup(sources, plan.archive, version=__version__)
         created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        record = BackupRecord(str(plan.archive), created, summary.size, summary.files)
-        write_record(record, record_path(plan.environ))
+        parts = tuple(part.name for part in summary.parts)
+        skipped = tuple(name for name, _ in summary.skipped)
+        record = BackupRecord(
+            str(plan.archive), created, summary.size, summary.files, parts, skipped
+        )
+        write_record(record, record_path(plan.environ, plan.database_url))
     except (CoursehubError, OSError) as exc:
         raise UpgradeError(f"step 1, backup, failed: {exc}; nothing was changed") from exc
-    skipped = f", skipped {', '.join(n for n, _ in summary.skipped)}" if summary.skipped else ""
-    return f"backed up into {plan.archive} ({summary.files} files{skipped})"
+    said = f", skipped {', '.join(skipped)}" if skipped else ""
+    return f"backed up into {plan.archive} ({summary.files} files{said})"
 
 
 def migrate(plan: UpgradePlan) -> str:
