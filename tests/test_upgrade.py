@@ -61,7 +61,7 @@ def test_a_dry_run_prints_the_four_steps_and_changes_nothing(installed, capsys):
     out = capsys.readouterr().out
     assert out.index("1. back up into") < out.index("2. migrate the catalog from revision 0012")
     assert f"to {head_revision()}" in out
-    assert "update /etc/systemd/system/coursehub-hub.service (0644) (content)" in out
+    assert f"update {installed}/etc/systemd/system/coursehub-hub.service (0644) (content)" in out
     assert "4. restart nothing" in out
     assert list((installed / "var/lib/coursehub/backups").iterdir()) == []
     assert _revision(installed / CATALOG) == OLDER

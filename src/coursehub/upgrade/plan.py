@@ -123,7 +123,7 @@ def render_upgrade_plan(plan: UpgradePlan) -> str:
         if plan.migrate_from != plan.migrate_to
         else f"the catalog is at the newest revision ({plan.migrate_to}): nothing to migrate"
     )
-    files = render_plan(plan.deploy).splitlines()
+    files = render_plan(plan.deploy, plan.options.layout.root).splitlines()
     steps = [f"1. back up into {plan.archive}", f"2. {migrate}", "3. re-render the install:"]
     steps += [f"   {line}" for line in files]
     if plan.restart:
