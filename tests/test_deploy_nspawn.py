@@ -252,3 +252,75 @@ def test_the_backup_and_usage_services_of_the_timers_run_to_success(container):
     assert shown.stdout.split() == ["success"] * 2, journal
     archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
     assert len(archives) == 1 and archives[0].endswith(".tar.gz"), archives
+
+
+#: The hub's view of a user's default server, once the hub answers again (after a restart).
+SERVER = """
+import json, os, sys, time, urllib.error, urllib.request
+api, user = "http://127.0.0.1:8081/hub/api", sys.argv[1]
+headers = {"Authorization": "token " + os.environ["COURSEHUB_SERVICE_TOKEN"]}
+for _ in range(240):
+    try:
+        request = urllib.request.Request(api + "/users/" + user, headers=headers)
+        with urllib.request.urlopen(request) as answer:
+            print(json.dumps(json.loads(answer.read()).get("servers", {}).get("", {})))
+            break
+    except (urllib.error.URLError, OSError):
+        time.sleep(0.5)
+else:
+    print("no answer")
+"""
+
+
+def _unit_state(container, unit: str) -> dict[str, str]:
+    shown = container.sh(f"systemctl show {unit} -p ActiveState -p MainPID -p ControlGroup")
+    state = dict(line.split("=", 1) for line in shown.stdout.split())
+    procs = container.sh(f"cat /sys/fs/cgroup{state['ControlGroup']}/cgroup.procs").stdout
+    state["procs"] = " ".join(sorted(procs.split()))
+    return state
+
+
+def test_an_upgrade_restarts_the_hub_and_keeps_the_students_server_which_it_finds_again(
+    container,
+):
+    # after the tests above: p2500001's server runs in its own unit
+    python = REPO / ".venv/bin/python"
+    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    before = _unit_state(container, unit)
+    hub_before = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
+    # a unit file that differs from the install's: the upgrade rewrites it and reloads systemd
+    container.sh("sed -i s/RestartSec=5/RestartSec=4/ /etc/systemd/system/coursehub-hub.service")
+    done = container.sh(f"cd / && {python} -m coursehub upgrade --hostname hub.test", timeout=300)
+    journal = container.sh("journalctl --no-pager -o cat -n 60 -u coursehub-hub").stdout
+    assert done.returncode == 0, done.stdout + done.stderr + journal
+    assert "reloaded the unit files" in done.stdout
+    assert "restarted coursehub-hub.service" in done.stdout
+    assert "RestartSec=5" in container.sh("cat /etc/systemd/system/coursehub-hub.service").stdout
+    server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    hub_after = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
+    assert hub_after not in (hub_before, "0"), journal  # the hub did restart
+    assert _unit_state(container, unit) == before  # same server, same processes
+    assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
+    archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
+    assert len(archives) == 2, archives  # the timer's and the upgrade's
+
+
+def test_a_server_killed_with_its_unit_left_failed_starts_again(container):
+    python = REPO / ".venv/bin/python"
+    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    container.sh(f"systemctl kill --signal=KILL {unit}")
+    for _ in range(60):
+        state = container.sh(f"systemctl show {unit} -p ActiveState --value").stdout.strip()
+        if state == "failed":
+            break
+        time.sleep(0.5)
+    assert state == "failed"
+    for _ in range(60):  # the hub notices at its next poll (a few seconds)
+        server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001").stdout
+        if '"ready": true' not in server:
+            break
+        time.sleep(1)
+    started = container.sh(f"{SETTINGS}{python} -c '{START}' p2500001", timeout=150)
+    journal = container.sh("journalctl --no-pager -o cat -n 40 -u coursehub-hub").stdout
+    assert '"ready": true' in started.stdout, started.stdout + started.stderr + journal
+    assert container.sh(f"systemctl is-active {unit}").stdout.strip() == "active"
