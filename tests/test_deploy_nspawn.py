@@ -11,8 +11,10 @@ through ``nsenter`` (the host has no systemd-machined).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -272,11 +274,63 @@ else:
 """
 
 
+#: A server's own token and kernels' URL, from its unit's environment file (SystemdSpawner).
+SERVER_API = """
+import json, os, pathlib, shlex, sys, time, urllib.request
+envfile, user = sys.argv[1], sys.argv[2]
+lines = pathlib.Path(envfile).read_text().splitlines()
+env = {k: (shlex.split(v) or [""])[0] for k, v in (l.split("=", 1) for l in lines if "=" in l)}
+headers = {"Authorization": "token " + env["JUPYTERHUB_API_TOKEN"]}
+url = env["JUPYTERHUB_SERVICE_URL"].rstrip("/") + "/api/kernels"
+"""
+#: The execution state of each kernel of a server.
+KERNEL_STATES = (
+    SERVER_API
+    + """
+with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as answer:
+    print(" ".join(k["execution_state"] for k in json.load(answer)))
+"""
+)
+#: Start a kernel in a server, then keep it busy: it starts a runner job (`coursehub run`,
+#: a script that sleeps in a loop) and runs a cell that never ends (sleeping, not spinning).
+BUSY_KERNEL = (
+    SERVER_API
+    + """
+from jupyter_client import BlockingKernelClient
+request = urllib.request.Request(url, data=b"{}", method="POST", headers=headers)
+kernel = json.load(urllib.request.urlopen(request))["id"]
+runtime = env.get("JUPYTER_RUNTIME_DIR") or f"/home/{user}/.local/share/jupyter/runtime"
+connection = pathlib.Path(runtime) / f"kernel-{kernel}.json"
+for _ in range(120):
+    if connection.exists():
+        break
+    time.sleep(0.5)
+client = BlockingKernelClient(connection_file=str(connection))
+client.load_connection_file()
+client.start_channels()
+client.wait_for_ready(timeout=60)
+code = (
+    "import pathlib, subprocess, sys, time\\n"
+    "spin = pathlib.Path.home() / 'spin.py'\\n"
+    "spin.write_text('import time\\\\nwhile True: time.sleep(1)\\\\n')\\n"
+    "job = subprocess.Popen([sys.executable, '-m', 'coursehub', 'run', '--name', 'spin', "
+    "'--', str(spin)])\\n"
+    "while True: time.sleep(0.2)\\n"
+)
+client.execute(code)
+time.sleep(3)
+client.stop_channels()
+print(kernel)
+"""
+)
+
+
 def _unit_state(container, unit: str) -> dict[str, str]:
-    shown = container.sh(f"systemctl show {unit} -p ActiveState -p MainPID -p ControlGroup")
+    """The unit's state, main pid, and every process of its control group (systemd-cgls(1))."""
+    shown = container.sh(f"systemctl show {unit} -p ActiveState -p MainPID")
     state = dict(line.split("=", 1) for line in shown.stdout.split())
-    procs = container.sh(f"cat /sys/fs/cgroup{state['ControlGroup']}/cgroup.procs").stdout
-    state["procs"] = " ".join(sorted(procs.split()))
+    tree = container.sh(f"systemd-cgls --no-pager -u {unit}").stdout
+    state["procs"] = " ".join(re.findall(r"─(\d+) ", tree))
     return state
 
 
@@ -286,7 +340,19 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_server_which_it_find
     # after the tests above: p2500001's server runs in its own unit
     python = REPO / ".venv/bin/python"
     unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    envfile = container.sh(f"systemctl show {unit} -p EnvironmentFiles --value").stdout.split()[0]
+    script = base64.b64encode(BUSY_KERNEL.encode()).decode()
+    busy = container.sh(
+        f"echo {script} | base64 -d > /tmp/busy.py && {python} /tmp/busy.py {envfile} p2500001",
+        timeout=150,
+    )
+    assert busy.returncode == 0, busy.stdout + busy.stderr
     before = _unit_state(container, unit)
+    commands = container.sh(
+        f"for p in {before['procs']}; do tr '\\0' ' ' < /proc/$p/cmdline; echo; done"
+    )
+    tree = container.sh(f"systemd-cgls --no-pager -u {unit}").stdout
+    assert "ipykernel" in commands.stdout and "spin.py" in commands.stdout, commands.stdout + tree
     hub_before = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
     # a unit file that differs from the install's: the upgrade rewrites it and reloads systemd
     container.sh("sed -i s/RestartSec=5/RestartSec=4/ /etc/systemd/system/coursehub-hub.service")
@@ -301,6 +367,13 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_server_which_it_find
     assert hub_after not in (hub_before, "0"), journal  # the hub did restart
     assert _unit_state(container, unit) == before  # same server, same processes
     assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
+    script = base64.b64encode(KERNEL_STATES.encode()).decode()
+    states = container.sh(
+        f"echo {script} | base64 -d > /tmp/k.py && {python} /tmp/k.py {envfile} -"
+    )
+    assert states.stdout.split() == ["busy"], (
+        states.stdout + states.stderr
+    )  # still running its cell
     archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
     assert len(archives) == 2, archives  # the timer's and the upgrade's
 
