@@ -309,15 +309,15 @@ client = BlockingKernelClient(connection_file=str(connection))
 client.load_connection_file()
 client.start_channels()
 client.wait_for_ready(timeout=60)
-code = (
-    "import pathlib, subprocess, sys, time\\n"
-    "spin = pathlib.Path.home() / 'spin.py'\\n"
-    "spin.write_text('import time\\\\nwhile True: time.sleep(1)\\\\n')\\n"
-    "job = subprocess.Popen([sys.executable, '-m', 'coursehub', 'run', '--name', 'spin', "
-    "'--', str(spin)])\\n"
-    "while True: time.sleep(0.2)\\n"
-)
-client.execute(code)
+code = "import pathlib, subprocess, sys, time\\n"
+if sys.argv[3:] == ["job"]:
+    code += (
+        "spin = pathlib.Path.home() / 'spin.py'\\n"
+        "spin.write_text('import time\\\\nwhile True: time.sleep(1)\\\\n')\\n"
+        "job = subprocess.Popen([sys.executable, '-m', 'coursehub', 'run', '--name', 'spin', "
+        "'--', str(spin)])\\n"
+    )
+client.execute(code + "while True: time.sleep(0.2)\\n")
 time.sleep(3)
 client.stop_channels()
 print(kernel)
@@ -334,25 +334,46 @@ def _unit_state(container, unit: str) -> dict[str, str]:
     return state
 
 
-def test_an_upgrade_restarts_the_hub_and_keeps_the_students_server_which_it_finds_again(
+def _unit_of(container, user: str) -> str:
+    """The unit of ``user``'s default server."""
+    units = container.sh(f"systemctl list-units --plain --no-legend 'jupyter-*-{user}-singleuser*'")
+    return units.stdout.split()[0]
+
+
+def _script(container, text: str, *args: str, timeout: float = 150):
+    """Run the Python ``text`` in the container with this checkout's interpreter."""
+    encoded = base64.b64encode(text.encode()).decode()
+    python = REPO / ".venv/bin/python"
+    argv = " ".join(args)
+    return container.sh(f"echo {encoded} | base64 -d > /tmp/s.py && {python} /tmp/s.py {argv}",
+                        timeout=timeout)  # fmt: skip
+
+
+def _busy_kernel(container, user: str, *extra: str) -> str:
+    """Start a busy kernel in ``user``'s server; return the server's environment file."""
+    unit = _unit_of(container, user)
+    envfile = container.sh(f"systemctl show {unit} -p EnvironmentFiles --value").stdout.split()[0]
+    busy = _script(container, BUSY_KERNEL, envfile, user, *extra)
+    assert busy.returncode == 0, busy.stdout + busy.stderr
+    return envfile
+
+
+def test_an_upgrade_restarts_the_hub_and_keeps_the_students_servers_which_it_finds_again(
     container,
 ):
-    # after the tests above: p2500001's server runs in its own unit
+    # after the tests above: p2500001's server runs in its own unit; a second student's too
     python = REPO / ".venv/bin/python"
-    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
-    envfile = container.sh(f"systemctl show {unit} -p EnvironmentFiles --value").stdout.split()[0]
-    script = base64.b64encode(BUSY_KERNEL.encode()).decode()
-    busy = container.sh(
-        f"echo {script} | base64 -d > /tmp/busy.py && {python} /tmp/busy.py {envfile} p2500001",
-        timeout=150,
-    )
-    assert busy.returncode == 0, busy.stdout + busy.stderr
-    before = _unit_state(container, unit)
+    second = container.sh(f"{SETTINGS}{python} -c '{START}' p2500002", timeout=150)
+    assert '"ready": true' in second.stdout, second.stdout + second.stderr
+    users = ("p2500001", "p2500002")
+    envfiles = {user: _busy_kernel(container, user, *extra) for user, extra in
+                zip(users, (["job"], []), strict=True)}  # fmt: skip
+    units = {user: _unit_of(container, user) for user in users}
+    before = {user: _unit_state(container, unit) for user, unit in units.items()}
     commands = container.sh(
-        f"for p in {before['procs']}; do tr '\\0' ' ' < /proc/$p/cmdline; echo; done"
+        f"for p in {before['p2500001']['procs']}; do tr '\\0' ' ' < /proc/$p/cmdline; echo; done"
     )
-    tree = container.sh(f"systemd-cgls --no-pager -u {unit}").stdout
-    assert "ipykernel" in commands.stdout and "spin.py" in commands.stdout, commands.stdout + tree
+    assert "ipykernel" in commands.stdout and "spin.py" in commands.stdout, commands.stdout
     hub_before = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
     # a unit file that differs from the install's: the upgrade rewrites it and reloads systemd
     container.sh("sed -i s/RestartSec=5/RestartSec=4/ /etc/systemd/system/coursehub-hub.service")
@@ -362,25 +383,21 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_server_which_it_find
     assert "reloaded the unit files" in done.stdout
     assert "restarted coursehub-hub.service" in done.stdout
     assert "RestartSec=5" in container.sh("cat /etc/systemd/system/coursehub-hub.service").stdout
-    server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    for user in users:
+        server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' {user}", timeout=150)
+        assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
+        assert _unit_state(container, units[user]) == before[user]  # same processes
+        states = _script(container, KERNEL_STATES, envfiles[user], user)
+        assert states.stdout.split() == ["busy"], states.stdout + states.stderr  # its cell runs
     hub_after = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
     assert hub_after not in (hub_before, "0"), journal  # the hub did restart
-    assert _unit_state(container, unit) == before  # same server, same processes
-    assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
-    script = base64.b64encode(KERNEL_STATES.encode()).decode()
-    states = container.sh(
-        f"echo {script} | base64 -d > /tmp/k.py && {python} /tmp/k.py {envfile} -"
-    )
-    assert states.stdout.split() == ["busy"], (
-        states.stdout + states.stderr
-    )  # still running its cell
     archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
     assert len(archives) == 2, archives  # the timer's and the upgrade's
 
 
 def test_a_server_killed_with_its_unit_left_failed_starts_again(container):
     python = REPO / ".venv/bin/python"
-    unit = container.sh("systemctl list-units --plain --no-legend 'jupyter-*'").stdout.split()[0]
+    unit = _unit_of(container, "p2500001")
     container.sh(f"systemctl kill --signal=KILL {unit}")
     for _ in range(60):
         state = container.sh(f"systemctl show {unit} -p ActiveState --value").stdout.strip()
