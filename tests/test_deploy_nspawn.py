@@ -414,3 +414,35 @@ def test_a_server_killed_with_its_unit_left_failed_starts_again(container):
     journal = container.sh("journalctl --no-pager -o cat -n 40 -u coursehub-hub").stdout
     assert '"ready": true' in started.stdout, started.stdout + started.stderr + journal
     assert container.sh(f"systemctl is-active {unit}").stdout.strip() == "active"
+
+
+#: Start a named server of a user through the hub's API; print the hub's view once ready.
+START_NAMED = START.replace('"/server"', '"/servers/" + sys.argv[2]').replace(
+    '.get("", {})', ".get(sys.argv[2], {})"
+)
+
+
+def test_a_named_server_runs_in_its_own_unit_beside_the_default_one(container):
+    # after the tests above: p2500001's default server runs; named servers allowed (a later
+    # assignment wins in the configuration file), then a second course's server started
+    python = REPO / ".venv/bin/python"
+    default = _unit_of(container, "p2500001")
+    pid = container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip()
+    config = "/etc/coursehub/jupyterhub_config.py"
+    container.sh(f"echo 'c.JupyterHub.allow_named_servers = True' >> {config}")
+    container.sh("systemctl restart coursehub-hub")
+    again = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    assert '"ready": true' in again.stdout, again.stdout  # the hub answers, the server kept
+    started = container.sh(f"{SETTINGS}{python} -c '{START_NAMED}' p2500001 tp-2", timeout=150)
+    journal = container.sh(
+        "journalctl --no-pager -o cat -n 30 -u 'jupyter-*'; systemctl list-units --all "
+        "--plain --no-legend 'jupyter-*'; journalctl --no-pager -o cat -u coursehub-hub "
+        "| grep -v 'GET /hub/api' | tail -n 30"
+    ).stdout
+    assert '"ready": true' in started.stdout, started.stdout + started.stderr + journal
+    listed = container.sh("systemctl list-units --plain --no-legend 'jupyter-*-p2500001-*'")
+    names = {line.split()[0] for line in listed.stdout.splitlines()}
+    assert names == {default, default.removesuffix(".service") + "-tp:2d2.service"}, names
+    assert container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip() == pid
+    server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    assert '"ready": true' in server.stdout, server.stdout  # the default one still runs

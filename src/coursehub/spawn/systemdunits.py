@@ -4,9 +4,8 @@
   only ``{USERNAME}`` and ``{USERID}`` in ``unit_name_template``, so a named
   server (a second course's, beside the default one) gets the default
   server's unit name, and starting it stops the other. :func:`server_unit_name`
-  adds the server's name, escaped as ``systemd-escape`` does
-  (systemd.unit(5), "String Escaping for Inclusion in Unit Names"), so that
-  ``-`` never appears in it and no two servers share a name.
+  adds the server's name, escaped (:func:`escape_unit_part`) so that ``-``
+  never appears in it and no two servers share a name.
 - A unit left over (jupyterhub/systemdspawner#7, #87): after a kill or a hub
   crash the unit may be ``failed`` (kept loaded with its ``Result`` until
   ``systemctl reset-failed``) or still stopping; ``systemd-run --unit`` then
@@ -19,28 +18,29 @@ import hashlib
 
 #: Longest unit name systemd takes, suffix included (UNIT_NAME_MAX, 256 with the NUL).
 UNIT_NAME_MAX = 255
-#: Characters ``systemd-escape`` keeps as they are (besides ASCII letters and digits).
-KEPT = frozenset(":_.")
+#: Characters kept as they are in an escaped name (besides ASCII letters and digits).
+KEPT = frozenset("_.")
 #: The states of a unit that still has (or may have) processes (systemctl(1), "ActiveState").
 RUNNING_STATES = frozenset({"active", "activating", "deactivating", "reloading", "refreshing"})
 
 
 def escape_unit_part(text: str) -> str:
-    """Return ``text`` escaped for a unit name, as ``systemd-escape`` does (pure).
+    """Return ``text`` escaped for a unit name: ``:`` and two hex digits per other byte (pure).
 
-    ASCII letters, digits, ``:``, ``_`` and ``.`` (not leading) are kept; ``/``
-    becomes ``-``; every other byte of its UTF-8 form becomes ``\\xNN``.
-    ``"course-2"`` gives ``"course\\x2d2"``.
+    ASCII letters, digits, ``_`` and ``.`` are kept; every other byte of the
+    UTF-8 form becomes ``:xx`` (``"tp-2"`` gives ``"tp:2d2"``). Unit names
+    take ``:`` (systemd.unit(5)). Not ``systemd-escape``'s ``\\xNN``: systemd
+    unescapes a backslash in ``EnvironmentFile=`` (systemd.exec(5), quoting),
+    so the environment file SystemdSpawner names after the unit would not be
+    found (measured on systemd 252: the unit fails with result ``resources``).
     """
     out = []
-    for index, byte in enumerate(text.encode("utf-8")):
+    for byte in text.encode("utf-8"):
         char = chr(byte)
-        if char == "/":
-            out.append("-")
-        elif byte < 128 and (char.isalnum() or char in KEPT) and not (index == 0 and char == "."):
+        if byte < 128 and (char.isalnum() or char in KEPT):
             out.append(char)
         else:
-            out.append(f"\\x{byte:02x}")
+            out.append(f":{byte:02x}")
     return "".join(out)
 
 
