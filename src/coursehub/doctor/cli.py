@@ -71,7 +71,7 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
         check_homes(url, args.homes or homes_dir(), limits.quota_warn, limits.named),
         check_lti(args.lti, args.bind_url, args.public_url),
         check_budgets(url),
-        check_backup(max_age_h=limits.backup_age_h),
+        check_backup(max_age_h=limits.backup_age_h, database_url=url),
     ]
 
 
