@@ -357,3 +357,43 @@ def test_a_time_ended_by_a_proctor_is_submitted_by_the_bell_and_saves_are_record
     status, out, _ = run(capsys, catalog, "bell", COURSE, EXAM, "--work-dir", pattern)
     assert status == 0 and "p2500002: submitted" in out and "p2500001" not in out
     assert "1 submitted, 0 failed" in out
+
+
+def test_the_scores_are_released_once_at_the_chosen_time(catalog, capsys, tmp_path):
+    now = datetime.now(UTC)
+    run(capsys, catalog, "create", COURSE, EXAM, "--duration", "60",
+        "--opens", (now - timedelta(hours=3)).isoformat(timespec="seconds"),
+        "--hard-end", (now - timedelta(hours=1)).isoformat(timespec="seconds"))  # fmt: skip
+    status, _, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", "lundi")
+    assert status == 2 and "--at: 'lundi' is not a date and time" in err
+    early = (now - timedelta(hours=2)).isoformat(timespec="seconds")
+    status, out, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", early)
+    assert status == 0 and "released 20" in out
+    assert "warning: the release (" in err and "is before the hard end" in err
+    later = (now + timedelta(hours=1)).isoformat(timespec="seconds")
+    status, out, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", later)
+    assert (status, err) == (0, ""), out
+    status, out, _ = run(capsys, catalog, "release-due", COURSE)
+    assert status == 0 and "0 exam(s) released, 0 failed, 0 waiting" in out  # not yet
+    past = (now - timedelta(minutes=1)).isoformat(timespec="seconds")
+    run(capsys, catalog, "release", COURSE, EXAM, "--at", past)
+    status, out, _ = run(capsys, catalog, "release-due", COURSE)
+    assert status == 0 and "final: nothing autograded yet; released once it is" in out
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    assert json.loads(out)[0]["release_at"].startswith(past[:10])
+
+
+def test_an_exam_is_due_for_release_once_its_time_has_come_and_only_once(tmp_path):
+    from types import SimpleNamespace
+
+    from coursehub.grading.examrelease import due_exams, record_path
+
+    now = datetime.now(UTC)
+    exams = [
+        SimpleNamespace(assignment="a", release_at=now - timedelta(minutes=1)),
+        SimpleNamespace(assignment="b", release_at=now + timedelta(minutes=1)),
+        SimpleNamespace(assignment="c", release_at=None),
+        SimpleNamespace(assignment="d", release_at=now - timedelta(days=1)),
+    ]
+    record_path(tmp_path, "d").write_text("{}")
+    assert [e.assignment for e in due_exams(exams, tmp_path, now)] == ["a"]

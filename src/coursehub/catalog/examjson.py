@@ -126,6 +126,7 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
         "start_code": exam.start_code_sha256 is not None,
         "allowed_imports": exam.allowed_imports,
         "allowed_networks": exam.allowed_networks,
+        "release_at": _iso(exam.release_at),
         "created_by": exam.created_by,
         "created_at": _iso(exam.created_at),
         "summary": describe_exam(exam),

@@ -11,6 +11,8 @@
   table shows as their last save.
 * :func:`count_wrong_code`: a wrong start code counted, in the caller's
   own transaction (:mod:`coursehub.catalog.examcodes`).
+* :func:`schedule_release`: when the exam's scores and feedback are
+  released (``coursehub exam release-due``, from a timer, releases them).
 * :func:`note_outside_start`: a start refused because it came from outside
   the exam's allowed networks (:mod:`coursehub.catalog.examnetworks`),
   recorded as an exam event (``sign-in-outside``) for the proctor.
@@ -109,3 +111,19 @@ def note_outside_start(
     event.detail = detail
     session.add(event)
     session.flush()
+
+
+def schedule_release(exam: Exam, when: datetime | None) -> list[str]:
+    """Set when ``exam``'s scores and feedback are released (None: by hand); return warnings.
+
+    A time before the exam's hard end is kept, with a warning: feedback
+    released while students may still sit the exam would show them answers.
+    """
+    exam.release_at = when
+    if when is None or when >= exam.hard_end:
+        return []
+    release, hard_end = (format_moment(t, exam.timezone) for t in (when, exam.hard_end))
+    return [
+        f"the release ({release}) is before the hard end ({hard_end}): "
+        "students still sitting it could read the feedback"
+    ]

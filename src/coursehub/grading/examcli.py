@@ -17,6 +17,8 @@
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
     coursehub exam similarity mlmeca-2025 final [--threshold 80] [--html FILE]
+    coursehub exam release mlmeca-2025 final --at 2026-01-19T08:00   # scores and feedback
+    coursehub exam release-due mlmeca-2025          # from a timer: release what is due
     coursehub exam snapshot mlmeca-2025 final       # copy every exam home (root, each minute)
 
 Run by the course's team on the server (the catalog's database and the
@@ -32,7 +34,7 @@ from typing import Any
 
 from coursehub.catalog.cli import add_database_url
 from coursehub.examroom.home import DEFAULT_EXAM_ROOT
-from coursehub.grading import examcommands, similaritycommand, snapshotcommand
+from coursehub.grading import examcommands, examrelease, similaritycommand, snapshotcommand
 from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
@@ -148,4 +150,17 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")
     sub.add_argument(
         "--every", metavar="S", help="watch: again every S seconds, changed homes only"
+    )
+    sub = _command(
+        commands, "release", "when the scores and feedback are released", examrelease.release
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    when = sub.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="TIME", help="e.g. 2026-01-19T08:00 (the exam's zone)")
+    when.add_argument("--clear", action="store_true", help="release by hand instead")
+    _command(
+        commands,
+        "release-due",
+        "release each exam's feedback whose time has come (from a timer)",
+        examrelease.release_due,
     )

@@ -26,7 +26,7 @@ from coursehub.errors import CoursehubError, UsageError
 
 
 @contextmanager
-def _transaction(args: argparse.Namespace) -> Iterator[Any]:
+def exam_transaction(args: argparse.Namespace) -> Iterator[Any]:
     """Yield a session on the checked catalog; commit if the block succeeds, else roll back."""
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_factory
@@ -40,7 +40,8 @@ def _transaction(args: argparse.Namespace) -> Iterator[Any]:
             raise
 
 
-def _exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+def course_exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+    """Return the course ``args.course_id`` and its exam ``args.assignment`` (NotFoundError)."""
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.exams import get_exam
 
@@ -65,6 +66,7 @@ OPTION_OF = {
     "username": "--student",
     "group": "--group",
     "minutes": "--minutes",
+    "release_at": "--at",
 }
 
 
@@ -93,7 +95,8 @@ def _recorder(session: Any, course: Any, by: str | None) -> str:
     return check_lead(session, course, by) if by else getpass.getuser()
 
 
-def _warn(warnings: list[str]) -> None:
+def print_warnings(warnings: list[str]) -> None:
+    """Print each warning as one ``warning: ...`` line on the standard error."""
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
 
@@ -114,7 +117,7 @@ def create(args: argparse.Namespace) -> int:
         "timezone": args.timezone,
     }
     window = window_from_fields(fields, default_timezone())
-    with _transaction(args) as session:
+    with exam_transaction(args) as session:
         course = get_course(session, args.course_id)
         by = _recorder(session, course, args.by)
         exam = create_exam(
@@ -128,7 +131,7 @@ def create(args: argparse.Namespace) -> int:
             allowed_networks=args.allowed_networks,
         )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
-    _warn(window_warnings(window, datetime.now(UTC)))
+    print_warnings(window_warnings(window, datetime.now(UTC)))
     return 0
 
 
@@ -138,7 +141,7 @@ def list_(args: argparse.Namespace) -> int:
     from coursehub.catalog.examjson import exam_to_json
     from coursehub.catalog.exams import describe_exam, list_exams
 
-    with _transaction(args) as session:
+    with exam_transaction(args) as session:
         course = get_course(session, args.course_id)
         exams = list_exams(session, course)
         if args.json:
@@ -158,8 +161,8 @@ def show(args: argparse.Namespace) -> int:
     from coursehub.catalog.examtime import format_moment
 
     now = datetime.now(UTC)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sittings = list_sittings(session, course, exam)
         if args.json:
             value = exam_to_json(exam, course.course_id)
@@ -193,8 +196,8 @@ def override(args: argparse.Namespace) -> int:
     from coursehub.catalog.exams import window_of
     from coursehub.catalog.examtime import window_warnings
 
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         fields = {
             "extra_minutes": args.extra_minutes,
             "extra_percent": args.extra_percent,
@@ -213,7 +216,7 @@ def override(args: argparse.Namespace) -> int:
         )
         if previous is not None:
             print(f"  replaces the earlier override: {previous.describe(exam.timezone)}")
-        _warn(window_warnings(window_of(exam), datetime.now(UTC), allowance))
+        print_warnings(window_warnings(window_of(exam), datetime.now(UTC), allowance))
     return 0
 
 
@@ -227,8 +230,8 @@ def start(args: argparse.Namespace) -> int:
 
     moment = datetime.now(UTC)
     try:
-        with _transaction(args) as session:
-            course, exam = _exam(session, args)
+        with exam_transaction(args) as session:
+            course, exam = course_exam(session, args)
             sitting = start_exam(session, course, exam, args.student, moment, args.code)
             assert sitting.started_at is not None and sitting.ends_at is not None
             print(
@@ -237,8 +240,8 @@ def start(args: argparse.Namespace) -> int:
                 f"ends {format_moment(sitting.ends_at, exam.timezone)}"
             )
     except WrongStartCodeError:
-        with _transaction(args) as session:  # counted, although the start is rolled back
-            course, exam = _exam(session, args)
+        with exam_transaction(args) as session:  # counted, although the start is rolled back
+            course, exam = course_exam(session, args)
             count_wrong_code(session, course, exam, args.student, moment)
         raise
     return 0
@@ -250,8 +253,8 @@ def end(args: argparse.Namespace) -> int:
     from coursehub.catalog.examproctor import end_sitting
     from coursehub.catalog.examtime import format_moment
 
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         by = _recorder(session, course, args.by)
         sitting = end_sitting(session, course, exam, args.student, by, datetime.now(UTC))
         assert sitting.ends_at is not None
@@ -271,8 +274,8 @@ def addtime(args: argparse.Namespace) -> int:
     from coursehub.catalog.examtime import format_moment
 
     minutes = integer_field({"minutes": args.minutes}, "minutes")
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sitting = add_time(session, course, exam, args.student, minutes)
         assert sitting.ends_at is not None
         print(f"{sitting.username} now ends {format_moment(sitting.ends_at, exam.timezone)}")
@@ -296,8 +299,8 @@ def submit(args: argparse.Namespace) -> int:
     from coursehub.grading.layout import layout_from_env
 
     layout = layout_from_env(args.course_id)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sitting = sitting_of(session, course, exam, args.student)
         now = datetime.now(UTC)
         receipt = submit_exam(
@@ -322,8 +325,8 @@ def bell(args: argparse.Namespace) -> int:
         )
     layout = layout_from_env(args.course_id)
     failed = 0
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         now = datetime.now(UTC)
         due = [
             s
@@ -358,8 +361,8 @@ def collect(args: argparse.Namespace) -> int:
     from coursehub.grading.layout import layout_from_env
 
     layout = layout_from_env(args.course_id)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         receipts = {s.username: s.submission for s in list_sittings(session, course, exam)}
     kept = {student: name for student, name in receipts.items() if name}
     skipped = collect_exam(layout, exam.assignment, kept)
