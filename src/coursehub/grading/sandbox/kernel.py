@@ -203,6 +203,25 @@ class SandboxKernelManager(AsyncKernelManager):
             shutil.rmtree(self._job_dir, ignore_errors=True)
             self._job_dir = None
 
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:  # type: ignore[override]
+        """Shut the kernel down: a forked kernel is killed at once, any other asked first.
+
+        A graceful shutdown (``shutdown_request``, then up to
+        ``shutdown_wait_time`` for the kernel to exit) gives a kernel the
+        chance to save what it holds; nothing a grading kernel holds is
+        kept, and once a forked kernel has exited its fork server kills every
+        other process of its PID namespace and empties its ``/tmp`` and
+        ``/dev/shm`` (:mod:`coursehub.grading.sandbox.forkserver`) whichever
+        way it ended. Killing it spares the kernel's own shutdown (0.03-0.05 s
+        measured on the 2-core machine) and any wait a submission's code
+        could add to it. Other kernels (a new interpreter in its own PID
+        namespace) keep jupyter_client's graceful shutdown.
+        """
+        from coursehub.grading.sandbox.forkclient import ForkedKernel
+
+        forked = isinstance(getattr(self.provisioner, "process", None), ForkedKernel)
+        await super().shutdown_kernel(now=now or (forked and not restart), restart=restart)
+
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         """Return once the kernel has exited, checking every :data:`EXIT_POLL_S` at most.
 
