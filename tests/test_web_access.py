@@ -9,6 +9,8 @@ answers 401.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from coursehub.web.identity import Identity
@@ -18,6 +20,7 @@ from coursehub.web.testing import (
     dispose_app,
     identity_headers,
     make_test_app,
+    rebind_app,
     seed_web_catalog,
 )
 
@@ -772,25 +775,43 @@ def part_headers(part: str, api: bool) -> dict[str, str]:
     return identity_headers(PART_IDENTITIES[part])
 
 
-@pytest.mark.parametrize(("method", "path", "body", "part", "expected"), CASES)
-def test_authorization_matrix(tmp_path, template_url, method, path, body, part, expected):
+@pytest.fixture(scope="module")
+def matrix_app(tmp_path_factory: pytest.TempPathFactory, template_url: str) -> Iterator[tuple]:
+    """One test app for the module's cases, with ``dict(app.extensions)`` as created."""
     import shutil
 
-    shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
+    path = tmp_path_factory.mktemp("matrix-app") / "catalog.sqlite"
+    shutil.copyfile(template_url, path)
     app = make_test_app(
-        f"sqlite:///{tmp_path / 'catalog.sqlite'}",
+        f"sqlite:///{path}",
         WTF_CSRF_ENABLED=False,
         CHECK_SCHEMA=False,
         API_TOKEN_RESOLVER=TOKENS.get,
     )
     try:
-        headers = part_headers(part, path.startswith(A))
-        with app.test_client().open(path, method=method, json=body, headers=headers) as response:
-            assert response.status_code == expected, response.get_data(as_text=True)[:500]
-            if response.status_code >= 400 and path.startswith(A):
-                assert "error" in response.get_json()
+        yield app, dict(app.extensions)
     finally:
         dispose_app(app)
+
+
+@pytest.fixture
+def case_app(tmp_path, template_url: str, matrix_app: tuple) -> object:
+    """The module's app, rebound to a fresh copy of the seeded catalog (one per case)."""
+    import shutil
+
+    shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
+    app, built = matrix_app
+    rebind_app(app, f"sqlite:///{tmp_path / 'catalog.sqlite'}", built)
+    return app
+
+
+@pytest.mark.parametrize(("method", "path", "body", "part", "expected"), CASES)
+def test_authorization_matrix(case_app, method, path, body, part, expected):
+    headers = part_headers(part, path.startswith(A))
+    with case_app.test_client().open(path, method=method, json=body, headers=headers) as response:
+        assert response.status_code == expected, response.get_data(as_text=True)[:500]
+        if response.status_code >= 400 and path.startswith(A):
+            assert "error" in response.get_json()
 
 
 def test_matrix_covers_every_route(sqlite_template, tmp_path):
@@ -958,26 +979,16 @@ def catalog_facts(url: str) -> tuple[dict[str, tuple], list[str]]:
 
 
 @pytest.mark.parametrize(("method", "path", "body", "part", "expected"), RULE_CASES)
-def test_identity_and_lead_rules(tmp_path, template_url, method, path, body, part, expected):
+def test_identity_and_lead_rules(case_app, method, path, body, part, expected):
     """Only an admin renames people of other courses; only a lead or an admin changes leads;
     the course keeps a lead whoever asks."""
-    import shutil
-
-    shutil.copyfile(template_url, tmp_path / "catalog.sqlite")
-    url = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
-    app = make_test_app(
-        url, WTF_CSRF_ENABLED=False, CHECK_SCHEMA=False, API_TOKEN_RESOLVER=TOKENS.get
-    )
-    try:
-        api = path.startswith(A)
-        headers = part_headers(part, api)
-        kwargs = {"json": body} if api else {"data": body}
-        with app.test_client().open(path, method=method, headers=headers, **kwargs) as response:
-            assert response.status_code == expected, response.get_data(as_text=True)[:800]
-            text = response.get_data(as_text=True)
-    finally:
-        dispose_app(app)
-    people, leads = catalog_facts(url)
+    api = path.startswith(A)
+    headers = part_headers(part, api)
+    kwargs = {"json": body} if api else {"data": body}
+    with case_app.test_client().open(path, method=method, headers=headers, **kwargs) as response:
+        assert response.status_code == expected, response.get_data(as_text=True)[:800]
+        text = response.get_data(as_text=True)
+    people, leads = catalog_facts(case_app.config["DATABASE_URL"])
     assert leads, "mlmeca-2025 lost its last lead"
     lead = people.pop("mbuffat")
     if part != "admin":
