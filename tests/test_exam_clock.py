@@ -23,7 +23,7 @@ from coursehub.examroom.clock import (
     config_from_env,
     plan_status,
 )
-from coursehub.examroom.server import LABEXTENSIONS, ExamSeat, plan_exam_args
+from coursehub.examroom.server import LABEXTENSIONS, ExamSeat, plan_exam_args, plan_exam_traits
 from helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,3 +143,12 @@ def test_the_clock_answers_only_on_an_exam_server_and_only_to_its_owner(tmp_path
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_spawn_gives_the_exam_server_the_course_apps_url_for_its_clock(tmp_path):
+    seat = ExamSeat("mlmeca-2025", "final", tmp_path, course_app_url="http://10.0.0.5:8200")
+    environment = plan_exam_traits(seat, "local", [])["environment"]
+    assert environment["COURSEHUB_EXAM_URL"] == "http://10.0.0.5:8200"
+    assert config_from_env(environment | {"JUPYTERHUB_USER": "u", "JUPYTERHUB_API_TOKEN": "t"})
+    without = plan_exam_traits(ExamSeat("mlmeca-2025", "final", tmp_path), "local", [])
+    assert "COURSEHUB_EXAM_URL" not in without["environment"]
