@@ -174,6 +174,8 @@ async function start(app) {
   const clock = new ExamClock(app, settings);
   if (status) {
     clock.update(status);
+  } else {
+    clock.text.textContent = 'Exam: asking for the time left...';
   }
   setInterval(() => clock.tick(), TICK_MS);
   setInterval(() => {
