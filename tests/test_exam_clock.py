@@ -152,3 +152,13 @@ def test_the_spawn_gives_the_exam_server_the_course_apps_url_for_its_clock(tmp_p
     assert config_from_env(environment | {"JUPYTERHUB_USER": "u", "JUPYTERHUB_API_TOKEN": "t"})
     without = plan_exam_traits(ExamSeat("mlmeca-2025", "final", tmp_path), "local", [])
     assert "COURSEHUB_EXAM_URL" not in without["environment"]
+
+
+def test_the_clock_posts_only_kinds_the_course_app_takes():
+    import re
+
+    from coursehub.catalog.examevents import BROWSER_EVENT_KINDS
+
+    source = (ROOT / "labextension/src/index.js").read_text()
+    posted = set(re.findall(r"'([a-z]+-[a-z]+)'", " ".join(re.findall(r"post\([^)]*", source))))
+    assert posted == set(BROWSER_EVENT_KINDS)

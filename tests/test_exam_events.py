@@ -132,3 +132,14 @@ def test_event_fields_are_checked_before_anything_is_read():
     assert check_event_fields({"kind": "tab-visible"}) == ("tab-visible", "")
     with pytest.raises(UsageError, match=r"^kind: must be one of"):
         check_event_fields({"kind": "TAB-HIDDEN"})
+
+
+def test_the_api_description_lists_the_kinds_the_catalog_takes(client):
+    import yaml
+
+    from coursehub.catalog.examevents import BROWSER_EVENT_KINDS
+
+    spec = yaml.safe_load(client.get("/api/v1/openapi.yaml").get_data(as_text=True))
+    post = spec["paths"]["/courses/{course_id}/exams/{assignment}/events"]["post"]
+    schema = post["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["properties"]["kind"]["enum"] == list(BROWSER_EVENT_KINDS)
