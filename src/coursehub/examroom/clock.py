@@ -13,7 +13,8 @@ jupyter-server API (``tornado.web.authenticated``: the server's owner):
     answer), ``receipt`` (None: nothing submitted), ``warn_before_s``
     (seconds before the end when the clock warns) and ``stale`` (true when
     the course app did not answer and the last answer is shown). An answer
-    is reused :data:`CACHE_S` seconds, so a hundred open tabs make one call.
+    is reused :data:`CACHE_S` seconds and one call is made at a time, so a
+    hundred open tabs make one call.
     502 when the course app never answered.
 ``POST /coursehub/exam/events``
     ``{"kind": ..., "detail": ...}`` from the exam clock (leaving full screen,
@@ -33,6 +34,7 @@ and the JupyterLab side (``labextension/``) shows nothing on a 404.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -127,6 +129,7 @@ class ClockSource:
         self.cache_s = cache_s
         self.sitting: dict[str, Any] | None = None
         self.fetched_at = 0.0
+        self._asking = asyncio.Lock()  # one call to the course app at a time
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.config.token}"}
@@ -134,11 +137,12 @@ class ClockSource:
     async def status(self) -> dict[str, Any] | None:
         """Return the status JSON (:func:`plan_status`); None when the course app never answered."""
         stale = False
-        if self.sitting is None or time.monotonic() - self.fetched_at >= self.cache_s:
-            try:
-                await self._refresh()
-            except (OSError, HTTPClientError):
-                stale = True
+        async with self._asking:
+            if self.sitting is None or time.monotonic() - self.fetched_at >= self.cache_s:
+                try:
+                    await self._refresh()
+                except (OSError, HTTPClientError):
+                    stale = True
         if self.sitting is None:
             return None
         return plan_status(self.config, self.sitting, time.monotonic() - self.fetched_at, stale)
