@@ -141,3 +141,50 @@ def test_a_server_that_cannot_start_is_not_tried_again_for_the_same_course(monke
     with pytest.raises(CoursehubError):
         forkclient.fork_server(["/srv/other"], "grader", "userns")
     assert len(tries) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own autoflush
+def test_the_formgraders_one_submission_autograde_forks_its_kernel_and_scores_as_before(
+    sandbox_user, tmp_path, monkeypatch
+):
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from coursehub.grading.autograde.gradebook import ensure_students, read_score
+    from coursehub.grading.sandbox import forkclient, kernel
+
+    monkeypatch.setenv(FORK_VAR, "true")
+    layout = new_course(tmp_path, "phys-2025", execute_timeout_s=60)
+    answer(layout, tmp_path, "alice", CORRECT)
+    answer(layout, tmp_path, "bob", "    return 0.0 * theta1")
+    collect(layout, PS)
+    ensure_students(layout, ["alice", "bob"])
+    monkeypatch.chdir(layout.course_dir)  # the formgrader runs in the course directory
+    config = PyFileConfigLoader("nbgrader_config.py", str(layout.course_dir)).load_config()
+
+    logs: list[str] = []
+
+    def grade_each() -> dict[str, tuple[float, float]]:
+        for student in ("alice", "bob"):
+            result = NbGraderAPI(config=config).autograde(PS, student, create=False)
+            assert result["success"], result
+            logs.append(result["log"])
+        return {s: read_score(layout, PS, s) for s in ("alice", "bob")}
+
+    monkeypatch.setattr(kernel, "_LONG_LIVED", [])
+    plain = grade_each()  # a process that did not ask: a new interpreter per kernel
+    assert not forkclient._SERVER
+    assert all("sandboxed kernel (root) in" in log for log in logs)
+    monkeypatch.setattr(kernel, "_LONG_LIVED", [True])  # as the formgrader's guard does
+    try:
+        forked = grade_each()
+        assert forkclient._SERVER and forkclient._SERVER[0].alive()
+        started = forkclient._SERVER[0].process.pid
+        assert all("sandboxed kernel (root, forked) in" in log for log in logs[2:])
+        grade_each()  # the next press reuses the same server
+        assert forkclient._SERVER[0].process.pid == started
+    finally:
+        forkclient.close_fork_server()
+    assert forked == plain == {"alice": (4.0, 4.0), "bob": (0.0, 4.0)}

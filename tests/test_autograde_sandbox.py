@@ -76,6 +76,13 @@ def test_the_course_apps_autograde_process_gets_the_catalog_but_no_token():
     assert not {"JUPYTERHUB_API_TOKEN", "COURSEHUB_SECRET_KEY", "PGPASSWORD"} & set(env)
 
 
+def test_the_course_apps_autograde_process_gets_the_runner_backend_and_slurm_cluster():
+    runner = {"COURSEHUB_RUNNER_BACKEND": "slurm", "SLURM_CONF": "/run/slurm/slurm.conf"}
+    env = plan_launch_env({**PLAIN_ENV, **SECRET_ENV, **runner})
+    assert {name: env[name] for name in runner} == runner
+    assert "SLURM_CONF" not in plan_sandbox_env({**PLAIN_ENV, **runner})  # not for nbgrader
+
+
 def test_as_root_the_kernel_runs_as_the_grader_without_network_or_capabilities():
     cmd = plan_sandbox_command(
         ["python", "-m", "ipykernel_launcher"],

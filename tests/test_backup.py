@@ -400,3 +400,41 @@ def test_a_restore_that_fails_half_way_puts_every_place_back(site, tmp_path, cap
     assert {part: files_below(site.root / part) for part in before} == before
     assert key.read_text() == "a key made after the backup"
     assert not [*site.root.rglob(".*restoring-*"), *site.root.rglob(".*replaced-*")]
+
+
+@pytest.mark.parametrize("database_backend", ["sqlite"], indirect=True)
+def test_the_record_of_a_backup_goes_beside_the_catalog_it_backed_up(
+    database_url, tmp_path, monkeypatch, capsys
+):
+    from coursehub.backup.record import read_record
+    from coursehub.doctor.backupcheck import check_backup
+
+    monkeypatch.delenv("COURSEHUB_DATA_DIR", raising=False)
+    monkeypatch.delenv("COURSEHUB_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    catalog = tmp_path / "catalog" / "catalog.sqlite"
+    catalog.parent.mkdir()
+    shutil.copyfile(database_url.removeprefix("sqlite:///"), catalog)
+    url = f"sqlite:///{catalog}"
+    archive = tmp_path / "backup.tar.gz"
+    argv = ["backup", str(archive), "--database-url", url, "--hub-dir", str(tmp_path / "hub")]
+    assert main(argv) == 0
+    record = read_record(catalog.parent / "last-backup.json")
+    assert record is not None and record.archive == str(archive)
+    assert not (tmp_path / "xdg").exists()  # nothing in the default data directory
+    assert record.parts == ("catalog",) and "hub/jupyterhub.sqlite" in record.skipped
+    # the doctor reads it there, and says the backup holds almost nothing
+    result = check_backup(database_url=url)
+    assert result.level == "warn", result.line
+    skipped = len(record.skipped)
+    assert f"skipped {skipped} of {skipped + 1} parts: hub/jupyterhub.sqlite, hub/" in result.line
+
+
+def test_a_backup_is_enough_with_its_catalog_hub_and_most_parts():
+    from coursehub.doctor.backupcheck import skipped_warning
+
+    parts = ("catalog", "hub/jupyterhub.sqlite", "hub/cookie-secret", "grading/courses")
+    assert skipped_warning(parts, ("books", "lti/tool-key.pem")) == ""
+    assert skipped_warning(parts[1:], ("catalog",)) == "skipped 1 of 4 parts: catalog"
+    many = ("grading/exchange", "material", "books", "lti/tool-key.pem", "usage")
+    assert skipped_warning(parts, many).startswith("skipped 5 of 9 parts: grading/exchange")

@@ -44,11 +44,29 @@ def _unit(path: Path) -> configparser.ConfigParser:
 def test_a_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     assert main(_deploy(tmp_path, "--dry-run")) == 0
     out = capsys.readouterr().out
-    assert "create /etc/coursehub/secrets.env (0600)" in out
-    assert "create /etc/systemd/system/coursehub-hub.service (0644)" in out
-    assert "FOR A TRIAL ONLY" in out
+    assert out.startswith(f"paths below {tmp_path}, where this run writes;")
+    assert f"create {tmp_path}/etc/coursehub/secrets.env (0600)" in out
+    assert f"create {tmp_path}/etc/systemd/system/coursehub-hub.service (0644)" in out
+    assert f"FOR A TRIAL ONLY (browsers warn): {tmp_path}/etc/coursehub/tls/" in out
+    assert "create /etc/coursehub" not in out  # the host's own paths are not written
     assert "migrate the catalog from revision (empty)" in out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dry_run_finds_the_proxy_in_the_virtual_environment(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")  # no proxy there
+    argv = ["deploy", "--root", str(tmp_path), "--dry-run", "--python", sys.executable]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "create" in capsys.readouterr().out
+
+
+def test_without_a_proxy_the_places_looked_at_are_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
+    python = str(tmp_path / "no-venv" / "bin" / "python")
+    assert main(["deploy", "--root", str(tmp_path), "--dry-run", "--python", python]) == 2
+    err = capsys.readouterr().err
+    assert "is not on the PATH nor in the virtual environment" in err and "--proxy" in err
 
 
 def test_deploy_writes_the_install_once_and_a_second_run_changes_nothing(tmp_path, capsys):

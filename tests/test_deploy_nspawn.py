@@ -11,8 +11,10 @@ through ``nsenter`` (the host has no systemd-machined).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -252,3 +254,195 @@ def test_the_backup_and_usage_services_of_the_timers_run_to_success(container):
     assert shown.stdout.split() == ["success"] * 2, journal
     archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
     assert len(archives) == 1 and archives[0].endswith(".tar.gz"), archives
+
+
+#: The hub's view of a user's default server, once the hub answers again (after a restart).
+SERVER = """
+import json, os, sys, time, urllib.error, urllib.request
+api, user = "http://127.0.0.1:8081/hub/api", sys.argv[1]
+headers = {"Authorization": "token " + os.environ["COURSEHUB_SERVICE_TOKEN"]}
+for _ in range(240):
+    try:
+        request = urllib.request.Request(api + "/users/" + user, headers=headers)
+        with urllib.request.urlopen(request) as answer:
+            print(json.dumps(json.loads(answer.read()).get("servers", {}).get("", {})))
+            break
+    except (urllib.error.URLError, OSError):
+        time.sleep(0.5)
+else:
+    print("no answer")
+"""
+
+
+#: A server's own token and kernels' URL, from its unit's environment file (SystemdSpawner).
+SERVER_API = """
+import json, os, pathlib, shlex, sys, time, urllib.request
+envfile, user = sys.argv[1], sys.argv[2]
+lines = pathlib.Path(envfile).read_text().splitlines()
+env = {k: (shlex.split(v) or [""])[0] for k, v in (l.split("=", 1) for l in lines if "=" in l)}
+headers = {"Authorization": "token " + env["JUPYTERHUB_API_TOKEN"]}
+url = env["JUPYTERHUB_SERVICE_URL"].rstrip("/") + "/api/kernels"
+"""
+#: The execution state of each kernel of a server.
+KERNEL_STATES = (
+    SERVER_API
+    + """
+with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as answer:
+    print(" ".join(k["execution_state"] for k in json.load(answer)))
+"""
+)
+#: Start a kernel in a server, then keep it busy: it starts a runner job (`coursehub run`,
+#: a script that sleeps in a loop) and runs a cell that never ends (sleeping, not spinning).
+BUSY_KERNEL = (
+    SERVER_API
+    + """
+from jupyter_client import BlockingKernelClient
+request = urllib.request.Request(url, data=b"{}", method="POST", headers=headers)
+kernel = json.load(urllib.request.urlopen(request))["id"]
+runtime = env.get("JUPYTER_RUNTIME_DIR") or f"/home/{user}/.local/share/jupyter/runtime"
+connection = pathlib.Path(runtime) / f"kernel-{kernel}.json"
+for _ in range(120):
+    if connection.exists():
+        break
+    time.sleep(0.5)
+client = BlockingKernelClient(connection_file=str(connection))
+client.load_connection_file()
+client.start_channels()
+client.wait_for_ready(timeout=60)
+code = "import pathlib, subprocess, sys, time\\n"
+if sys.argv[3:] == ["job"]:
+    code += (
+        "spin = pathlib.Path.home() / 'spin.py'\\n"
+        "spin.write_text('import time\\\\nwhile True: time.sleep(1)\\\\n')\\n"
+        "job = subprocess.Popen([sys.executable, '-m', 'coursehub', 'run', '--name', 'spin', "
+        "'--', str(spin)])\\n"
+    )
+client.execute(code + "while True: time.sleep(0.2)\\n")
+time.sleep(3)
+client.stop_channels()
+print(kernel)
+"""
+)
+
+
+def _unit_state(container, unit: str) -> dict[str, str]:
+    """The unit's state, main pid, and every process of its control group (systemd-cgls(1))."""
+    shown = container.sh(f"systemctl show {unit} -p ActiveState -p MainPID")
+    state = dict(line.split("=", 1) for line in shown.stdout.split())
+    tree = container.sh(f"systemd-cgls --no-pager -u {unit}").stdout
+    state["procs"] = " ".join(re.findall(r"─(\d+) ", tree))
+    return state
+
+
+def _unit_of(container, user: str) -> str:
+    """The unit of ``user``'s default server."""
+    units = container.sh(f"systemctl list-units --plain --no-legend 'jupyter-*-{user}-singleuser*'")
+    return units.stdout.split()[0]
+
+
+def _script(container, text: str, *args: str, timeout: float = 150):
+    """Run the Python ``text`` in the container with this checkout's interpreter."""
+    encoded = base64.b64encode(text.encode()).decode()
+    python = REPO / ".venv/bin/python"
+    argv = " ".join(args)
+    return container.sh(f"echo {encoded} | base64 -d > /tmp/s.py && {python} /tmp/s.py {argv}",
+                        timeout=timeout)  # fmt: skip
+
+
+def _busy_kernel(container, user: str, *extra: str) -> str:
+    """Start a busy kernel in ``user``'s server; return the server's environment file."""
+    unit = _unit_of(container, user)
+    envfile = container.sh(f"systemctl show {unit} -p EnvironmentFiles --value").stdout.split()[0]
+    busy = _script(container, BUSY_KERNEL, envfile, user, *extra)
+    assert busy.returncode == 0, busy.stdout + busy.stderr
+    return envfile
+
+
+def test_an_upgrade_restarts_the_hub_and_keeps_the_students_servers_which_it_finds_again(
+    container,
+):
+    # after the tests above: p2500001's server runs in its own unit; a second student's too
+    python = REPO / ".venv/bin/python"
+    second = container.sh(f"{SETTINGS}{python} -c '{START}' p2500002", timeout=150)
+    assert '"ready": true' in second.stdout, second.stdout + second.stderr
+    users = ("p2500001", "p2500002")
+    envfiles = {user: _busy_kernel(container, user, *extra) for user, extra in
+                zip(users, (["job"], []), strict=True)}  # fmt: skip
+    units = {user: _unit_of(container, user) for user in users}
+    before = {user: _unit_state(container, unit) for user, unit in units.items()}
+    commands = container.sh(
+        f"for p in {before['p2500001']['procs']}; do tr '\\0' ' ' < /proc/$p/cmdline; echo; done"
+    )
+    assert "ipykernel" in commands.stdout and "spin.py" in commands.stdout, commands.stdout
+    hub_before = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
+    # a unit file that differs from the install's: the upgrade rewrites it and reloads systemd
+    container.sh("sed -i s/RestartSec=5/RestartSec=4/ /etc/systemd/system/coursehub-hub.service")
+    done = container.sh(f"cd / && {python} -m coursehub upgrade --hostname hub.test", timeout=300)
+    journal = container.sh("journalctl --no-pager -o cat -n 60 -u coursehub-hub").stdout
+    assert done.returncode == 0, done.stdout + done.stderr + journal
+    assert "reloaded the unit files" in done.stdout
+    assert "restarted coursehub-hub.service" in done.stdout
+    assert "RestartSec=5" in container.sh("cat /etc/systemd/system/coursehub-hub.service").stdout
+    for user in users:
+        server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' {user}", timeout=150)
+        assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
+        assert _unit_state(container, units[user]) == before[user]  # same processes
+        states = _script(container, KERNEL_STATES, envfiles[user], user)
+        assert states.stdout.split() == ["busy"], states.stdout + states.stderr  # its cell runs
+    hub_after = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
+    assert hub_after not in (hub_before, "0"), journal  # the hub did restart
+    archives = container.sh("ls /var/lib/coursehub/backups").stdout.split()
+    assert len(archives) == 2, archives  # the timer's and the upgrade's
+
+
+def test_a_server_killed_with_its_unit_left_failed_starts_again(container):
+    python = REPO / ".venv/bin/python"
+    unit = _unit_of(container, "p2500001")
+    container.sh(f"systemctl kill --signal=KILL {unit}")
+    for _ in range(60):
+        state = container.sh(f"systemctl show {unit} -p ActiveState --value").stdout.strip()
+        if state == "failed":
+            break
+        time.sleep(0.5)
+    assert state == "failed"
+    for _ in range(60):  # the hub notices at its next poll (a few seconds)
+        server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001").stdout
+        if '"ready": true' not in server:
+            break
+        time.sleep(1)
+    started = container.sh(f"{SETTINGS}{python} -c '{START}' p2500001", timeout=150)
+    journal = container.sh("journalctl --no-pager -o cat -n 40 -u coursehub-hub").stdout
+    assert '"ready": true' in started.stdout, started.stdout + started.stderr + journal
+    assert container.sh(f"systemctl is-active {unit}").stdout.strip() == "active"
+
+
+#: Start a named server of a user through the hub's API; print the hub's view once ready.
+START_NAMED = START.replace('"/server"', '"/servers/" + sys.argv[2]').replace(
+    '.get("", {})', ".get(sys.argv[2], {})"
+)
+
+
+def test_a_named_server_runs_in_its_own_unit_beside_the_default_one(container):
+    # after the tests above: p2500001's default server runs; named servers allowed (a later
+    # assignment wins in the configuration file), then a second course's server started
+    python = REPO / ".venv/bin/python"
+    default = _unit_of(container, "p2500001")
+    pid = container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip()
+    config = "/etc/coursehub/jupyterhub_config.py"
+    container.sh(f"echo 'c.JupyterHub.allow_named_servers = True' >> {config}")
+    container.sh("systemctl restart coursehub-hub")
+    again = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    assert '"ready": true' in again.stdout, again.stdout  # the hub answers, the server kept
+    started = container.sh(f"{SETTINGS}{python} -c '{START_NAMED}' p2500001 tp-2", timeout=150)
+    journal = container.sh(
+        "journalctl --no-pager -o cat -n 30 -u 'jupyter-*'; systemctl list-units --all "
+        "--plain --no-legend 'jupyter-*'; journalctl --no-pager -o cat -u coursehub-hub "
+        "| grep -v 'GET /hub/api' | tail -n 30"
+    ).stdout
+    assert '"ready": true' in started.stdout, started.stdout + started.stderr + journal
+    listed = container.sh("systemctl list-units --plain --no-legend 'jupyter-*-p2500001-*'")
+    names = {line.split()[0] for line in listed.stdout.splitlines()}
+    assert names == {default, default.removesuffix(".service") + "-tp:2d2.service"}, names
+    assert container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip() == pid
+    server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
+    assert '"ready": true' in server.stdout, server.stdout  # the default one still runs

@@ -299,6 +299,7 @@ def test_the_command_prints_every_check_and_exits_1_on_a_pending_migration(
         "cgroups",
         "hub",
         "slurm",
+        "slurm-watch",
         "data disk",
         "homes",
         "lti",

@@ -197,3 +197,63 @@ def test_an_exam_in_the_past_or_longer_than_its_window_is_made_with_a_warning(cl
     warnings = answer.get_json()["warnings"]
     assert "is past: nobody can start it" in warnings[0]
     assert "the window is 60 min from opening to hard end, shorter than the 90 min" in warnings[1]
+
+
+def test_wrong_start_codes_pause_the_student_and_a_right_one_clears_them(client, final):
+    student = api_headers("student")
+    for guess in ("AAAA", "BBBB", "CCCC", "DDDD"):
+        answer = client.post(FINAL + "/start", json={"code": guess}, headers=student)
+        assert answer.status_code == 409 and "start code is wrong" in answer.get_json()["error"]
+    forgot = client.post(FINAL + "/start", json={}, headers=student)  # not counted
+    assert "no start code was given" in forgot.get_json()["error"]
+    client.post(FINAL + "/start", json={"code": "EEEE"}, headers=student)  # the fifth
+    paused = client.post(FINAL + "/start", json={"code": "K7Q2"}, headers=student)
+    assert paused.status_code == 409
+    assert "5 wrong start codes in a row: try again at " in paused.get_json()["error"]
+
+
+def test_a_right_code_after_a_few_wrong_ones_starts_and_clears_the_count(client, final):
+    student = api_headers("student")
+    for guess in ("AAAA", "BBBB", "CCCC", "DDDD"):
+        client.post(FINAL + "/start", json={"code": guess}, headers=student)
+    assert client.post(FINAL + "/start", json={"code": "k7q2"}, headers=student).status_code == 200
+
+
+def test_a_teacher_ends_a_students_time_and_a_student_cannot(client, final):
+    client.post(FINAL + "/start", json={"code": "K7Q2"}, headers=api_headers("student"))
+    url = FINAL + "/sittings/p2500001/end"
+    assert client.post(url, headers=api_headers("student")).status_code == 403
+    ended = client.post(url, headers=api_headers("teacher"))
+    assert ended.status_code == 200
+    sitting = ended.get_json()
+    assert sitting["seconds_left"] == 0 and sitting["ended_by"] == "tdupont"
+    again = client.post(url, headers=api_headers("teacher"))
+    assert again.status_code == 400 and "is over already" in again.get_json()["fields"]["username"]
+    never = client.post(FINAL + "/sittings/p2500002/end", headers=api_headers("teacher"))
+    assert never.status_code == 400 and "has not started" in never.get_json()["fields"]["username"]
+
+
+def test_a_start_from_outside_the_rooms_network_is_refused_and_recorded(client, app):
+    from coursehub.catalog.models.exams import ExamEvent
+    from coursehub.web.database import get_session
+
+    room = body(assignment="room", allowed_networks="192.0.2.0/24, 2001:db8::/32")
+    created = client.post(EXAMS, json=room, headers=api_headers("lead"))
+    assert created.status_code == 201
+    assert created.get_json()["allowed_networks"] == "192.0.2.0/24,2001:db8::/32"
+    url = EXAMS + "/room/start"
+    outside = {"REMOTE_ADDR": "198.51.100.9"}
+    refused = client.post(url, json={}, headers=api_headers("student"), environ_base=outside)
+    assert refused.status_code == 403
+    assert "your address 198.51.100.9 is outside it" in refused.get_json()["error"]
+    inside = {"REMOTE_ADDR": "192.0.2.44"}
+    started = client.post(url, json={}, headers=api_headers("student"), environ_base=inside)
+    assert started.status_code == 200
+    with app.app_context():
+        [event] = get_session().query(ExamEvent).all()
+        assert (event.kind, event.detail) == ("sign-in-outside", "start from 198.51.100.9")
+    bad = client.post(
+        EXAMS, json=body(assignment="x", allowed_networks="room A"), headers=api_headers("lead")
+    )
+    assert bad.status_code == 400
+    assert "'room A' is not a network" in bad.get_json()["fields"]["allowed_networks"]

@@ -93,3 +93,38 @@ def test_a_teacher_adds_time_live_and_a_bad_value_is_named(catalog, pages):
     token = pages.csrf(URL, "teacher")
     data = {"csrf_token": token, "username": "p2500001", "minutes": "5"}
     assert pages.client.post(URL, data=data, headers=pages.headers("grader")).status_code == 403
+
+
+def test_a_teacher_ends_a_students_time_and_the_table_says_by_whom(catalog, pages):
+    page = pages.text(URL, "lead")
+    assert "End now" in row_of(page, "p2500001") and "End now" not in row_of(page, "p2500002")
+    assert 'data-refresh-s="30"' in page and "proctor.js" in page
+    end = URL + "/end"
+    answer = pages.post_form(end, "teacher", {"username": "p2500001"}, form_page=URL)
+    assert answer.status_code == 302
+    assert ends_of(catalog, "p2500001") <= datetime.now(UTC)
+    row = row_of(pages.text(URL, "teacher"), "p2500001")
+    assert "(ended by tdupont)" in row
+    assert "End now" not in row
+    again = pages.post_form(end, "teacher", {"username": "p2500001"}, form_page=URL)
+    assert again.status_code == 302  # said in a flash message, nothing changed
+    token = pages.csrf(URL, "teacher")
+    data = {"csrf_token": token, "username": "p2500001"}
+    assert pages.client.post(end, data=data, headers=pages.headers("grader")).status_code == 403
+
+
+def test_the_table_shows_the_last_autosave(catalog, pages):
+    from coursehub.catalog.examproctor import record_save
+
+    engine = make_engine(catalog)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, "mlmeca-2025")
+            exam = get_exam(session, course, "final")
+            saved = datetime.now(UTC) - timedelta(seconds=30)
+            record_save(session, course, exam, "p2500001", saved, "cd" * 32)
+    finally:
+        engine.dispose()
+    row = row_of(pages.text(URL, "grader"), "p2500001")
+    assert "cdcdcdcdcdcd" in row
+    assert "none" in row_of(pages.text(URL, "grader"), "p2500002")

@@ -324,3 +324,76 @@ def test_the_bell_goes_on_past_a_missing_home_and_refuses_one_folder_for_all(
     assert status == 1, out
     assert f"p2500001: not submitted: {EXAM} of {COURSE} by p2500001: no work folder" in out
     assert "p2500002: submitted" in out and "1 submitted, 1 failed" in out
+
+
+def test_a_time_ended_by_a_proctor_is_submitted_by_the_bell_and_saves_are_recorded(
+    catalog, capsys, tmp_path
+):
+    now = datetime.now(UTC)
+    run(capsys, catalog, "create", COURSE, EXAM, "--duration", "90",
+        "--opens", (now - timedelta(minutes=10)).isoformat(timespec="seconds"),
+        "--hard-end", (now + timedelta(hours=3)).isoformat(timespec="seconds"))  # fmt: skip
+    for student in ("p2500001", "p2500002"):
+        assert run(capsys, catalog, "start", COURSE, EXAM, "--student", student)[0] == 0
+    layout = make_layout(COURSE, tmp_path / "courses", tmp_path / "exchange", single_user=True)
+    homes = tmp_path / "exams"
+    for student in ("p2500001", "p2500002"):
+        write_answer(layout, student, homes / COURSE / EXAM / student, f"by {student}")
+    status, out, _ = run(capsys, catalog, "end", COURSE, EXAM, "--student", "p2500002",
+                         "--by", "mbuffat")  # fmt: skip
+    assert status == 0 and "p2500002's time on final ended at " in out and "(by mbuffat)" in out
+    status, _, err = run(capsys, catalog, "end", COURSE, EXAM, "--student", "p2500002")
+    assert status == 2 and "--student: p2500002's time is over already" in err
+    store = tmp_path / "store"
+    status, out, _ = run(capsys, catalog, "snapshot", COURSE, EXAM, "--homes", str(homes),
+                         "--store", str(store))  # fmt: skip
+    assert status == 0 and "snapshot of final: 2 exam homes" in out
+    status, out, _ = run(capsys, catalog, "show", COURSE, EXAM, "--json")
+    shown = {s["username"]: s for s in json.loads(out)["sittings"]}
+    sums = (store / COURSE / EXAM / "p2500001" / "SHA256SUMS").read_bytes()
+    assert shown["p2500001"]["last_saved_sha256"] == hashlib.sha256(sums).hexdigest()
+    assert shown["p2500002"]["ended_by"] == "mbuffat" and shown["p2500002"]["seconds_left"] == 0
+    pattern = str(homes / COURSE / EXAM / "{student}")
+    status, out, _ = run(capsys, catalog, "bell", COURSE, EXAM, "--work-dir", pattern)
+    assert status == 0 and "p2500002: submitted" in out and "p2500001" not in out
+    assert "1 submitted, 0 failed" in out
+
+
+def test_the_scores_are_released_once_at_the_chosen_time(catalog, capsys, tmp_path):
+    now = datetime.now(UTC)
+    run(capsys, catalog, "create", COURSE, EXAM, "--duration", "60",
+        "--opens", (now - timedelta(hours=3)).isoformat(timespec="seconds"),
+        "--hard-end", (now - timedelta(hours=1)).isoformat(timespec="seconds"))  # fmt: skip
+    status, _, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", "lundi")
+    assert status == 2 and "--at: 'lundi' is not a date and time" in err
+    early = (now - timedelta(hours=2)).isoformat(timespec="seconds")
+    status, out, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", early)
+    assert status == 0 and "released 20" in out
+    assert "warning: the release (" in err and "is before the hard end" in err
+    later = (now + timedelta(hours=1)).isoformat(timespec="seconds")
+    status, out, err = run(capsys, catalog, "release", COURSE, EXAM, "--at", later)
+    assert (status, err) == (0, ""), out
+    status, out, _ = run(capsys, catalog, "release-due", COURSE)
+    assert status == 0 and "0 exam(s) released, 0 failed, 0 waiting" in out  # not yet
+    past = (now - timedelta(minutes=1)).isoformat(timespec="seconds")
+    run(capsys, catalog, "release", COURSE, EXAM, "--at", past)
+    status, out, _ = run(capsys, catalog, "release-due", COURSE)
+    assert status == 0 and "final: nothing autograded yet; released once it is" in out
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    assert json.loads(out)[0]["release_at"].startswith(past[:10])
+
+
+def test_an_exam_is_due_for_release_once_its_time_has_come_and_only_once(tmp_path):
+    from types import SimpleNamespace
+
+    from coursehub.grading.examrelease import due_exams, record_path
+
+    now = datetime.now(UTC)
+    exams = [
+        SimpleNamespace(assignment="a", release_at=now - timedelta(minutes=1)),
+        SimpleNamespace(assignment="b", release_at=now + timedelta(minutes=1)),
+        SimpleNamespace(assignment="c", release_at=None),
+        SimpleNamespace(assignment="d", release_at=now - timedelta(days=1)),
+    ]
+    record_path(tmp_path, "d").write_text("{}")
+    assert [e.assignment for e in due_exams(exams, tmp_path, now)] == ["a"]

@@ -175,3 +175,62 @@ def test_refusals_in_the_catalog_say_why(session, exam):
         add_time(session, course, final, "p2500001", 5)
     with pytest.raises(UsageError, match=r"^extra_minutes: must be a whole number"):
         allowance_from_fields({"extra_minutes": "ten"}, "UTC")
+
+
+def test_a_pause_after_wrong_codes_is_one_students_and_ends_after_its_minutes(session):
+    from coursehub.catalog.examcodes import (
+        MAX_WRONG_CODES,
+        PAUSE_MIN,
+        WrongStartCodeError,
+        note_wrong_code,
+        paused_until,
+    )
+
+    course = seed_demo(session)
+    now = datetime.now(UTC)
+    window = Window(now - timedelta(hours=1), 60, now + timedelta(hours=2), "UTC")
+    exam = create_exam(session, course, "final", window, "mbuffat", start_code="K7Q2")
+    for _ in range(MAX_WRONG_CODES - 1):
+        with pytest.raises(WrongStartCodeError):
+            start_exam(session, course, exam, "p2500001", now, "nope")
+        note_wrong_code(session, exam.id, sitting_pk(session, course, "p2500001"), now)
+    with pytest.raises(WrongStartCodeError):
+        start_exam(session, course, exam, "p2500001", now, "nope")
+    assert note_wrong_code(session, exam.id, sitting_pk(session, course, "p2500001"), now) == 5
+    pk = sitting_pk(session, course, "p2500001")
+    assert paused_until(session, exam.id, pk, now) == now + timedelta(minutes=PAUSE_MIN)
+    with pytest.raises(UsageError, match="5 wrong start codes in a row"):
+        start_exam(session, course, exam, "p2500001", now, "K7Q2")
+    assert start_exam(session, course, exam, "p2500002", now, "K7Q2").started_at == now
+    later = now + timedelta(minutes=PAUSE_MIN, seconds=1)
+    assert paused_until(session, exam.id, pk, later) is None
+    assert start_exam(session, course, exam, "p2500001", later, "k7q2").started_at == later
+
+
+def sitting_pk(session, course, username):
+    from coursehub.catalog.exams import course_student
+
+    return course_student(session, course, username)[0].id
+
+
+def test_allowed_networks_are_normalised_and_read_for_v4_v6_and_mapped_addresses():
+    from coursehub.catalog.examnetworks import address_allowed, parse_networks
+
+    assert parse_networks(" 192.0.2.7/24 ,10.0.0.1, 192.0.2.0/24") == "192.0.2.0/24,10.0.0.1/32"
+    assert parse_networks("") is None and address_allowed(None, "203.0.113.1")
+    nets = parse_networks("192.0.2.0/24,2001:db8::/32")
+    assert address_allowed(nets, "192.0.2.200") and address_allowed(nets, "2001:db8::5")
+    assert address_allowed(nets, "::ffff:192.0.2.9")
+    assert not address_allowed(nets, "198.51.100.1") and not address_allowed(nets, "")
+    assert not address_allowed(nets, "localhost")
+    with pytest.raises(UsageError, match="allowed_networks: at most 64"):
+        parse_networks(",".join(f"10.0.{i}.0/24" for i in range(65)))
+
+
+def test_the_proxy_hops_follow_the_mode_and_refuse_a_bad_value():
+    from coursehub.web.config import plan_proxy_hops
+
+    assert plan_proxy_hops({}, "hub") == 1 and plan_proxy_hops({}, "dev") == 0
+    assert plan_proxy_hops({"PROXY_HOPS": "2"}, "hub") == 2
+    with pytest.raises(UsageError, match="COURSEHUB_PROXY_HOPS must be a whole number"):
+        plan_proxy_hops({"PROXY_HOPS": "many"}, "hub")

@@ -426,6 +426,8 @@ def test_the_autograde_button_grades_the_honest_and_gives_the_hostile_nothing(fg
         assert answer.status_code == 200, answer.text[:500]
         results[student] = answer.json()
     assert all(r["success"] for r in results.values()), results
+    # each kernel forked from the formgrader's own kernel fork server, in the same sandbox
+    assert all("forked) in" in r["log"] for r in results.values()), results
     autograded = fg_hub.workdir / "courses" / COURSE / "autograded"
     listed = session.get(
         fg_hub.url + service_url(f"formgrader/api/submissions/{GRADED}"), timeout=60

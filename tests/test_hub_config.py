@@ -127,7 +127,8 @@ def test_unknown_kind_and_demo_with_another_spawner_are_usage_errors():
 
 
 def test_cli_prints_and_writes_the_config(capsys, tmp_path):
-    assert main(["hub", "config", "--spawner", "slurm", "--spawn-limit", "7"]) == 0
+    slurm = ["hub", "config", "--spawner", "slurm", "--usage-dir", "/srv/usage"]
+    assert main([*slurm, "--spawn-limit", "7"]) == 0
     assert "c.JupyterHub.concurrent_spawn_limit = 7" in capsys.readouterr().out
     target = tmp_path / "values.yaml"
     assert main(["hub", "config", "--spawner", "kubernetes", "-o", str(target)]) == 0

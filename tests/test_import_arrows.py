@@ -63,6 +63,8 @@ ALLOWED: dict[str, set[str]] = {
     "coursedata": BASE | {"resources", "catalog", "courselayout"},
     "accounts": BASE | {"resources", "catalog", "coursedata"},
     "deploy": BASE | {"resources", "catalog", "hub"},
+    # an upgrade: a backup, then the install's files as deploy renders them
+    "upgrade": BASE | {"resources", "catalog", "hub", "deploy", "backup"},
     "courseenv": BASE | {"resources", "catalog", "courselayout", "material", "sandbox"},
     "books": BASE | {"resources", "catalog", "material", "runner", "courselayout", "sandbox"},
     "teamaccess": BASE | {"resources", "catalog", "hub"},
@@ -76,7 +78,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}
     | {"usage", "lti", "usecases", "homequota", "doctor", "backup", "accounts"}
-    | {"deploy"},
+    | {"deploy", "upgrade"},
     "__main__": {"cli"},
     "__init__": set(),
 }

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -95,6 +96,25 @@ def job_state(job_id: str) -> str:
     return out.stdout.strip()
 
 
+#: Seconds a cancelled job may stay listed by squeue while it ends (COMPLETING: slurmd
+#: still cleaning up its step on a loaded node, squeue(1) "JOB STATE CODES").
+JOB_END_TIMEOUT_S = 30.0
+#: States of a job that has ended or is ending (squeue(1)).
+ENDING = {"", "COMPLETING", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL"}
+
+
+def still_running(job_id: str, timeout_s: float) -> str:
+    """Return the job's state if it is still pending or running after ``timeout_s``, else ""."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = job_state(job_id)
+        if state in ENDING:
+            return ""
+        if time.monotonic() > deadline:
+            return state
+        time.sleep(0.5)
+
+
 def server_environ(username: str) -> dict[str, str]:
     """Return the environment of ``username``'s jupyterhub-singleuser (the job runs here)."""
     for process in psutil.process_iter():
@@ -148,7 +168,8 @@ def test_a_students_demo_server_is_a_slurm_job_with_the_courses_request(slurm_cl
         assert "double_pendulum.ipynb" in names
     finally:
         status = demo.stop()
-        if job_id and job_state(job_id):
+        left = job_id and still_running(job_id, JOB_END_TIMEOUT_S)
+        if left:
             subprocess.run(["scancel", job_id], check=False, capture_output=True)
-            pytest.fail(f"stopping the demo left Slurm job {job_id} behind")
+            pytest.fail(f"stopping the demo left Slurm job {job_id} behind ({left})")
     assert status == 0, demo.text()[-3000:]

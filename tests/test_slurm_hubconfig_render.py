@@ -67,7 +67,8 @@ def test_a_hub_connect_url_without_scheme_or_port_is_refused(bad):
 
 def test_cli_renders_the_hub_connect_url_for_slurm(capsys):
     url = "http://hub.example.org:8081"
-    assert main(["hub", "config", "--spawner", "slurm", "--hub-connect-url", url]) == 0
+    command = ["hub", "config", "--spawner", "slurm", "--usage-dir", "/srv/usage"]
+    assert main([*command, "--hub-connect-url", url]) == 0
     out = capsys.readouterr().out
     assert f"c.JupyterHub.hub_connect_url = {url!r}" in out
     assert "c.JupyterHub.hub_bind_url = 'http://:8081'" in out

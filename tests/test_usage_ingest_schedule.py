@@ -118,6 +118,8 @@ def test_the_local_hub_config_runs_one_ingester_of_its_own_usage_folder(tmp_path
     own = hub_usage_folder(default_runtime_dir(), hub_id)
     assert Path(ingest["environment"][USAGE_DIR_VAR]) == own
     assert ingest["environment"]["COURSEHUB_DATABASE_URL"] == settings.database_url
-    for kind in ("systemd", "slurm"):  # no cgroup spawner, no hub usage records
-        text = render_hub_config(replace(HubSettings(), kind=kind))
-        assert "usage-ingest" not in text
+    # systemd: the deployed host's timer reads the folder (coursehub deploy), not the hub
+    assert "usage-ingest" not in render_hub_config(replace(HubSettings(), kind="systemd"))
+    # slurm: the servers' runner jobs write to <usage dir>-jobs, which the hub's ingester reads
+    slurm = replace(HubSettings(), kind="slurm", extra={"usage_dir": "/shared/usage"})
+    assert '"name": "usage-ingest"' in render_hub_config(slurm)

@@ -653,6 +653,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         {},
         (302, 403, 403, 403, 404, 404, 404, 404, 404),
     ),
+    (  # End now: lead, teachers (graders read only)
+        "POST",
+        "/courses/<course_id>/exams/<assignment>/end",
+        f"{C}/exams/final/end",
+        {"username": "p2500001"},
+        (302, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
     (
         "GET",
         f"{A}/courses/<course_id>/exams",
@@ -708,6 +715,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001",
         None,
         (401, 404, 403, 403, 404, 404, 404, 404, 404),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>/end",
+        f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001/end",
+        {},
+        (401, 403, 403, 403, 404, 404, 403, 404, 404),
     ),
     (
         "POST",

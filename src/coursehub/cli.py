@@ -46,6 +46,7 @@ from coursehub.lti import cli as lti_cli
 from coursehub.material import cli as material_cli
 from coursehub.pendulum import cli as pendulum_cli
 from coursehub.runner import cli as runner_cli
+from coursehub.upgrade import cli as upgrade_cli
 from coursehub.usage import cli as usage_cli
 from coursehub.usecases import hub_sync, material_update, pendulum_pipeline
 from coursehub.web import cli as web_cli
@@ -86,6 +87,7 @@ COMMANDS: tuple[tuple[str, Register], ...] = (
     ("backup", backup_cli.register_backup),
     ("restore", backup_cli.register_restore),
     ("deploy", deploy_cli.register),
+    ("upgrade", upgrade_cli.register),
 )
 
 

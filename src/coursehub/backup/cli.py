@@ -62,7 +62,7 @@ def run_backup(args: argparse.Namespace) -> int:
 
     from coursehub import __version__
     from coursehub.backup.archive import default_archive_name, write_backup
-    from coursehub.backup.record import BackupRecord, write_record
+    from coursehub.backup.record import BackupRecord, record_path, write_record
     from coursehub.resources.units import describe_mem
 
     dest: Path = args.dest
@@ -77,7 +77,15 @@ def run_backup(args: argparse.Namespace) -> int:
         f"in {describe_mem(summary.size)}, {summary.seconds:.1f} s"
     )
     created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    write_record(BackupRecord(str(summary.path.resolve()), created, summary.size, summary.files))
+    record = BackupRecord(
+        str(summary.path.resolve()),
+        created,
+        summary.size,
+        summary.files,
+        tuple(part.name for part in summary.parts),
+        tuple(name for name, _ in summary.skipped),
+    )
+    write_record(record, record_path(database_url=args.database_url))
     return 0
 
 

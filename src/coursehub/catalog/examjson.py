@@ -125,6 +125,8 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
         "timezone": exam.timezone,
         "start_code": exam.start_code_sha256 is not None,
         "allowed_imports": exam.allowed_imports,
+        "allowed_networks": exam.allowed_networks,
+        "release_at": _iso(exam.release_at),
         "created_by": exam.created_by,
         "created_at": _iso(exam.created_at),
         "summary": describe_exam(exam),
@@ -132,7 +134,8 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
 
 
 def sitting_to_json(sitting: Sitting, now: datetime) -> dict[str, Any]:
-    """A student's sitting: start, end, seconds left, extra time, the receipt (null: none)."""
+    """A student's sitting: start, end, seconds left, extra time, who ended it (null: nobody),
+    the latest autosave (null: none), the receipt (null: none)."""
     allowance = sitting.allowance
     receipt = None
     if sitting.receipt_sha256 is not None:
@@ -152,5 +155,8 @@ def sitting_to_json(sitting: Sitting, now: datetime) -> dict[str, Any]:
         "extra_minutes": allowance.minutes,
         "extra_percent": allowance.percent,
         "added_minutes": sitting.added_minutes,
+        "ended_by": sitting.ended_by,
+        "last_saved_at": _iso(sitting.last_saved_at),
+        "last_saved_sha256": sitting.last_saved_sha256,
         "receipt": receipt,
     }

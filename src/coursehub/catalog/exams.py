@@ -21,7 +21,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.errors import ConflictError, NotFoundError
+from coursehub.catalog.examcodes import (
+    MAX_WRONG_CODES,
+    WrongStartCodeError,
+    clear_wrong_codes,
+    paused_until,
+)
 from coursehub.catalog.examimports import parse_import_list
+from coursehub.catalog.examnetworks import parse_networks
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
     Allowance,
@@ -56,18 +63,22 @@ def create_exam(
     start_code: str | None = None,
     now: datetime | None = None,
     allowed_imports: str | None = None,
+    allowed_networks: str | None = None,
 ) -> Exam:
     """Make the nbgrader assignment ``assignment`` of ``course`` an exam sat in ``window``.
 
     ``allowed_imports``: the top-level modules its exam kernels may import
     besides the standard library (``"numpy, pandas"``; None or "": no list).
+    ``allowed_networks``: the address ranges students may start it from
+    (``"192.0.2.0/24"``; None or "": anywhere, :mod:`coursehub.catalog.examnetworks`).
 
     Raises
     ------
     UsageError
         ``assignment``: not a valid name; the window's fields
         (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank;
-        ``allowed_imports``: a name that is not a module name.
+        ``allowed_imports``: a name that is not a module name;
+        ``allowed_networks``: an entry that is not a network.
     ConflictError
         If the course already has an exam of that assignment.
     """
@@ -90,6 +101,7 @@ def create_exam(
         timezone=window.timezone,
         start_code_sha256=hash_code(start_code) if start_code else None,
         allowed_imports=parse_import_list(allowed_imports),
+        allowed_networks=parse_networks(allowed_networks),
         created_by=created_by,
         created_at=now or datetime.now(UTC),
     )
@@ -159,7 +171,8 @@ def allowance_for(session: Session, exam: Exam, person_pk: int, group_pk: int | 
 @dataclass(frozen=True)
 class Sitting:
     """A student's exam as the server knows it: start, end (aware UTC), receipt of the last
-    submission (``receipt_sha256`` None: nothing submitted yet)."""
+    submission (``receipt_sha256`` None: nothing submitted yet), who ended their time
+    (``ended_by``, None: nobody), their latest autosave (time and SHA-256)."""
 
     username: str
     allowance: Allowance
@@ -171,6 +184,9 @@ class Sitting:
     receipt_sha256: str | None = None
     receipt_files: dict[str, str] | None = None
     final: bool = False
+    ended_by: str | None = None
+    last_saved_at: datetime | None = None
+    last_saved_sha256: str | None = None
 
     def seconds_left(self, now: datetime) -> float | None:
         """Seconds until the end (0 once over; None: not started)."""
@@ -218,6 +234,9 @@ def _sitting(exam: Exam, username: str, allowance: Allowance, row: ExamSession |
         row.receipt_sha256,
         files,
         row.final,
+        row.ended_by,
+        row.last_saved_at,
+        row.last_saved_sha256,
     )
 
 
@@ -238,17 +257,30 @@ def start_exam(
     Raises
     ------
     UsageError
-        Not a student of the course; a start outside their window or with a
-        wrong start code (:func:`coursehub.catalog.examtime.plan_start`, the
-        message says why).
+        Not a student of the course; a start outside their window, without
+        the start code (:func:`coursehub.catalog.examtime.plan_start`, the
+        message says why), or while paused after too many wrong codes
+        (:mod:`coursehub.catalog.examcodes`, saying until when).
+    WrongStartCodeError
+        A wrong start code: the caller counts it
+        (:func:`coursehub.catalog.examcodes.note_wrong_code`).
     """
     sitting = sitting_of(session, course, exam, username)
     if sitting.started_at is not None:
         return sitting
+    person, _ = course_student(session, course, username)
+    until = paused_until(session, exam.id, person.id, now)
+    if until is not None:
+        raise UsageError(
+            f"{exam.assignment}: {MAX_WRONG_CODES} wrong start codes in a row: try again at "
+            f"{format_moment(until, exam.timezone)}, or ask the proctor"
+        )
     decision = plan_start(window_of(exam), now, sitting.allowance, exam.start_code_sha256, code)
+    if decision.wrong_code:
+        raise WrongStartCodeError(f"{exam.assignment}: {decision.message}")
     if not decision.allowed:
         raise UsageError(f"{exam.assignment}: {decision.message}")
-    person, _ = course_student(session, course, username)
+    clear_wrong_codes(session, exam.id, person.id)
     session.add(ExamSession(exam_pk=exam.id, person_pk=person.id, started_at=now, added_minutes=0))
     session.flush()
     return sitting_of(session, course, exam, username)

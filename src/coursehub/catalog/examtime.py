@@ -122,10 +122,12 @@ def plan_end(
 
 @dataclass(frozen=True)
 class StartDecision:
-    """Whether a student may start now, and the line that says why not."""
+    """Whether a student may start now, the line that says why not, and whether the reason
+    is a wrong start code (``wrong_code``: one given, and not the exam's)."""
 
     allowed: bool
     message: str = ""
+    wrong_code: bool = False
 
 
 def plan_start(
@@ -150,7 +152,11 @@ def plan_start(
         return StartDecision(False, f"the exam closed at {when}: it can no longer be started")
     if code_hash and not hmac.compare_digest(code_hash, hash_code(given_code or "")):
         what = "no start code was given" if not given_code else "the start code is wrong"
-        return StartDecision(False, f"{what}: ask the proctor for the code announced in the room")
+        return StartDecision(
+            False,
+            f"{what}: ask the proctor for the code announced in the room",
+            wrong_code=bool(given_code),
+        )
     return StartDecision(True)
 
 

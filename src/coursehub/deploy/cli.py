@@ -44,7 +44,11 @@ def register(subparsers: Any) -> None:
         default=sys.executable,
         help="the interpreter with coursehub installed, as the units run it (default: this one)",
     )
-    parser.add_argument("--proxy", help="configurable-http-proxy (default: the one on the PATH)")
+    parser.add_argument(
+        "--proxy",
+        help="configurable-http-proxy (default: the one on the PATH, else the one in the "
+        "virtual environment of --python, VENV/node/node_modules/.bin)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,10 +62,15 @@ def run(args: argparse.Namespace) -> int:
     from coursehub.deploy.layout import DeployLayout
     from coursehub.errors import UsageError
 
-    proxy = args.proxy or host.find_proxy()
+    proxy = args.proxy or host.find_proxy(args.python)
     if not proxy or not os.access(proxy, os.X_OK):
+        where = (
+            f"{proxy}: not an executable"
+            if proxy
+            else (f"is not on the PATH nor in the virtual environment (VENV/{host.VENV_PROXY})")
+        )
         raise UsageError(
-            f"configurable-http-proxy {proxy or 'is not on the PATH'}: not an executable; "
+            f"configurable-http-proxy {where}; "
             "give --proxy PATH (npm install -g configurable-http-proxy)"
         )
     layout = DeployLayout(root=args.root.resolve())
@@ -75,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
     )
     plan = make_plan(options)
-    print(render_plan(plan))
+    print(render_plan(plan, layout.root))
     if args.dry_run:
         return 0
     apply_plan(options, plan, args.hostname or socket.getfqdn())

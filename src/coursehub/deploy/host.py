@@ -130,6 +130,23 @@ def run_doctor(python: str, env: dict[str, str]) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).rstrip()
 
 
-def find_proxy() -> str:
-    """Return the ``configurable-http-proxy`` on the PATH, or ""."""
-    return shutil.which("configurable-http-proxy") or ""
+#: Where ``npm install --prefix VENV/node configurable-http-proxy`` puts the proxy (the Makefile).
+VENV_PROXY = "node/node_modules/.bin/configurable-http-proxy"
+
+
+def find_proxy(python: str = sys.executable) -> str:
+    """Return the ``configurable-http-proxy`` to run, or "" when there is none.
+
+    The one on the PATH, else the one npm installed in the virtual environment
+    of ``python`` (``VENV/node/node_modules/.bin``, as ``make setup`` does), else
+    in this process's (``sys.prefix``). ``python`` is not resolved: a venv's
+    ``bin/python`` is a link to the base interpreter.
+    """
+    found = shutil.which("configurable-http-proxy")
+    if found:
+        return found
+    for venv in (Path(python).parent.parent, Path(sys.prefix)):
+        candidate = venv / VENV_PROXY
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return ""

@@ -187,21 +187,33 @@ def make_plan(options: DeployOptions) -> DeployPlan:
     return plan
 
 
-def render_plan(plan: DeployPlan) -> str:
-    """Return the plan as lines for a person (pure), or "nothing to change"."""
-    lines = [f"make folder {folder} ({mode:04o})" for folder, mode in plan.folders]
+def render_plan(plan: DeployPlan, root: Path = Path("/")) -> str:
+    """Return the plan as lines for a person (pure), or "nothing to change".
+
+    Below another ``root`` (``--root DIR``) each line names the path written,
+    inside ``root``; a first line says so, and that the files name the paths
+    as the installed host will see them (without ``root``).
+    """
+    layout = DeployLayout(root=root)
+    lines = [f"make folder {layout.on_disk(f)} ({mode:04o})" for f, mode in plan.folders]
     for change in plan.files:
         why = f" ({change.why})" if change.why else ""
-        lines.append(f"{change.action} {change.spec.path} ({change.spec.mode:04o}){why}")
+        path = layout.on_disk(change.spec.path)
+        lines.append(f"{change.action} {path} ({change.spec.mode:04o}){why}")
     if plan.trial_pair:
-        lines.append(
-            f"make a self-signed TLS pair FOR A TRIAL ONLY (browsers warn): {plan.trial_pair.cert}"
-        )
+        cert = layout.on_disk(PurePosixPath(plan.trial_pair.cert))
+        lines.append(f"make a self-signed TLS pair FOR A TRIAL ONLY (browsers warn): {cert}")
     if plan.postgres:
         lines.append(f"PostgreSQL: create the {host.PG_NAME} {' and '.join(plan.postgres)}")
     if plan.migrate_from is not None:
         lines.append(f"migrate the catalog from revision {plan.migrate_from} to the newest")
     lines += [f"note: {note}" for note in plan.notes]
+    if root != Path("/"):
+        lines.insert(
+            0,
+            f"paths below {root}, where this run writes; the files written name them as the "
+            f"installed host sees them, without {root} (/etc/coursehub, /var/lib/coursehub)",
+        )
     return "\n".join(lines) if plan.changes else "\n".join(["nothing to change", *lines])
 
 

@@ -53,6 +53,7 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
     from coursehub.doctor.host import check_cgroups, check_data_disk, check_sandbox, check_slurm
     from coursehub.doctor.hubcheck import check_hub, check_lti
     from coursehub.doctor.result import thresholds_from_env
+    from coursehub.doctor.slurmjobs import check_slurm_watch
     from coursehub.homequota.survey import homes_dir
     from coursehub.settings import data_dir
 
@@ -65,11 +66,12 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
         check_cgroups(),
         check_hub(args.hub_url),
         check_slurm(timeout_s=limits.slurm_timeout_s),
+        check_slurm_watch(timeout_s=limits.slurm_timeout_s),
         check_data_disk(data_dir(), limits.disk_warn, limits.disk_fail),
         check_homes(url, args.homes or homes_dir(), limits.quota_warn, limits.named),
         check_lti(args.lti, args.bind_url, args.public_url),
         check_budgets(url),
-        check_backup(max_age_h=limits.backup_age_h),
+        check_backup(max_age_h=limits.backup_age_h, database_url=url),
     ]
 
 

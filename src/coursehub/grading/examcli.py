@@ -12,10 +12,13 @@
         --hard-end 2026-01-13T13:00                 # a conflict slot
     coursehub exam start mlmeca-2025 final --student p2500001 [--code K7Q2]
     coursehub exam add-time mlmeca-2025 final --student p2500001 --minutes 10
+    coursehub exam end mlmeca-2025 final --student p2500001   # time up now; the bell submits
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
     coursehub exam similarity mlmeca-2025 final [--threshold 80] [--html FILE]
+    coursehub exam release mlmeca-2025 final --at 2026-01-19T08:00   # scores and feedback
+    coursehub exam release-due mlmeca-2025          # from a timer: release what is due
     coursehub exam snapshot mlmeca-2025 final       # copy every exam home (root, each minute)
 
 Run by the course's team on the server (the catalog's database and the
@@ -31,7 +34,7 @@ from typing import Any
 
 from coursehub.catalog.cli import add_database_url
 from coursehub.examroom.home import DEFAULT_EXAM_ROOT
-from coursehub.grading import examcommands, similaritycommand
+from coursehub.grading import examcommands, examrelease, similaritycommand, snapshotcommand
 from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
@@ -58,6 +61,11 @@ def register(subparsers: Any) -> None:
     sub.add_argument("--start-code", metavar="CODE", help="a code announced in the room")
     sub.add_argument(
         "--allowed-imports", metavar="NAMES", help="modules the kernel may import: numpy,pandas"
+    )
+    sub.add_argument(
+        "--allowed-networks",
+        metavar="CIDRS",
+        help="address ranges students may start it from: 192.0.2.0/24,2001:db8::/32",
     )
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
     sub = _command(commands, "list", "list the course's exams", examcommands.list_)
@@ -86,6 +94,10 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
     sub.add_argument("--code", metavar="CODE", help="the start code, if the exam has one")
+    sub = _command(commands, "end", "end a student's time now (the bell submits)", examcommands.end)
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    sub.add_argument("--student", required=True, metavar="USER")
+    sub.add_argument("--by", metavar="USER", help="a lead of the course (default: you)")
     sub = _command(commands, "add-time", "give a student minutes more, live", examcommands.addtime)
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
@@ -127,7 +139,7 @@ def _add_student_commands(commands: Any) -> None:
         "(default: <course>/coursehub/similarity-<assignment>.html)",
     )
     sub = _command(
-        commands, "snapshot", "copy every exam home to the snapshot store", examcommands.snapshot
+        commands, "snapshot", "copy every exam home to the snapshot store", snapshotcommand.snapshot
     )
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument(
@@ -138,4 +150,17 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument("--store", default=DEFAULT_STORE, metavar="DIR", help="root's copies")
     sub.add_argument(
         "--every", metavar="S", help="watch: again every S seconds, changed homes only"
+    )
+    sub = _command(
+        commands, "release", "when the scores and feedback are released", examrelease.release
+    )
+    sub.add_argument("assignment", metavar="ASSIGNMENT")
+    when = sub.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="TIME", help="e.g. 2026-01-19T08:00 (the exam's zone)")
+    when.add_argument("--clear", action="store_true", help="release by hand instead")
+    _command(
+        commands,
+        "release-due",
+        "release each exam's feedback whose time has come (from a timer)",
+        examrelease.release_due,
     )

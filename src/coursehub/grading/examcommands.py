@@ -15,9 +15,7 @@ import argparse
 import functools
 import getpass
 import json
-import os
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,7 +26,7 @@ from coursehub.errors import CoursehubError, UsageError
 
 
 @contextmanager
-def _transaction(args: argparse.Namespace) -> Iterator[Any]:
+def exam_transaction(args: argparse.Namespace) -> Iterator[Any]:
     """Yield a session on the checked catalog; commit if the block succeeds, else roll back."""
     from coursehub.catalog.connect import open_catalog
     from coursehub.catalog.db import session_factory
@@ -42,7 +40,8 @@ def _transaction(args: argparse.Namespace) -> Iterator[Any]:
             raise
 
 
-def _exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+def course_exam(session: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+    """Return the course ``args.course_id`` and its exam ``args.assignment`` (NotFoundError)."""
     from coursehub.catalog.courses import get_course
     from coursehub.catalog.exams import get_exam
 
@@ -59,12 +58,15 @@ OPTION_OF = {
     "hard_end": "--hard-end",
     "timezone": "--timezone",
     "start_code": "--start-code",
+    "allowed_imports": "--allowed-imports",
+    "allowed_networks": "--allowed-networks",
     "by": "--by",
     "extra_minutes": "--extra-minutes",
     "extra_percent": "--extra-percent",
     "username": "--student",
     "group": "--group",
     "minutes": "--minutes",
+    "release_at": "--at",
 }
 
 
@@ -93,7 +95,8 @@ def _recorder(session: Any, course: Any, by: str | None) -> str:
     return check_lead(session, course, by) if by else getpass.getuser()
 
 
-def _warn(warnings: list[str]) -> None:
+def print_warnings(warnings: list[str]) -> None:
+    """Print each warning as one ``warning: ...`` line on the standard error."""
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
 
@@ -114,7 +117,7 @@ def create(args: argparse.Namespace) -> int:
         "timezone": args.timezone,
     }
     window = window_from_fields(fields, default_timezone())
-    with _transaction(args) as session:
+    with exam_transaction(args) as session:
         course = get_course(session, args.course_id)
         by = _recorder(session, course, args.by)
         exam = create_exam(
@@ -125,9 +128,10 @@ def create(args: argparse.Namespace) -> int:
             by,
             args.start_code,
             allowed_imports=args.allowed_imports,
+            allowed_networks=args.allowed_networks,
         )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
-    _warn(window_warnings(window, datetime.now(UTC)))
+    print_warnings(window_warnings(window, datetime.now(UTC)))
     return 0
 
 
@@ -137,7 +141,7 @@ def list_(args: argparse.Namespace) -> int:
     from coursehub.catalog.examjson import exam_to_json
     from coursehub.catalog.exams import describe_exam, list_exams
 
-    with _transaction(args) as session:
+    with exam_transaction(args) as session:
         course = get_course(session, args.course_id)
         exams = list_exams(session, course)
         if args.json:
@@ -157,8 +161,8 @@ def show(args: argparse.Namespace) -> int:
     from coursehub.catalog.examtime import format_moment
 
     now = datetime.now(UTC)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sittings = list_sittings(session, course, exam)
         if args.json:
             value = exam_to_json(exam, course.course_id)
@@ -192,8 +196,8 @@ def override(args: argparse.Namespace) -> int:
     from coursehub.catalog.exams import window_of
     from coursehub.catalog.examtime import window_warnings
 
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         fields = {
             "extra_minutes": args.extra_minutes,
             "extra_percent": args.extra_percent,
@@ -212,24 +216,52 @@ def override(args: argparse.Namespace) -> int:
         )
         if previous is not None:
             print(f"  replaces the earlier override: {previous.describe(exam.timezone)}")
-        _warn(window_warnings(window_of(exam), datetime.now(UTC), allowance))
+        print_warnings(window_warnings(window_of(exam), datetime.now(UTC), allowance))
     return 0
 
 
 @cli_options
 def start(args: argparse.Namespace) -> int:
     """``coursehub exam start``: record a student's start now; print their end."""
+    from coursehub.catalog.examcodes import WrongStartCodeError
+    from coursehub.catalog.examproctor import count_wrong_code
     from coursehub.catalog.exams import start_exam
     from coursehub.catalog.examtime import format_moment
 
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
-        sitting = start_exam(session, course, exam, args.student, datetime.now(UTC), args.code)
-        assert sitting.started_at is not None and sitting.ends_at is not None
+    moment = datetime.now(UTC)
+    try:
+        with exam_transaction(args) as session:
+            course, exam = course_exam(session, args)
+            sitting = start_exam(session, course, exam, args.student, moment, args.code)
+            assert sitting.started_at is not None and sitting.ends_at is not None
+            print(
+                f"{sitting.username} started {exam.assignment} at "
+                f"{format_moment(sitting.started_at, exam.timezone)}; "
+                f"ends {format_moment(sitting.ends_at, exam.timezone)}"
+            )
+    except WrongStartCodeError:
+        with exam_transaction(args) as session:  # counted, although the start is rolled back
+            course, exam = course_exam(session, args)
+            count_wrong_code(session, course, exam, args.student, moment)
+        raise
+    return 0
+
+
+@cli_options
+def end(args: argparse.Namespace) -> int:
+    """``coursehub exam end``: end a student's time now (the bell then submits their work)."""
+    from coursehub.catalog.examproctor import end_sitting
+    from coursehub.catalog.examtime import format_moment
+
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
+        by = _recorder(session, course, args.by)
+        sitting = end_sitting(session, course, exam, args.student, by, datetime.now(UTC))
+        assert sitting.ends_at is not None
         print(
-            f"{sitting.username} started {exam.assignment} at "
-            f"{format_moment(sitting.started_at, exam.timezone)}; "
-            f"ends {format_moment(sitting.ends_at, exam.timezone)}"
+            f"{sitting.username}'s time on {exam.assignment} ended at "
+            f"{format_moment(sitting.ends_at, exam.timezone)} (by {by}); "
+            "the bell submits their work"
         )
     return 0
 
@@ -242,8 +274,8 @@ def addtime(args: argparse.Namespace) -> int:
     from coursehub.catalog.examtime import format_moment
 
     minutes = integer_field({"minutes": args.minutes}, "minutes")
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sitting = add_time(session, course, exam, args.student, minutes)
         assert sitting.ends_at is not None
         print(f"{sitting.username} now ends {format_moment(sitting.ends_at, exam.timezone)}")
@@ -267,8 +299,8 @@ def submit(args: argparse.Namespace) -> int:
     from coursehub.grading.layout import layout_from_env
 
     layout = layout_from_env(args.course_id)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         sitting = sitting_of(session, course, exam, args.student)
         now = datetime.now(UTC)
         receipt = submit_exam(
@@ -293,8 +325,8 @@ def bell(args: argparse.Namespace) -> int:
         )
     layout = layout_from_env(args.course_id)
     failed = 0
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         now = datetime.now(UTC)
         due = [
             s
@@ -329,8 +361,8 @@ def collect(args: argparse.Namespace) -> int:
     from coursehub.grading.layout import layout_from_env
 
     layout = layout_from_env(args.course_id)
-    with _transaction(args) as session:
-        course, exam = _exam(session, args)
+    with exam_transaction(args) as session:
+        course, exam = course_exam(session, args)
         receipts = {s.username: s.submission for s in list_sittings(session, course, exam)}
     kept = {student: name for student, name in receipts.items() if name}
     skipped = collect_exam(layout, exam.assignment, kept)
@@ -347,42 +379,3 @@ def collect(args: argparse.Namespace) -> int:
     elif lost:
         print(f"receipted but not collected: {', '.join(lost)}", file=sys.stderr)
     return 1 if not kept or lost else 0
-
-
-def snapshot(args: argparse.Namespace) -> int:
-    """``coursehub exam snapshot``: copy each exam home of the exam into the store (root).
-
-    With ``--every S``: again every S seconds, each home only when it changed,
-    until interrupted.
-    """
-    from coursehub.examroom.home import DEFAULT_EXAM_ROOT, check_part
-    from coursehub.grading.examsnapshot import snapshot_exam
-
-    parts = (check_part("course_id", args.course_id), check_part("assignment", args.assignment))
-    root = args.homes or os.environ.get("COURSEHUB_EXAM_ROOT") or DEFAULT_EXAM_ROOT
-    homes, store = Path(root).joinpath(*parts), Path(args.store).joinpath(*parts)
-    every_s = _every_s(args.every)
-    seen: dict[str, tuple[float, int]] | None = {} if every_s else None
-    while True:
-        taken = snapshot_exam(homes, store, seen=seen)
-        for student, snap in taken.items():
-            skipped = f", skipped: {', '.join(snap.skipped)}" if snap.skipped else ""
-            digest = snap.manifest_sha256[:12]
-            print(f"{student}: {len(snap.files)} files, sha256 {digest}{skipped}", flush=True)
-        if not every_s:
-            print(f"snapshot of {args.assignment}: {len(taken)} exam homes")
-            return 0
-        time.sleep(every_s)
-
-
-def _every_s(text: str | None) -> float:
-    """``--every``: seconds between watches (0.5 to 3600), 0 when not given."""
-    if text is None:
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.5 <= value <= 3600:
-        raise UsageError(f"--every: must be 0.5 to 3600 seconds, got {text!r}")
-    return value

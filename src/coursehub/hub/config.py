@@ -101,6 +101,14 @@ def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "the hub then listens on that port on every interface (default: %(default)s)",
     )
     parser.add_argument(
+        "--usage-dir",
+        metavar="DIR",
+        default="",
+        help="slurm: the hub's usage folder, on storage that the hub and every compute node "
+        "mount at the same path; the runner jobs of a server write to DIR-jobs (needed "
+        "unless --hub-connect-url names this host)",
+    )
+    parser.add_argument(
         "--lti",
         metavar="FILE",
         help="also accept LTI 1.3 launches from the LMS platforms registered in FILE "
@@ -111,24 +119,38 @@ def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-#: What each spawner kind leaves unmetered by coursehub's usage meter (docs/usage.md).
-UNMETERED = {
-    "slurm": (
-        "runner jobs (coursehub run) started in a server are not metered: the compute "
-        "nodes do not reach the hub's usage folder (Slurm's own accounting has the servers)"
-    ),
-}
+#: Host names of a --hub-connect-url whose compute node is the hub's own host.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def plan_metering_warning(kind: str) -> str:
-    """Return the warning line on what the servers of spawner ``kind`` leave unmetered, or "".
+def plan_slurm_usage_dir(connect_url: str, usage_dir: str) -> str:
+    """Return the Slurm hub's usage folder to render ("": the hub's own, node-local one).
 
-    The local (cgroup) spawners meter servers and their runner jobs; the
-    systemd spawner gives each unit the jobs' usage folder
-    (:mod:`coursehub.spawn.systemdserver`); a Slurm job runs on a compute
-    node that does not reach the hub's usage folder.
+    A ``coursehub run`` job started in a Slurm server writes its usage from
+    the compute node (:mod:`coursehub.spawn.jobusage`). The hub's own folder
+    (``/run/coursehub/usage-<hub id>``) reaches only a node that is the
+    hub's host (``connect_url`` on a loopback address); elsewhere the
+    folder must be one that the hub and the nodes mount at the same path.
+
+    Raises
+    ------
+    UsageError
+        If ``usage_dir`` is not absolute, or is empty while the nodes are
+        other machines (each job's usage would be lost).
     """
-    return UNMETERED.get(kind, "")
+    if usage_dir:
+        if not usage_dir.startswith("/"):
+            raise UsageError(f"--usage-dir must be an absolute path, got {usage_dir!r}")
+        return usage_dir.rstrip("/") or "/"
+    host = urlsplit(connect_url).hostname or ""
+    if host in LOOPBACK_HOSTS:
+        return ""
+    raise UsageError(
+        "--spawner slurm needs --usage-dir DIR: the runner jobs (coursehub run) of a server "
+        "write their usage on the compute node, which does not reach the hub's "
+        "/run/coursehub; give a folder that the hub and every node mount at the same path "
+        "(as the homes), or a --hub-connect-url on 127.0.0.1 when the hub's host is the node"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,16 +159,17 @@ def run(args: argparse.Namespace) -> int:
     With ``--lti``, a public address that is plain HTTP (``--public-url``, else
     ``--bind-url``) is reported on stderr as one warning line
     (:func:`coursehub.hub.ltiplatforms.plan_https_warning`): LMS launches
-    cannot sign in there. A spawner kind whose runner jobs are not metered
-    (:func:`plan_metering_warning`) gets one warning line too. The
-    configuration is still rendered.
+    cannot sign in there; the configuration is still rendered. A Slurm hub
+    whose nodes would not reach its usage folder is refused
+    (:func:`plan_slurm_usage_dir`).
 
     Raises
     ------
     UsageError
         If ``--cull-idle`` or ``--spawn-limit`` is not positive, ``--cull-gpu-idle``
-        negative, the ``--lti`` file, ``--public-url`` or ``--hub-connect-url`` refused, or the
-        settings not rendered (:func:`coursehub.hub.render.render_hub_config`).
+        negative, the ``--lti`` file, ``--public-url``, ``--hub-connect-url`` or
+        ``--usage-dir`` refused, or the settings not rendered
+        (:func:`coursehub.hub.render.render_hub_config`).
     """
     if args.cull_idle < 1 or args.spawn_limit < 1:
         raise UsageError("--cull-idle and --spawn-limit must be positive")
@@ -173,13 +196,13 @@ def run(args: argparse.Namespace) -> int:
         settings = replace(
             settings, hub_connect_url=connect_url, hub_bind_url=plan_hub_bind_url(connect_url)
         )
+    if args.spawner == "slurm":
+        usage_dir = plan_slurm_usage_dir(connect_url, str(getattr(args, "usage_dir", "") or ""))
+        settings = replace(settings, extra={**settings.extra, "usage_dir": usage_dir})
     text = render_hub_config(settings)
     warning = plan_https_warning(settings.bind_url, public_url) if platforms else ""
     if warning:
         print(f"coursehub: warning: --lti: {warning}", file=sys.stderr)
-    warning = plan_metering_warning(settings.kind)
-    if warning:
-        print(f"coursehub: warning: --spawner {settings.kind}: {warning}", file=sys.stderr)
     if args.output:
         write_atomically(
             args.output, text, mode=0o600

@@ -162,6 +162,11 @@ class HubSettings:
         LTI 1.3 platform registrations (:func:`coursehub.hub.ltiplatforms.parse_registrations`);
         non-empty: the hub also accepts LMS launches
         (:class:`coursehub.spawn.lti.CoursehubLTIAuthenticator`) beside its login form.
+    extra
+        Settings of one spawner kind: ``slurm_partition``, ``slurm_runtime``,
+        ``usage_dir`` (slurm: the hub's usage folder on storage the compute
+        nodes share; "": the hub's own ``/run/coursehub/usage-<hub id>``),
+        ``shared_root``, and the Kubernetes images.
     """
 
     kind: str = "systemd"
@@ -354,6 +359,7 @@ def render_hub_config(settings: HubSettings) -> str:
         ),
         "slurm_partition": settings.extra.get("slurm_partition", ""),
         "slurm_runtime": settings.extra.get("slurm_runtime", "8:00:00"),
+        "usage_dir": settings.extra.get("usage_dir", "") if settings.kind == "slurm" else "",
         "hub_image": settings.extra.get("hub_image", "quay.io/jupyterhub/k8s-hub"),
         "hub_image_tag": settings.extra.get("hub_image_tag", "4.2.0"),
         "singleuser_image": settings.extra.get(

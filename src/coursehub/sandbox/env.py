@@ -115,12 +115,26 @@ def plan_sandbox_env(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+#: Variables naming the runner backend and the Slurm cluster of the course app's
+#: ``coursehub grading autograde`` process (with Slurm, a batch is one job array that
+#: this process submits and follows); never passed further down.
+RUNNER_NAMES = (
+    "COURSEHUB_RUNNER_BACKEND",
+    "COURSEHUB_SLURM_PARTITION",
+    "COURSEHUB_SLURM_ACCOUNT",
+    "COURSEHUB_SLURM_QOS",
+    "SLURM_CONF",
+)
+
+
 def plan_launch_env(environ: Mapping[str, str]) -> dict[str, str]:
     """Return the environment of a ``coursehub grading autograde`` process started by the app.
 
     :func:`plan_sandbox_env` plus :data:`CATALOG_NAMES` (it reads the roster
-    and profile from the catalog); it passes neither on to nbgrader.
+    and profile from the catalog) and :data:`RUNNER_NAMES` (it submits the
+    batch's job array on Slurm); it passes neither on to nbgrader.
     """
     env = plan_sandbox_env(environ)
-    env.update({name: environ[name] for name in CATALOG_NAMES if name in environ})
+    names = (*CATALOG_NAMES, *RUNNER_NAMES)
+    env.update({name: environ[name] for name in names if name in environ})
     return env

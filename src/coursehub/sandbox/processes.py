@@ -145,6 +145,15 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "no need (allow-listed environment, no token)",
     ),
     ProcessRow(
+        "autograde array task (one per share of a batch on Slurm; nbgrader, trusted)",
+        "coursehub.grading.autograde.arraybatch:array_spec",
+        "the course app's account (root on a hub host), on the Slurm node",
+        "the course directory; the batch's copy of the gradebook",
+        "its own gradebook, outcomes and logs in the batch's folder; autograded/ of its "
+        "share (the submitting side merges its gradebook into the course's)",
+        "no need (allow-listed environment, --export=NONE, no token)",
+    ),
+    ProcessRow(
         "autograde kernel (the student's cells)",
         "coursehub.grading.sandbox.kernel:SandboxKernelManager",
         "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace otherwise",
@@ -154,7 +163,8 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "coursehub.grading.sandbox.kernel:SandboxKernelManager",
     ),
     ProcessRow(
-        "kernel fork server (one per grading worker; forks each submission's kernel)",
+        "kernel fork server (one per grading worker and per formgrader; forks each "
+        "submission's kernel)",
         "coursehub.grading.sandbox.forkclient:fork_server",
         "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace "
         "otherwise; non-dumpable, never runs a student's code",

@@ -8,9 +8,12 @@
   signal N: :class:`coursehub.spawn.serverexit.SystemdStopNoticeMixin`);
 - the runner jobs' usage folder in the unit's environment
   (``COURSEHUB_USAGE_DIR`` and ``COURSEHUB_COURSE_ID``,
-  :func:`coursehub.meter.hubhook.job_usage_env`), so that the
+  :class:`coursehub.spawn.jobusage.JobUsageMixin`), so that the
   ``coursehub run`` jobs a student starts in the server are metered as on
-  the cgroup spawners.
+  the cgroup spawners;
+- one unit per server, a named server's carrying its name, and a unit left
+  failed or stopping by a kill or a hub crash cleared before a start
+  (:mod:`coursehub.spawn.systemdunits`).
 
 Its settings stay in ``c.SystemdSpawner`` (traitlets applies a parent class's
 section to a subclass). Reference: https://github.com/jupyterhub/systemdspawner.
@@ -18,40 +21,44 @@ section to a subclass). Reference: https://github.com/jupyterhub/systemdspawner.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from systemdspawner import SystemdSpawner
-from traitlets import Unicode, default
 
-from coursehub.meter.hubhook import hub_usage_dir, job_usage_env
-from coursehub.spawn.identity import default_runtime_dir, hub_id_from_config
+from coursehub.spawn.jobusage import JobUsageMixin
 from coursehub.spawn.serverexit import SystemdStopNoticeMixin
+from coursehub.spawn.systemdunits import plan_unit_clearing, server_unit_name
 
 
-class CoursehubSystemdSpawner(SystemdStopNoticeMixin, SystemdSpawner):
+async def systemctl(*args: str) -> tuple[int, str]:
+    """Run ``systemctl ARGS``; return its exit status and standard output (stripped)."""
+    proc = await asyncio.create_subprocess_exec(
+        "systemctl", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode(errors="replace").strip()
+
+
+class CoursehubSystemdSpawner(JobUsageMixin, SystemdStopNoticeMixin, SystemdSpawner):
     """SystemdSpawner with the stop notice and the runner jobs' usage folder."""
 
-    runtime_dir = Unicode(
-        help="The hub's runtime folder; the jobs' usage folder is "
-        "<runtime_dir>/usage-<hub id>-jobs unless $COURSEHUB_USAGE_DIR is set for the hub "
-        "(then <that>-jobs)."
-    ).tag(config=True)
-    hub_id = Unicode(
-        help="This hub's id in host-wide names (default: a hash of JupyterHub.db_url, "
-        "see coursehub.spawn.identity)."
-    ).tag(config=True)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # load_state runs later and keeps the name a running server was started with
+        self.unit_name = server_unit_name(
+            self.unit_name_template, self.user.name, self.user.id, self.name or ""
+        )
 
-    @default("hub_id")
-    def _default_hub_id(self) -> str:
-        return hub_id_from_config(self.config)
-
-    @default("runtime_dir")
-    def _default_runtime_dir(self) -> str:
-        return default_runtime_dir()
+    async def clear_unit(self) -> None:
+        """Free the unit's name: reset a failed unit, stop one still running or stopping."""
+        _, state = await systemctl("show", "--property=ActiveState", "--value", self.unit_name)
+        for args in plan_unit_clearing(self.unit_name, state):
+            self.log.info("Unit %s is %s: systemctl %s", self.unit_name, state, " ".join(args))
+            await systemctl(*args)
 
     async def start(self) -> Any:
-        """Add the jobs' usage folder to the unit's environment, then start the unit."""
-        jobs_env = job_usage_env(self, hub_usage_dir(self.runtime_dir, self.hub_id))
-        environment: dict[str, str] = dict(self.environment)  # type: ignore[has-type]
-        self.environment = {**environment, **jobs_env}
+        """Add the jobs' usage folder to the unit's environment, clear a leftover unit, start."""
+        self.add_job_usage_env()
+        await self.clear_unit()
         return await super().start()

@@ -34,7 +34,13 @@ from coursehub.web.api import exams as exams_api
 from coursehub.web.api import lti as lti_api
 from coursehub.web.api import material as material_api
 from coursehub.web.api.base import API_PREFIX
-from coursehub.web.config import DEFAULTS, plan_auth_mode, plan_prefix, read_hub_env
+from coursehub.web.config import (
+    DEFAULTS,
+    plan_auth_mode,
+    plan_prefix,
+    plan_proxy_hops,
+    read_hub_env,
+)
 from coursehub.web.redirects import plan_location
 from coursehub.web.views import (
     admin,
@@ -145,6 +151,7 @@ def create_app(
         # sessions then last as long as the process; set COURSEHUB_SECRET_KEY to keep them
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     _mount(app, plan_prefix(app.config))
+    _behind_proxies(app, plan_proxy_hops(app.config, mode))
     database.init_app(app)
     hubsync.init_app(app)
     csrf = CSRFProtect(app)
@@ -167,6 +174,15 @@ def relative_redirect(response: Response) -> Response:
     if location and 300 <= response.status_code < 400:
         response.headers["Location"] = plan_location(location, request.host)
     return response
+
+
+def _behind_proxies(app: Flask, hops: int) -> None:
+    """Read the client's address from the ``hops`` proxies' ``X-Forwarded-For`` (werkzeug's
+    ProxyFix, which trusts only the values those proxies appended); 0: the peer's address."""
+    if hops:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops)  # type: ignore[method-assign]
 
 
 def _mount(app: Flask, prefix: str) -> None:

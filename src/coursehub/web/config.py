@@ -42,6 +42,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 4 * 1024 * 1024,
     "MAX_FORM_MEMORY_SIZE": 4 * 1024 * 1024,
     "WTF_CSRF_TIME_LIMIT": None,
+    # proxies in front of the app whose X-Forwarded-For is trusted for the client's address
+    # (an exam's allowed networks); None: 1 behind a hub (configurable-http-proxy), else 0
+    "PROXY_HOPS": None,
 }
 
 # JUPYTERHUB_* service variable -> config key
@@ -73,6 +76,30 @@ def read_hub_env(environ: Mapping[str, str]) -> dict[str, str]:
         ``HUB_*`` keys for the variables that are set and non-empty.
     """
     return {key: environ[name] for name, key in HUB_VARIABLES.items() if environ.get(name)}
+
+
+def plan_proxy_hops(config: Mapping[str, Any], mode: str) -> int:
+    """Return how many proxies' ``X-Forwarded-For`` entries to trust for the client's address.
+
+    ``PROXY_HOPS`` when set (0 to 5); else 1 behind a hub (``mode == "hub"``:
+    requests come through configurable-http-proxy, which appends the
+    client's address, its ``xfwd`` option), else 0.
+
+    Raises
+    ------
+    UsageError
+        ``PROXY_HOPS`` not a whole number from 0 to 5.
+    """
+    value = config.get("PROXY_HOPS")
+    if value is None or value == "":
+        return 1 if mode == "hub" else 0
+    try:
+        hops = int(value)
+    except (TypeError, ValueError):
+        hops = -1
+    if not 0 <= hops <= 5:
+        raise UsageError(f"COURSEHUB_PROXY_HOPS must be a whole number from 0 to 5, got {value!r}")
+    return hops
 
 
 def plan_auth_mode(config: Mapping[str, Any], testing: bool) -> str:

@@ -35,15 +35,15 @@ SQLite's database lock
   run continues where it stopped. Interrupted (Ctrl-C, SIGTERM), it
   cancels its running jobs and records nothing for them.
 
-Extension point, Slurm job arrays: a backend offering
-``submit_array(specs, max_running) -> jobs`` could take every pending
-:func:`coursehub.grading.autograde.job.grading_spec` at once as one array
-(``sbatch --array=0-N%parallel``) in place of
-:meth:`coursehub.grading.autograde.running.JobBatch.fill`'s one ``submit`` per
-job; its jobs would then grade into a node-local copy of the gradebook that
-this process merges, since SQLite's locks are not to be trusted on network
-file systems (https://www.sqlite.org/lockingv3.html, section 6). Not built:
-the Slurm backend is being written separately.
+- With the Slurm backend (passed in, or ``COURSEHUB_RUNNER_BACKEND=slurm``)
+  the batch is one Slurm job array
+  (:class:`coursehub.grading.autograde.arraybatch.ArrayBatch`): each task
+  grades its share into a gradebook of its own, which this process merges
+  into the course's, since SQLite's locks are not to be trusted on network
+  file systems (https://www.sqlite.org/lockingv3.html, section 6);
+  ``parallel`` is then the array's ``%`` limit of tasks at once (None: no
+  limit but Slurm's). The kernels' sandbox is checked by each task on its
+  node.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from coursehub.grading.autograde.outcomes import (
     not_on_roster,
 )
 from coursehub.grading.autograde.plan import (
+    PendingPlan,
     backend_capacity,
     check_parallel,
     plan_autograde,
@@ -99,7 +100,10 @@ def autograde_assignment(
     limits
         Threads, memory and wall clock of each job.
     backend
-        Runner backend (default: a new :class:`coursehub.runner.local.LocalBackend`).
+        Runner backend (default: ``$COURSEHUB_RUNNER_BACKEND``'s, else a new
+        :class:`coursehub.runner.local.LocalBackend`); with the Slurm backend
+        the batch is one job array
+        (:mod:`coursehub.grading.autograde.arraybatch`).
     parallel
         Jobs at once; None: as many as fit
         (:func:`coursehub.grading.autograde.plan.plan_parallel`).
@@ -155,27 +159,18 @@ def run_batch(
         If ``parallel`` < 1 or the worker setting is malformed (nothing has started).
     """
     from coursehub.grading.assignments import open_api
-    from coursehub.runner.local import LocalBackend
     from coursehub.sandbox.workdir import sweep_job_dirs
 
     check_parallel(parallel)
     worker_wanted(worker)  # a malformed setting is refused before anything runs
-    check_sandbox(layout)
+    backend = backend or default_backend()
+    if not is_slurm(backend):  # array tasks check it on their node
+        check_sandbox(layout)
     plan = plan_autograde(open_api(layout).get_submitted_students(assignment), roster)
     ensure_students(layout, plan.students)
     restore_receipts(layout.course_dir, assignment, plan.students)  # a teacher's fixed folder
-    previous = {o.student_id: o for o in load_outcomes(layout, assignment)}
-    stamps = {s: submitted_at(layout, assignment, s) for s in plan.students}
-    autograded = [
-        s for s in plan.students if (layout.course_dir / "autograded" / s / assignment).is_dir()
-    ]
-    pending = plan_pending(plan.students, previous, stamps, autograded, force)
-    backend = backend or LocalBackend()
-    workers = plan_parallel(
-        parallel, backend_capacity(backend, limits.n_threads), len(pending.to_grade)
-    )
-    kind = WorkerBatch if use_workers(worker, backend) else JobBatch
-    batch = kind(layout, assignment, limits, backend, workers, on_progress)
+    pending = pending_plan(layout, assignment, plan.students, force)
+    batch = make_batch(layout, assignment, limits, backend, parallel, worker, on_progress, pending)
     batch.outcomes = [*not_on_roster(layout, plan.not_on_roster), *pending.kept]
     batch.total, batch.skipped = len(plan.students), len(pending.kept)
     batch.queue.extend(pending.to_grade)
@@ -190,6 +185,61 @@ def run_batch(
         sweep_job_dirs()  # private copies of jobs that ended without removing theirs
     batch.publish("done")
     return sorted(batch.outcomes, key=lambda o: o.student_id)
+
+
+def pending_plan(
+    layout: CourseLayout, assignment: str, students: tuple[str, ...], force: bool
+) -> PendingPlan:
+    """Return which of ``students`` to grade now and which earlier outcomes stand."""
+    previous = {o.student_id: o for o in load_outcomes(layout, assignment)}
+    stamps = {s: submitted_at(layout, assignment, s) for s in students}
+    autograded = [
+        s for s in students if (layout.course_dir / "autograded" / s / assignment).is_dir()
+    ]
+    return plan_pending(students, previous, stamps, autograded, force)
+
+
+def make_batch(
+    layout: CourseLayout,
+    assignment: str,
+    limits: AutogradeLimits,
+    backend: Any,
+    parallel: int | None,
+    worker: bool | None,
+    on_progress: ProgressSink | None,
+    pending: PendingPlan,
+) -> JobBatch:
+    """Return the batch grading ``pending.to_grade``: a job array, workers or one job each."""
+    n_pending = len(pending.to_grade)
+    if is_slurm(backend):
+        from coursehub.grading.autograde.arraybatch import ArrayBatch
+
+        batch = ArrayBatch(layout, assignment, limits, backend, parallel or n_pending, on_progress)
+        batch.worker = worker
+        return batch
+    workers = plan_parallel(parallel, backend_capacity(backend, limits.n_threads), n_pending)
+    kind = WorkerBatch if use_workers(worker, backend) else JobBatch
+    return kind(layout, assignment, limits, backend, workers, on_progress)
+
+
+def default_backend() -> Any:
+    """Return the runner backend of ``$COURSEHUB_RUNNER_BACKEND`` (local when unset).
+
+    Raises
+    ------
+    UsageError
+        If the variable names no backend.
+    """
+    from coursehub.runner.api import make_backend
+
+    return make_backend()
+
+
+def is_slurm(backend: Any) -> bool:
+    """Whether ``backend`` is the runner's Slurm backend (a batch is then a job array)."""
+    from coursehub.runner.slurm.backend import SlurmBackend
+
+    return isinstance(backend, SlurmBackend)
 
 
 def use_workers(requested: bool | None, backend: Any) -> bool:

@@ -168,8 +168,15 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """Refuse what is not the formgrader, sandbox submission files, sanitise outputs."""
+    """Refuse what is not the formgrader, sandbox submission files, sanitise outputs.
+
+    Its "autograde" button's kernels fork from a kernel fork server of this
+    process (:func:`coursehub.grading.sandbox.kernel.fork_kernels_in_this_process`).
+    """
+    from coursehub.grading.sandbox.kernel import fork_kernels_in_this_process
     from coursehub.grading.studenthtml import sanitizing_config
+
+    fork_kernels_in_this_process()
 
     webapp = serverapp.web_app
     base_url = webapp.settings.get("base_url", "/")

@@ -6,7 +6,9 @@ at its first kernel and keeps it for the batch: each submission's kernel is
 then forked from a process that has imported ``ipykernel``, numpy and torch
 already, instead of a new interpreter importing them (about 2 s a
 submission). :class:`coursehub.grading.sandbox.kernel.SandboxKernelManager`
-asks :func:`fork_server` for it.
+asks :func:`fork_server` for it. A formgrader keeps one the same way for
+its "autograde" button
+(:func:`coursehub.grading.sandbox.kernel.fork_kernels_in_this_process`).
 
 The server's sandbox is the one every kernel of the course gets
 (:func:`coursehub.sandbox.plan.make_plan` with the course's hidden folders:

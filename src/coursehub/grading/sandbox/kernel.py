@@ -27,14 +27,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, List, Unicode, default
 from traitlets.config import Config
 
 from coursehub.errors import CoursehubError
@@ -44,6 +44,34 @@ from coursehub.sandbox.command import SandboxPlan, chown_tree, plan_sandbox_comm
 from coursehub.sandbox.env import plan_sandbox_env, sandbox_required
 from coursehub.sandbox.plan import make_plan, sandbox_account
 from coursehub.sandbox.workdir import make_job_dir
+
+#: Set (one True) in a long-lived process that starts one kernel after another
+#: (:func:`fork_kernels_in_this_process`): its kernels fork from a fork server by default.
+_LONG_LIVED: list[bool] = []
+
+
+def fork_kernels_in_this_process() -> None:
+    """Fork this process's autograde kernels from one kernel fork server, kept while it lives.
+
+    For a long-lived process that autogrades one submission at a time: the
+    formgrader, whose "autograde" button grades one submission in its own
+    process (nbgrader's ``NbGraderAPI.autograde``, called by a synchronous
+    handler: one at a time). Its kernels then start as a grading worker's do
+    (:mod:`coursehub.grading.sandbox.forkclient`: forked from a server of the
+    same sandbox, with the same fallback to a new interpreter), unless
+    ``$COURSEHUB_GRADING_FORK_SERVER`` is false. The server ends with the
+    process (end of file on its socket; :func:`atexit.register` ends it first).
+    A process that grades one submission and exits (``python -m
+    coursehub.grading.sandbox.kernel``) does not call it: the server's own
+    start would cost what it saves.
+    """
+    import atexit
+
+    from coursehub.grading.sandbox.forkclient import close_fork_server
+
+    if not _LONG_LIVED:
+        _LONG_LIVED.append(True)
+        atexit.register(close_fork_server)
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -56,10 +84,17 @@ class SandboxKernelManager(AsyncKernelManager):
         "", help="Unix account running the kernel as root (default: $COURSEHUB_GRADER_USER)."
     ).tag(config=True)
     fork_server = Bool(
-        False,
         help="Fork the kernel from this process's kernel fork server "
-        "(coursehub.grading.sandbox.forkclient; grading workers only).",
+        "(coursehub.grading.sandbox.forkclient). Default: in a process that "
+        "called fork_kernels_in_this_process (the formgrader), "
+        "$COURSEHUB_GRADING_FORK_SERVER; elsewhere false (a grading worker sets it).",
     ).tag(config=True)
+
+    @default("fork_server")
+    def _fork_server_default(self) -> bool:
+        from coursehub.grading.sandbox.forkclient import fork_wanted
+
+        return bool(_LONG_LIVED) and fork_wanted()
 
     _job_dir: Path | None = None
     _mode = "none"
@@ -120,6 +155,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 provisioner: Any = self.provisioner
                 provisioner.process, provisioner.pid, provisioner.pgid = process, process.pid, None
                 self._reconcile_connection_info(provisioner.connection_info)
+                await wait_for_sockets(self.get_connection_info(), process)
                 return
         plan: SandboxPlan = make_plan(
             self.hidden,
@@ -162,6 +198,38 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         self._remove_job_dir()
+
+
+#: Seconds a forked kernel may take to bind its sockets before the client connects anyway.
+SOCKETS_WAIT_S = 30.0
+#: The connection file's ports of a kernel's five sockets (Jupyter messaging protocol).
+SOCKET_PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+
+
+async def wait_for_sockets(info: Mapping[str, Any], process: Any) -> None:
+    """Return once a kernel on ``ipc`` transport has bound its five sockets, or has ended.
+
+    ipykernel binds ``<ip>-<port>`` for each port of the connection file
+    (``IPKernelApp._try_bind_socket``). A client that connects before the
+    files exist is connected by ZeroMQ only at its next reconnection try
+    (``ZMQ_RECONNECT_IVL``, 100 ms by default: zmq_setsockopt(3)), and its
+    IOPub subscription may then miss the kernel's first status messages,
+    after which jupyter_client's ``wait_for_ready`` waits 0.2 s more and asks
+    again. Waiting for the files spares a forked kernel, ready within about
+    0.1 s, both waits. Gives up after :data:`SOCKETS_WAIT_S` (the client's
+    own timeout then applies); other transports return at once.
+    """
+    import asyncio
+    import time
+
+    if info.get("transport") != "ipc":
+        return
+    paths = [Path(f"{info['ip']}-{info[key]}") for key in SOCKET_PORTS if info.get(key)]
+    deadline = time.monotonic() + SOCKETS_WAIT_S
+    while not all(path.exists() for path in paths):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.005)
 
 
 def forkable(kernel_cmd: list[str]) -> bool:

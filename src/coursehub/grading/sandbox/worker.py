@@ -41,7 +41,9 @@ What a submission leaves behind, and what is rebuilt for the next one:
   a new ``NbGraderApp``;
 - ``os.environ``, ``sys.path`` (nbgrader puts the working directory first at
   each start) and the working directory are put back as they were when the
-  worker started.
+  worker started, and what the submission's nbgrader left is collected
+  (``gc.collect``; what the worker imported at its start is frozen out of
+  that collection: :func:`freeze_imports`).
 
 Why a kernel cannot tamper with this worker (and so with a later grade):
 the kernel runs as the sandbox account when coursehub runs as root, the
@@ -218,11 +220,29 @@ def remove_own_job_dirs() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def freeze_imports() -> None:
+    """Leave what this worker has imported so far out of every later garbage collection.
+
+    ``gc.freeze()`` moves every object the collector tracks now (modules,
+    classes, functions of nbgrader and its libraries: about 270,000) to a
+    permanent generation that later collections do not scan (Python's
+    ``gc`` documentation, ``gc.freeze``). :meth:`Worker.restore`'s full
+    collection after each submission then scans only what that submission
+    made: about 0.005 s instead of 0.115 s (demo assignment, 2-core
+    machine). Frozen objects are still freed when no reference is left;
+    nothing a kernel runs is in this process.
+    """
+    gc.freeze()
+
+
 def serve(requests_path: str, replies_path: str) -> None:
     """Answer every request line of ``requests_path`` on ``replies_path`` until end of file."""
     import nbgrader.apps.nbgraderapp  # noqa: F401  (paid once: the reason for a worker)
 
+    import coursehub.grading.sandbox.kernel  # noqa: F401  (run_nbgrader's, before the freeze)
     from coursehub.grading.sandbox.forkclient import close_fork_server, fork_wanted
+
+    freeze_imports()
 
     worker = Worker(fork=fork_wanted())
     try:

@@ -123,7 +123,7 @@ def render_batch_script(
         del env["CUDA_VISIBLE_DEVICES"]
     lines = ["#!/bin/bash", f"# coursehub runner job {spec.display_name}"]
     lines += [
-        f"#SBATCH {_sbatch_line(arg)}"
+        f"#SBATCH {render_sbatch_line(arg)}"
         for arg in render_sbatch_args(spec, placement, output, grace_s)
     ]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
@@ -145,7 +145,7 @@ def render_batch_script(
     return "\n".join(lines) + "\n"
 
 
-def _sbatch_line(arg: str) -> str:
+def render_sbatch_line(arg: str) -> str:
     """Return ``--opt=value`` for a ``#SBATCH`` line, the value in double quotes if it has spaces.
 
     Raises

@@ -30,8 +30,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Response, abort, current_app, g, jsonify
+from flask import Response, abort, current_app, g, jsonify, request
 
+from coursehub.catalog.examcodes import WrongStartCodeError
 from coursehub.catalog.examjson import (
     allowance_from_fields,
     exam_to_json,
@@ -40,7 +41,9 @@ from coursehub.catalog.examjson import (
     sitting_to_json,
     window_from_fields,
 )
+from coursehub.catalog.examnetworks import address_allowed
 from coursehub.catalog.examoverrides import override_of, set_override
+from coursehub.catalog.examproctor import count_wrong_code, end_sitting, note_outside_start
 from coursehub.catalog.exams import (
     add_time,
     create_exam,
@@ -100,7 +103,8 @@ def post_exam(course_id: str) -> tuple[Response, int]:
     session, course, access = api_course(course_id, Access.MANAGE)
     require_lead(session, course, access)
     optional: dict[str, type] = {name: object for name in WINDOW_FIELDS}
-    data = read_body({"assignment": str}, optional | {"start_code": str, "allowed_imports": str})
+    more = {"start_code": str, "allowed_imports": str, "allowed_networks": str}
+    data = read_body({"assignment": str}, optional | more)
     try:
         window = window_from_fields(data, default_timezone())
         with committing(session):
@@ -112,6 +116,7 @@ def post_exam(course_id: str) -> tuple[Response, int]:
                 g.identity.name,
                 data.get("start_code"),
                 allowed_imports=data.get("allowed_imports"),
+                allowed_networks=data.get("allowed_networks"),
             )
     except UsageError as exc:
         raise refused(exc) from None
@@ -174,9 +179,22 @@ def post_start(course_id: str, assignment: str) -> Response | tuple[Response, in
     exam = get_exam(session, course, assignment)
     data = read_body({}, {"code": str}, default={})
     moment = now()
+    address = request.remote_addr or ""
+    if not address_allowed(exam.allowed_networks, address):
+        with committing(session):
+            note_outside_start(session, course, exam, g.identity.name, address, moment)
+        abort(
+            403,
+            description=f"{assignment} is sat from the room's network only "
+            f"({exam.allowed_networks}); your address {address or 'is unknown'} is outside it",
+        )
     try:
         with committing(session):
             sitting = start_exam(session, course, exam, g.identity.name, moment, data.get("code"))
+    except WrongStartCodeError as exc:
+        with committing(session):  # counted, although the start is rolled back
+            count_wrong_code(session, course, exam, g.identity.name, moment)
+        return json_error(str(exc), 409)
     except UsageError as exc:
         return json_error(str(exc), 409)
     if sitting.started_at == moment:  # a new start: the next server is the exam server
@@ -227,6 +245,20 @@ def get_sitting(course_id: str, assignment: str, username: str) -> Response:
     except UsageError as exc:
         abort(404, description=str(exc).split(": ", 1)[-1])
     return jsonify(sitting_to_json(sitting, now()))
+
+
+@bp.post(EXAM + "/sittings/<username>/end")
+def post_end(course_id: str, assignment: str, username: str) -> Response:
+    """End a student's time now, the bell then submits their work (lead, teachers, admins)."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    exam = get_exam(session, course, assignment)
+    moment = now()
+    try:
+        with committing(session):
+            sitting = end_sitting(session, course, exam, username, g.identity.name, moment)
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(sitting_to_json(sitting, moment))
 
 
 @bp.post(EXAM + "/sittings/<username>/time")

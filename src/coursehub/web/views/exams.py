@@ -6,9 +6,12 @@ student's sitting (started when, ends when, time left, extra time, last
 submission with its SHA-256, whether the bell took it), read from the
 catalog at each load (:func:`coursehub.catalog.exams.list_sittings`); the
 lead and teachers add minutes to a student who started, live
-(:func:`coursehub.catalog.exams.add_time`: never past the hard end). A
-refused value is named in the form and nothing is saved. Students never see
-this page (403).
+(:func:`coursehub.catalog.exams.add_time`: never past the hard end) or
+end one's time now (:func:`coursehub.catalog.examproctor.end_sitting`; the
+bell then submits their work). The table shows each student's last autosave
+and reloads itself every :data:`REFRESH_S` seconds unless a form is being
+typed in. A refused value is named in the form and nothing is saved.
+Students never see this page (403).
 """
 
 from __future__ import annotations
@@ -21,14 +24,19 @@ from werkzeug.wrappers import Response
 from wtforms import IntegerField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange
 
+from coursehub.catalog.examproctor import end_sitting
 from coursehub.catalog.exams import add_time, get_exam, list_exams, list_sittings
 from coursehub.catalog.examtime import MAX_EXTRA_MIN, format_moment
+from coursehub.errors import UsageError
 from coursehub.web.access import Access, require
 from coursehub.web.database import get_session
-from coursehub.web.saving import commit_or_show
+from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.views.base import form_status, load_course
 
 bp = Blueprint("exams", __name__)
+
+#: Seconds between the proctor's table's own reloads (static/proctor.js).
+REFRESH_S = 30
 
 
 class AddTimeForm(FlaskForm):
@@ -75,5 +83,35 @@ def proctor(course_id: str, assignment: str) -> tuple[str, int] | Response:
         sittings=list_sittings(session, course, exam),
         now=datetime.now(UTC),
         shown=format_moment,
+        refresh_s=REFRESH_S,
     )
     return page, form_status(form)
+
+
+class EndForm(FlaskForm):
+    """End one student's time now."""
+
+    username = StringField("Student", validators=[DataRequired(), Length(max=128)])
+
+
+@bp.post("/courses/<course_id>/exams/<assignment>/end")
+def end(course_id: str, assignment: str) -> Response:
+    """End a student's time now (lead, teachers); the bell then submits their work."""
+    course, access = load_course(course_id, Access.READ_ROSTER)
+    require(access, Access.MANAGE)
+    session = get_session()
+    exam = get_exam(session, course, assignment)
+    form = EndForm()
+    here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
+    if not form.validate():
+        flash("The End form was not accepted (expired page?): reload and try again.", "error")
+        return redirect(here)
+    username = form.username.data or ""
+    try:
+        with committing(session):
+            end_sitting(session, course, exam, username, g.identity.name, datetime.now(UTC))
+    except UsageError as exc:
+        flash(str(exc).split(": ", 1)[-1], "error")
+        return redirect(here)
+    flash(f"{username}'s time ended now (by {g.identity.name}); the bell submits it.", "success")
+    return redirect(here)

@@ -1,0 +1,17 @@
+// The proctor's table: reload it every 30 s to show the current time left, saves and
+// submissions, unless a proctor is typing in one of its forms (nothing typed is lost).
+(function () {
+  "use strict";
+  var table = document.getElementById("sittings");
+  if (!table) { return; }
+  var seconds = Number(table.dataset.refreshS || "30");
+  function typing() {
+    var active = document.activeElement;
+    if (active && active.form) { return true; }
+    var fields = document.querySelectorAll("form input[type='text'], form input[type='number']");
+    return Array.prototype.some.call(fields, function (f) { return f.value !== ""; });
+  }
+  window.setInterval(function () {
+    if (!typing()) { window.location.reload(); }
+  }, seconds * 1000);
+})();
