@@ -39,8 +39,9 @@ ENV = {
 def test_an_exam_servers_environment_names_the_exam_its_student_and_the_course_app():
     config = config_from_env(ENV)
     assert config == ClockConfig(
-        "http://127.0.0.1:8200", "mlmeca-2025", "final", "p2500001", "server-token"
+        "http://127.0.0.1:8200", "server-token", "mlmeca-2025", "final", "p2500001"
     )
+    assert "server-token" not in repr(config)
     assert config.sitting_url() == (
         "http://127.0.0.1:8200/api/v1/courses/mlmeca-2025/exams/final/sittings/p2500001"
     )

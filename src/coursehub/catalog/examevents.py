@@ -85,25 +85,6 @@ def plan_event_admission(last_minute: int, in_all: int) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ReportedEvent:
-    """One event of a sitting: who, when (aware UTC), what."""
-
-    username: str
-    at: datetime
-    kind: str
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The event's JSON: ``at`` in aware UTC ISO 8601."""
-        return {
-            "username": self.username,
-            "at": self.at.isoformat(),
-            "kind": self.kind,
-            "detail": self.detail,
-        }
-
-
 def _count(session: Session, exam: Exam, person_pk: int, since: datetime | None) -> int:
     query = select(func.count(ExamEvent.id)).where(
         ExamEvent.exam_pk == exam.id, ExamEvent.person_pk == person_pk
@@ -161,3 +142,22 @@ def list_events(session: Session, exam: Exam, username: str | None = None) -> li
         ReportedEvent(name, event.at, event.kind, event.detail)
         for name, event in session.execute(query).all()
     ]
+
+
+@dataclass(frozen=True)
+class ReportedEvent:
+    """One event of a sitting: who, when (aware UTC), what."""
+
+    username: str
+    at: datetime
+    kind: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The event's JSON: ``at`` in aware UTC ISO 8601."""
+        return {
+            "username": self.username,
+            "at": self.at.isoformat(),
+            "kind": self.kind,
+            "detail": self.detail,
+        }

@@ -39,11 +39,32 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+
+@dataclass(frozen=True)
+class ClockConfig:
+    """Where the server asks: the course app's root URL, the exam, its student, their token."""
+
+    base_url: str
+    token: str = field(repr=False)
+    course_id: str
+    assignment: str
+    username: str
+
+    def sitting_url(self) -> str:
+        """The course app's URL of the student's sitting."""
+        return f"{self.exam_url()}/sittings/{quote(self.username)}"
+
+    def exam_url(self) -> str:
+        """The course app's URL of the exam."""
+        course, exam = quote(self.course_id), quote(self.assignment)
+        return f"{self.base_url}/api/v1/courses/{course}/exams/{exam}"
+
 
 #: Routes under the server's base URL.
 STATUS_ROUTE = "/coursehub/exam/status"
@@ -78,27 +99,7 @@ def config_from_env(environ: Mapping[str, str]) -> ClockConfig | None:
     if not (sep and course_id and assignment and "/" not in assignment and all(values)):
         return None
     url, user, token = values
-    return ClockConfig(url.rstrip("/"), course_id, assignment, user, token)
-
-
-@dataclass(frozen=True)
-class ClockConfig:
-    """Where the server asks: the course app's root URL, the exam, its student, their token."""
-
-    base_url: str
-    course_id: str
-    assignment: str
-    username: str
-    token: str
-
-    def sitting_url(self) -> str:
-        """The course app's URL of the student's sitting."""
-        return f"{self.exam_url()}/sittings/{quote(self.username)}"
-
-    def exam_url(self) -> str:
-        """The course app's URL of the exam."""
-        course, exam = quote(self.course_id), quote(self.assignment)
-        return f"{self.base_url}/api/v1/courses/{course}/exams/{exam}"
+    return ClockConfig(url.rstrip("/"), token, course_id, assignment, user)
 
 
 def plan_status(

@@ -29,7 +29,6 @@ import coursehub.web.hubsync as hubsync
 from coursehub.web.api import admin as admin_api
 from coursehub.web.api import budgets as budgets_api
 from coursehub.web.api import courses as courses_api
-from coursehub.web.api import examevents as examevents_api
 from coursehub.web.api import exams as exams_api
 from coursehub.web.api import lti as lti_api
 from coursehub.web.api import material as material_api
@@ -98,7 +97,6 @@ BLUEPRINTS: tuple[tuple[Blueprint, str | None], ...] = (
     (material_api.bp, API_PREFIX),
     (budgets_api.bp, API_PREFIX),
     (exams_api.bp, API_PREFIX),
-    (examevents_api.bp, API_PREFIX),
     (admin_api.bp, API_PREFIX),
     (lti_api.bp, f"{API_PREFIX}/lti"),
     (lti.bp, None),
@@ -111,7 +109,6 @@ CSRF_EXEMPT: tuple[Blueprint, ...] = (
     material_api.bp,
     budgets_api.bp,
     exams_api.bp,
-    examevents_api.bp,
 )
 
 

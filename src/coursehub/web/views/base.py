@@ -42,15 +42,7 @@ PUBLIC_ENDPOINTS |= {"books.root", "books.page"}
 #: a built book's other files (CSS, scripts, images): an unguessable per-build address
 PUBLIC_ENDPOINTS |= {"books.files"}
 #: endpoint prefixes of the JSON API's blueprints (the LTI key set among them: anonymous)
-API_BLUEPRINTS = (
-    "api.",
-    "api_admin.",
-    "api_material.",
-    "api_budget.",
-    "api_exams.",
-    "api_examevents.",
-    "lti_api.",
-)
+API_BLUEPRINTS = ("api.", "api_admin.", "api_material.", "api_budget.", "api_exams.", "lti_api.")
 
 
 def refuse_page_changes_to_read_only_courses() -> None:
