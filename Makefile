@@ -28,7 +28,7 @@ TORCH_INSTALL = $(BIN)/python -c "import sys, torch; sys.exit(0 if $(TORCH_IS_$(
 	$(BIN)/python -m pip uninstall -q -y torch 2>/dev/null; \
 	$(BIN)/python -m pip install -q $(TORCH_INDEX) "torch==$(TORCH_VERSION)"; }
 
-.PHONY: setup torch demo test lint system-deps
+.PHONY: setup torch demo test lint system-deps labextension
 
 setup: $(VENV)/.installed torch
 
@@ -86,3 +86,14 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+
+# The exam clock's JupyterLab extension (labextension/, docs/exams.md): its built files under
+# src/coursehub/examroom/labextensions/@coursehub/exam-clock are committed and installed by pip, so
+# `make setup` needs no Node.js build. After a change to labextension/: make labextension,
+# then commit the built files. npm ci installs the versions of labextension/package-lock.json;
+# the build is @jupyterlab/builder's, against the JupyterLab of the venv.
+LAB_CORE = $$($(CURDIR)/$(BIN)/python -c "import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), 'staging'))")
+labextension: setup
+	cd labextension && npm ci --silent --no-audit --no-fund --ignore-scripts
+	rm -rf src/coursehub/examroom/labextensions/@coursehub/exam-clock
+	cd labextension && node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path "$(LAB_CORE)" .

@@ -75,5 +75,6 @@ def test_the_hub_finds_a_students_running_exam_and_nothing_for_others(client, se
     assert seat is not None
     assert (seat.course_id, seat.assignment, seat.allowed_imports) == (COURSE, "final", "numpy")
     assert seat.home == Path("/srv/exams/mlmeca-2025/final/p2500001")
+    assert seat.course_app_url == served.rstrip("/")  # where the exam clock asks
     assert seat_of(served, "p2509001", "other_student", [COURSE]) is None
     assert seat_of(served, "tdupont", "teacher", [COURSE]) is None

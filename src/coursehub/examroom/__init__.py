@@ -7,9 +7,12 @@
 - :mod:`coursehub.examroom.kernelmanager`: kernels in their own network
   namespace, ZMQ over Unix sockets;
 - :mod:`coursehub.examroom.guard`: the kernel's refusals of shell escapes
-  and of imports outside the exam's list (the message layer).
+  and of imports outside the exam's list (the message layer);
+- :mod:`coursehub.examroom.clock`: the exam clock's server extension (the
+  sitting, asked of the course app; the browser's events forwarded to it),
+  and ``labextensions/``, the clock's built JupyterLab extension.
 
 Loaded by the hub (home, server) and by the student's exam server
-(kernelmanager, guard): standard library, the sandbox's command and
-jupyter_client only.
+(kernelmanager, guard, clock): standard library, the sandbox's command,
+jupyter_client, and tornado and jupyter_server in the clock.
 """

@@ -14,8 +14,13 @@ JupyterHub's ``Spawner`` traits:
   shell escapes refused, the exam's allowed imports); command-line options
   win over configuration files (traitlets), so a file the student writes
   cannot turn them back;
+- ``args`` also load the exam clock: the server extension
+  :mod:`coursehub.examroom.clock` and the JupyterLab extension shipped in
+  :data:`LABEXTENSIONS` (``LabApp.extra_labextensions_path``, so that an
+  editable install, which installs no data files, finds it too);
 - ``environment``: ``HOME`` is the exam home, no user site-packages
-  (``PYTHONNOUSERSITE``), and ``COURSEHUB_EXAM`` = ``<course_id>/<assignment>``;
+  (``PYTHONNOUSERSITE``), ``COURSEHUB_EXAM`` = ``<course_id>/<assignment>``
+  and ``COURSEHUB_EXAM_URL``, the course app's root URL the clock asks;
 - under SystemdSpawner, ``unit_extra_properties`` ``IPAddressDeny=any`` and
   ``IPAddressAllow=`` the hub's addresses: the unit's sockets reach nothing
   else over IP (systemd.resource-control(5), "IPAddressAllow=,
@@ -36,6 +41,12 @@ from typing import Any
 EXAM_VAR = "COURSEHUB_EXAM"
 #: The exam kernels' manager, as jupyter-server's MultiKernelManager loads it.
 KERNEL_MANAGER = "coursehub.examroom.kernelmanager.ExamKernelManager"
+#: The exam clock's server extension (:mod:`coursehub.examroom.clock`).
+CLOCK_EXTENSION = "coursehub.examroom.clock"
+#: The folder of the exam clock's built JupyterLab extension (``@coursehub/exam-clock``).
+LABEXTENSIONS = Path(__file__).resolve().parent / "labextensions"
+#: The course app's root URL in an exam server's environment (:mod:`coursehub.examroom.clock`).
+COURSE_APP_VAR = "COURSEHUB_EXAM_URL"
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,8 @@ class ExamSeat:
 
     ``home``: the exam home; ``allowed_imports``: top-level module names,
     comma-separated ("" for no list); ``ends_at``: the student's end, ISO 8601
-    (shown in the log only).
+    (shown in the log only); ``course_app_url``: the course app's root URL
+    the exam clock asks ("" for none: no clock).
     """
 
     course_id: str
@@ -52,6 +64,7 @@ class ExamSeat:
     home: Path
     allowed_imports: str = ""
     ends_at: str = ""
+    course_app_url: str = ""
 
 
 def plan_exam_args(seat: ExamSeat, hidden: Sequence[str] = ()) -> list[str]:
@@ -61,6 +74,8 @@ def plan_exam_args(seat: ExamSeat, hidden: Sequence[str] = ()) -> list[str]:
         f"--MultiKernelManager.kernel_manager_class={KERNEL_MANAGER}",
         f"--ExamKernelManager.exam_home={seat.home}",
         f"--ExamKernelManager.allowed_imports={seat.allowed_imports}",
+        f"--ServerApp.jpserver_extensions={CLOCK_EXTENSION}=True",
+        f"--LabApp.extra_labextensions_path={LABEXTENSIONS}",
     ]
     args += [f"--ExamKernelManager.hidden={path}" for path in hidden]
     return args
@@ -101,6 +116,8 @@ def plan_exam_traits(
             EXAM_VAR: f"{seat.course_id}/{seat.assignment}",
         },
     }
+    if seat.course_app_url:
+        traits["environment"][COURSE_APP_VAR] = seat.course_app_url
     if kind == "systemd":
         traits["unit_extra_properties"] = plan_unit_network(hub_addresses)
     return traits

@@ -148,7 +148,8 @@ class ExamServers:
                 if sitting is not None and running_sitting(sitting):
                     home = plan_exam_home(self.exam_root, course_id, name, user)
                     imports = str(exam.get("allowed_imports") or "")
-                    return ExamSeat(course_id, name, home, imports, str(sitting.get("ends_at")))
+                    ends = str(sitting.get("ends_at"))
+                    return ExamSeat(course_id, name, home, imports, ends, self.base_url)
         except (OSError, HTTPClientError, ValueError, KeyError, TypeError, UsageError) as exc:
             spawner.log.warning("coursehub: %s: exams not checked: %s", spawner._log_name, exc)
         return None

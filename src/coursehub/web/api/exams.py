@@ -18,7 +18,16 @@ own course only):
 ``GET .../exams/<assignment>/sittings``
     the course's team: every student's sitting (the proctor's table);
 ``POST .../exams/<assignment>/sittings/<username>/time``
-    the lead and teachers: ``{"minutes": N}`` more for a student, live.
+    the lead and teachers: ``{"minutes": N}`` more for a student, live;
+``POST .../exams/<assignment>/events``
+    the student, for themselves (the token's owner; the exam server forwards
+    its exam clock's events with the server's token,
+    :mod:`coursehub.examroom.clock`), only during their sitting:
+    ``{"kind": "fullscreen-exit", "detail": "..."}``; 201 with the event
+    kept, 400 naming the field, 409 when their exam is not running, 429 past
+    the limits of :mod:`coursehub.catalog.examevents`;
+``GET .../exams/<assignment>/events[?username=U]``
+    the course's team and admins: the events, oldest first.
 
 Bad input is a 400 whose ``fields`` name the field
 (:func:`coursehub.catalog.examjson.field_of`); a start refused (window, code)
@@ -32,7 +41,9 @@ from typing import Any
 
 from flask import Response, abort, current_app, g, jsonify, request
 
+from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.examcodes import WrongStartCodeError
+from coursehub.catalog.examevents import EventLimitError, list_events, record_event
 from coursehub.catalog.examjson import (
     allowance_from_fields,
     exam_to_json,
@@ -274,3 +285,34 @@ def post_time(course_id: str, assignment: str, username: str) -> Response:
     except UsageError as exc:
         raise refused(exc) from None
     return jsonify(sitting_to_json(sitting, now()))
+
+
+@bp.post(EXAM + "/events")
+def post_event(course_id: str, assignment: str) -> tuple[Response, int]:
+    """Keep an event of the caller's own running sitting (a student of the course)."""
+    session, course, _ = api_course(course_id, Access.VIEW)
+    if role_in_course(session, g.identity.name, course) != Role.STUDENT:
+        abort(403, description=f"only a student of {course.course_id} reports exam events")
+    exam = get_exam(session, course, assignment)
+    data = read_body({"kind": object}, {"detail": object})
+    try:
+        with committing(session):
+            event = record_event(session, course, exam, g.identity.name, data, now())
+    except EventLimitError as exc:
+        return json_error(str(exc), 429)
+    except ConflictError as exc:
+        return json_error(str(exc), 409)
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(event.to_json()), 201
+
+
+@bp.get(EXAM + "/events")
+def get_events(course_id: str, assignment: str) -> Response:
+    """The exam's events, oldest first (the course's team, admins)."""
+    session, course, _ = api_course(course_id, Access.READ_ROSTER)
+    exam = get_exam(session, course, assignment)
+    username = request.args.get("username")
+    name = normalize_username(username) if username else None
+    events = [event.to_json() for event in list_events(session, exam, name)]
+    return jsonify(course_id=course.course_id, assignment=exam.assignment, events=events)
