@@ -128,3 +128,20 @@ def test_the_table_shows_the_last_autosave(catalog, pages):
     row = row_of(pages.text(URL, "grader"), "p2500001")
     assert "cdcdcdcdcdcd" in row
     assert "none" in row_of(pages.text(URL, "grader"), "p2500002")
+
+
+def test_the_table_shows_each_students_exam_events(catalog, pages):
+    from coursehub.catalog.examproctor import note_outside_start
+
+    engine = make_engine(catalog)
+    try:
+        with session_scope(engine) as session:
+            course = get_course(session, "mlmeca-2025")
+            exam = get_exam(session, course, "final")
+            note_outside_start(session, course, exam, "p2500002", "198.51.100.7", datetime.now(UTC))
+    finally:
+        engine.dispose()
+    page = pages.text(URL, "grader")
+    row = row_of(page, "p2500002")
+    assert "1: last sign-in-outside at " in row and "start from 198.51.100.7" in row
+    assert "none" in row_of(page, "p2500001")

@@ -719,6 +719,20 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         None,
         (401, 404, 403, 403, 404, 404, 404, 404, 404),
     ),
+    (  # the exam clock's events: a student of the course, for themselves
+        "POST",
+        f"{A}/courses/<course_id>/exams/<assignment>/events",
+        f"{A}/courses/mlmeca-2025/exams/final/events",
+        {"kind": "tab-hidden"},
+        (401, 404, 403, 403, 403, 403, 403, 403, 403),
+    ),
+    (  # and read by the course's team
+        "GET",
+        f"{A}/courses/<course_id>/exams/<assignment>/events",
+        f"{A}/courses/mlmeca-2025/exams/final/events",
+        None,
+        (401, 403, 403, 403, 404, 404, 404, 404, 404),
+    ),
     (
         "POST",
         f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>/end",

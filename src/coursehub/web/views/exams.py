@@ -10,7 +10,9 @@ lead and teachers add minutes to a student who started, live
 end one's time now (:func:`coursehub.catalog.examproctor.end_sitting`; the
 bell then submits their work). The table shows each student's last autosave
 and reloads itself every :data:`REFRESH_S` seconds unless a form is being
-typed in. A refused value is named in the form and nothing is saved.
+typed in, with each student's exam events (left full screen or the tab,
+started from outside the allowed networks: the count and the last one).
+A refused value is named in the form and nothing is saved.
 Students never see this page (403).
 """
 
@@ -24,6 +26,7 @@ from werkzeug.wrappers import Response
 from wtforms import IntegerField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange
 
+from coursehub.catalog.examevents import ReportedEvent, list_events
 from coursehub.catalog.examproctor import end_sitting
 from coursehub.catalog.exams import add_time, get_exam, list_exams, list_sittings
 from coursehub.catalog.examtime import MAX_EXTRA_MIN, format_moment
@@ -81,11 +84,20 @@ def proctor(course_id: str, assignment: str) -> tuple[str, int] | Response:
         Access=Access,
         form=form,
         sittings=list_sittings(session, course, exam),
+        events=events_by_student(list_events(session, exam)),
         now=datetime.now(UTC),
         shown=format_moment,
         refresh_s=REFRESH_S,
     )
     return page, form_status(form)
+
+
+def events_by_student(events: list[ReportedEvent]) -> dict[str, list[ReportedEvent]]:
+    """Group the exam's events by student, each student's oldest first (pure)."""
+    grouped: dict[str, list[ReportedEvent]] = {}
+    for event in events:
+        grouped.setdefault(event.username, []).append(event)
+    return grouped
 
 
 class EndForm(FlaskForm):
