@@ -6,9 +6,9 @@ Prints, each on its own line:
 2. ``budget:`` a runner job with ``--gpu-mem 1G`` that lifts PyTorch's cap
    (``torch.cuda.set_per_process_memory_fraction(1.0)``, which any script may
    call) and takes 3 GiB: the runner's line (``killed: exceeded its GPU memory
-   budget of 1.0 GiB (peak ...)``) and the seconds from the moment its
-   allocation was done to the moment the runner had stopped it (target: 2 s);
-3. ``coursehub bench gpu --users 1,5,10``: per N, the training time per
+   budget of 1.0 GiB (peak ...)``) and the seconds from the moment it started
+   to allocate to the moment the runner had stopped it (target: 2 s);
+3. ``coursehub bench gpu --users 1,5,10 --gpu-mem 2G``: per N, the training time per
    student and its ratio to one alone (target for 10: at most 1.5x), the GPU
    memory per job, the seconds until the memory came back after each exit
    (target: 5 s), the naive case (10 kernels kept alive) and the target lines.
@@ -34,15 +34,21 @@ from coursehub.resources.units import describe_mem
 
 STEPS = 500
 BUDGET = "1G"
+#: Budget of each student in the sharing benchmark: room above a pendulum job's
+#: 1.25 GB (the talk's A40 figure) for a larger context on a newer GPU; the
+#: table prints what each job really held.
+GPU_MEM = "2G"
 #: Seconds within which a job over its budget must be stopped, and memory must come back.
 STOP_TARGET_S = 2.0
 
 HOG = """
     import sys, time, torch
     torch.cuda.set_per_process_memory_fraction(1.0)  # a script may lift the cap
+    torch.zeros(1, device="cuda")  # the CUDA context first
+    print("allocating", time.time(), flush=True)
     x = torch.ones(3 * 1024**3 // 4, device="cuda")  # 3 GiB of float32
     torch.cuda.synchronize()
-    print("over", time.time(), flush=True)
+    print("allocated", time.time(), flush=True)
     time.sleep(60)
 """
 
@@ -54,17 +60,17 @@ def check_budget(work: Path) -> None:
 
     script = work / "hog.py"
     script.write_text(textwrap.dedent(HOG))
-    lines: list[str] = []
+    lines = []
     job = submit(str(script), gpus=1, gpu_mem_limit=BUDGET, backend=LocalBackend(work / "runs"))
     result = job.wait(timeout_s=120)
     ended = time.time()
-    over = [line for line in job.output().splitlines() if line.startswith("over ")]
+    over = [line for line in job.output().splitlines() if line.startswith("allocating ")]
     lines.append(f"budget: {result.killed_reason or f'NOT stopped (exit {result.returncode})'}")
     if over:
         latency = ended - float(over[0].split()[1])
         verdict = "met" if latency <= STOP_TARGET_S else "NOT met"
         lines.append(
-            f"budget: stopped {latency:.2f} s after its 3 GiB were allocated "
+            f"budget: stopped {latency:.2f} s after it started to allocate 3 GiB "
             f"(target {STOP_TARGET_S:g} s: {verdict})"
         )
     else:
@@ -98,6 +104,7 @@ def main(argv: list[str]) -> int:
         check_budget(work)
         bench = [sys.executable, "-m", "coursehub", "bench", "gpu", "--users", "1,5,10"]
         bench += ["--steps", str(steps), "--timeout", "5m", "--work-dir", str(work / "bench")]
+        bench += ["--gpu-mem", GPU_MEM]
         bench += ["--json", str(work / "gpu.json")]
         status = subprocess.run(bench, check=False).returncode
         print(f"gpu_checks: done in {time.monotonic() - started:.0f} s (bench status {status})")
