@@ -343,3 +343,24 @@ def test_a_job_under_its_gpu_budget_runs_to_the_end(tmp_path):
     ).wait(timeout_s=30)
     assert result.ok and result.killed_reason is None
     assert result.gpu_peak_bytes == 2 * GIB
+
+
+def test_the_server_carries_the_profile_budget_to_the_runner(monkeypatch):
+    import argparse
+
+    from coursehub.runner.cli import register, spec_options
+    from coursehub.spawn.profiles import spawner_override
+
+    profile = make_profile("gpu-lstm", 2, "4G", gpus=1, jobs_per_gpu=10, gpu_mem_limit="1.3G")
+    for kind in ("local", "systemd", "slurm", "kubernetes"):
+        env = spawner_override(profile, kind, gpu_ids=[0])["environment"]
+        assert env["COURSEHUB_GPU_MEM_LIMIT"] == str(JOB_BYTES)
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    monkeypatch.setenv("COURSEHUB_GPU_MEM_LIMIT", str(JOB_BYTES))
+    _, _, options = spec_options(parser.parse_args(["run", "--gpus", "1", "--", "x.py"]))
+    assert options["gpu_mem_limit"] == str(JOB_BYTES)
+    _, _, options = spec_options(parser.parse_args(["run", "--", "x.py"]))  # no GPU: no budget
+    assert options["gpu_mem_limit"] is None
+    args = parser.parse_args(["run", "--gpus", "1", "--gpu-mem", "2G", "--", "x.py"])
+    assert spec_options(args)[2]["gpu_mem_limit"] == "2G"
