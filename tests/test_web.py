@@ -287,6 +287,20 @@ def test_admin_edits_a_profile(client):
     assert '<td class="num">1.5</td><td class="num">3.0</td>' in response.get_data(as_text=True)
 
 
+def test_admin_gives_a_gpu_profile_a_memory_budget_per_job(client):
+    admin = identity_headers(IDENTITIES["admin"])
+    token = csrf_token(client.get("/profiles/small/edit", headers=admin).get_data(as_text=True))
+    data = {"name": "small", "cpu_limit": "1", "mem_limit": "2G", "gpus": "1"}
+    data |= {"jobs_per_gpu": "10", "gpu_mem_limit": "1.5G", "csrf_token": token}
+    response = client.post("/profiles/small/edit", data=data, headers=admin, follow_redirects=True)
+    assert "Profile small saved." in response.get_data(as_text=True)
+    page = client.get("/profiles/small/edit", headers=admin).get_data(as_text=True)
+    assert 'value="1536M"' in page
+    data |= {"gpus": "0"}
+    response = client.post("/profiles/small/edit", data=data, headers=admin)
+    assert "a GPU memory budget needs a GPU" in response.get_data(as_text=True)
+
+
 # roster import ------------------------------------------------------------------------------------
 
 

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from coursehub.errors import UsageError
 from coursehub.resources.spec import ResourceSpec, check_count
-from coursehub.resources.units import format_mem, parse_mem
+from coursehub.resources.units import describe_mem, format_mem, parse_mem, parse_optional_mem
 
 #: Hub group of a course's students (nbgrader's name).
 STUDENT_GROUP_PREFIX = "nbgrader-"
@@ -75,6 +75,9 @@ SLURM_ENV_VARS: Mapping[str, str] = {
     "account": "COURSEHUB_SLURM_ACCOUNT",
     "qos": "COURSEHUB_SLURM_QOS",
 }
+#: The variable that carries a profile's ``gpu_mem_limit`` (bytes) into a server, where
+#: the runner reads it as its jobs' default GPU memory budget (``coursehub run --gpu-mem``).
+GPU_MEM_LIMIT_VAR = "COURSEHUB_GPU_MEM_LIMIT"
 #: A Slurm partition, account or QOS name as a profile may hold it: a letter or
 #: digit, then letters, digits, ``_ . -``, at most 64 characters. A conservative
 #: subset of what slurm.conf(5) and sacctmgr(1) accept, so that the name goes into
@@ -142,6 +145,11 @@ class CourseProfile:
     partition, account, qos
         Slurm placement of the course's servers and runner jobs (None: the
         cluster's default), e.g. a GPU course's ``partition="gpu"``.
+    gpu_mem_limit
+        GPU memory budget of one runner job in bytes, CUDA context included
+        (what NVML's ``nvmlDeviceGetComputeRunningProcesses`` reports for the
+        job's processes), or None: an equal share of the GPU
+        (:mod:`coursehub.runner.gpumem`).
     """
 
     name: str
@@ -153,6 +161,7 @@ class CourseProfile:
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
+    gpu_mem_limit: int | None = None
 
     def describe(self) -> str:
         """Return a one-line summary: ``"2 CPU, 4G, 2 threads"`` (+ ``", 1 GPU, partition gpu"``).
@@ -161,6 +170,7 @@ class CourseProfile:
         """
         text = f"{self.cpu_limit:g} CPU, {format_mem(self.mem_limit)}, {self.n_threads} threads"
         text += f", {self.gpus} GPU" if self.gpus else ""
+        text += f" ({describe_mem(self.gpu_mem_limit)} a job)" if self.gpu_mem_limit else ""
         return text + "".join(f", {f} {getattr(self, f)}" for f in SLURM_FIELDS if getattr(self, f))
 
 
@@ -178,6 +188,7 @@ def make_profile(
     partition: str | None = None,
     account: str | None = None,
     qos: str | None = None,
+    gpu_mem_limit: int | str | None = None,
 ) -> CourseProfile:
     """Return a checked :class:`CourseProfile`: the one validator of a profile's limits.
 
@@ -197,6 +208,10 @@ def make_profile(
         GPUs per user (>= 0) and servers or jobs sharing one GPU (>= 1).
     partition, account, qos
         Slurm names (:data:`SLURM_NAME_RE`); None or blank: the cluster's default.
+    gpu_mem_limit
+        GPU memory budget of one runner job: bytes, or a specification such
+        as ``"1.5G"`` (:func:`coursehub.resources.units.parse_mem`); None or
+        blank: none (an equal share of the GPU). Only with ``gpus`` >= 1.
 
     Raises
     ------
@@ -207,7 +222,8 @@ def make_profile(
         mem_bytes = parse_mem(mem_limit)
         if isinstance(cpu_limit, bool):
             raise UsageError(f"cpu_limit must be a number of CPUs, got {cpu_limit!r}")
-        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus)
+        gpu_bytes = parse_optional_mem(gpu_mem_limit, "gpu_mem_limit")
+        spec = ResourceSpec(float(cpu_limit), mem_bytes, n_threads, gpus, gpu_bytes)
         check_count("jobs_per_gpu", jobs_per_gpu, 1)
         placement = [
             check_slurm_name(f, v)
@@ -215,8 +231,10 @@ def make_profile(
         ]
     except (UsageError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name!r}: {exc}") from None
+    partition, account, qos = placement
+    cpus, threads, gpu_bytes = spec.cpus, spec.threads, spec.gpu_mem_limit
     return CourseProfile(
-        str(name), spec.cpus, mem_bytes, spec.threads, gpus, jobs_per_gpu, *placement
+        str(name), cpus, mem_bytes, threads, gpus, jobs_per_gpu, partition, account, qos, gpu_bytes
     )
 
 
@@ -248,6 +266,13 @@ def slurm_env(profile: CourseProfile) -> dict[str, str]:
     return {SLURM_ENV_VARS[f]: getattr(profile, f) for f in SLURM_FIELDS if getattr(profile, f)}
 
 
+def gpu_mem_env(profile: CourseProfile) -> dict[str, str]:
+    """Return ``{COURSEHUB_GPU_MEM_LIMIT: bytes}`` for a GPU profile with a budget, else {}."""
+    if not profile.gpus or not profile.gpu_mem_limit:
+        return {}
+    return {GPU_MEM_LIMIT_VAR: str(profile.gpu_mem_limit)}
+
+
 def profile_to_json(profile: CourseProfile) -> dict[str, Any]:
     """Return the JSON object of a profile (memory in bytes), as :func:`profile_from_json` reads it.
 
@@ -263,6 +288,7 @@ def profile_to_json(profile: CourseProfile) -> dict[str, Any]:
         "jobs_per_gpu": int(profile.jobs_per_gpu),
         # only the Slurm fields that are set: a profile without them reads as before
         **{f: getattr(profile, f) for f in SLURM_FIELDS if getattr(profile, f)},
+        **({"gpu_mem_limit": int(profile.gpu_mem_limit)} if profile.gpu_mem_limit else {}),
     }
 
 
@@ -273,8 +299,9 @@ def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
     ----------
     data
         ``{"name", "cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu",
-        "partition", "account", "qos"}``; ``mem_limit`` in bytes or as text
-        (``"4G"``); all but ``cpu_limit`` and ``mem_limit`` are optional.
+        "partition", "account", "qos", "gpu_mem_limit"}``; ``mem_limit`` and
+        ``gpu_mem_limit`` in bytes or as text (``"4G"``); all but ``cpu_limit``
+        and ``mem_limit`` are optional.
     where
         Where the object comes from, for messages (e.g. the hub group's name).
 
@@ -300,6 +327,7 @@ def profile_from_json(data: Any, where: str = "profile") -> CourseProfile:
             partition=data.get("partition"),
             account=data.get("account"),
             qos=data.get("qos"),
+            gpu_mem_limit=data.get("gpu_mem_limit"),
         )
     except ProfileError as exc:
         raise ProfileError(f"{where}: {exc}") from None

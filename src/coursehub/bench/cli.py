@@ -1,4 +1,7 @@
-"""``coursehub bench contention``: several students training at once, naive vs managed threads.
+"""``coursehub bench contention`` (CPU) and ``coursehub bench gpu``: students training at once.
+
+``coursehub bench gpu [--users 1,5,10] [--steps N] [--gpu-mem 1.3G] [--json FILE]`` is
+:mod:`coursehub.bench.gpushare`.
 
 ``coursehub bench contention --users 1,2,4 --cpu-limit 1 --modes naive,managed,overcommit
 [--steps N] [--repeat 5] [--seed 0] [--json FILE] [--plot PNG]`` runs each
@@ -32,7 +35,7 @@ DEFAULT_REPEAT = "5"
 
 def register(subparsers: Any) -> None:
     """Add ``coursehub bench`` and its ``contention`` sub-command to ``subparsers``."""
-    parser = subparsers.add_parser("bench", help="benchmarks: multi-user CPU contention")
+    parser = subparsers.add_parser("bench", help="benchmarks: multi-user CPU and GPU sharing")
     commands = parser.add_subparsers(dest="bench_command", metavar="COMMAND", required=True)
     sub = commands.add_parser(
         "contention",
@@ -43,6 +46,28 @@ def register(subparsers: Any) -> None:
     )
     add_arguments(sub)
     sub.set_defaults(func=run_contention)
+    gpu = commands.add_parser(
+        "gpu",
+        help="1, 5, 10 students training on one GPU through the runner",
+        description="Students train the pendulum LSTM at once on GPU 0 through the runner, "
+        "each with a GPU memory budget: time per student against alone, GPU memory per job, "
+        "memory back after each exit; and the naive case, kernels that stay alive. Refuses "
+        "with one line where there is no GPU.",
+    )
+    add_gpu_arguments(gpu)
+    gpu.set_defaults(func=run_gpu)
+
+
+def add_gpu_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``coursehub bench gpu`` (read as text, checked later)."""
+    add = parser.add_argument
+    add("--users", default="1,5,10", help="students at once, e.g. 1,5,10 (the first: alone)")
+    add("--steps", default=None, metavar="N", help=f"minibatch steps per student ({DEFAULT_STEPS})")
+    add("--gpu-mem", default="1.3G", metavar="SIZE", help="GPU memory budget of each job (1.3G)")
+    add("--timeout", default=DEFAULT_TIMEOUT, metavar="DURATION", help="time limit of each job")
+    add("--no-naive", action="store_true", help="skip the naive case (kernels kept alive)")
+    add("--json", type=Path, metavar="FILE", help="write every figure as JSON")
+    add("--work-dir", type=Path, metavar="DIR", help="keep dataset and logs here (default: temp)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,6 +222,48 @@ def run_contention(args: argparse.Namespace) -> int:
         )
         report.save_plot(rows, args.plot, title)
     return 1 if any(r.failed for r in rows) else 0
+
+
+def run_gpu(args: argparse.Namespace) -> int:
+    """Carry out ``coursehub bench gpu``; return 0 (1 if a student failed).
+
+    Raises
+    ------
+    CoursehubError
+        Bad options (naming them), or no GPU here (one line; nothing runs).
+    """
+    import dataclasses
+    import json
+
+    from coursehub.bench import contention, gpushare, scenarios, students
+    from coursehub.resources.units import parse_duration, parse_optional_mem
+
+    users = list(scenarios.parse_users(args.users))
+    steps = parse_int(args.steps, "--steps") if args.steps else DEFAULT_STEPS
+    budget = parse_optional_mem(args.gpu_mem, "--gpu-mem")
+    check_output(args.json, "--json")
+    settings = students.BenchSettings(
+        (),
+        steps,
+        DEFAULT_BATCH_SIZE,
+        max(users),
+        parse_duration(args.timeout),
+        device="cuda",
+        gpu_mem_limit=budget,
+    )
+    with contention.work_directory(args.work_dir) as work:
+        gpu, rows, kernels = gpushare.run_gpu_bench(users, settings, work, not args.no_naive)
+    print(gpushare.render_gpu_bench(gpu, rows, kernels))
+    if args.json:
+        document = {
+            "gpu": dataclasses.asdict(gpu),
+            "steps": steps,
+            "gpu_mem_limit": budget,
+            "rows": [dataclasses.asdict(row) for row in rows],
+            "naive": [dataclasses.asdict(row) for row in kernels],
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    return 1 if any(row.failed for row in rows) else 0
 
 
 def gpu_check(

@@ -214,6 +214,7 @@ def run_managed(
         "n_threads": n_threads,
         "cpu_limit": scenario.cpu_limit,
         "gpus": gpus,
+        "gpu_mem_limit": settings.gpu_mem_limit if gpus else None,
         "timeout_s": settings.timeout_s,
     }
     backend = _bench_backend(scenario, settings, work, budget, gpus, tag)
@@ -255,15 +256,18 @@ def _bench_backend(
     """Return the runner backend of a managed scenario, its runs kept under ``work``.
 
     Slurm (it admits by whole cores, ``--cpus-per-task``), or local jobs
-    admitted by a slot pool of ``budget`` CPUs and ``gpus`` GPUs.
+    admitted by a slot pool of ``budget`` CPUs and ``gpus`` GPUs (their
+    memory from NVML, no reserve: the benchmark owns the GPU).
     """
+    from coursehub.resources.gpus import gpu_inventory
     from coursehub.runner.local import LocalBackend
     from coursehub.runner.slots import SlotPool
     from coursehub.runner.slurm.backend import SlurmBackend
 
     if settings.backend == "slurm":  # Slurm admits by whole cores (--cpus-per-task)
         return SlurmBackend(runs_dir=work / "runs", poll_s=0.5)
-    pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), 0.02)
+    totals = [gpu.mem_total_bytes for gpu in gpu_inventory()][:gpus] if gpus else []
+    pool = SlotPool(work / f"slots-{tag}", budget, gpus, max(1, scenario.n_students), 0.02, totals)
     return LocalBackend(
         runs_dir=work / "runs",
         slots=pool,

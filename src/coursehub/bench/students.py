@@ -62,6 +62,9 @@ class BenchSettings:
         runner's slot pool admits them) or ``"slurm"`` (batch jobs of the
         runner's Slurm backend: Slurm admits them by cores; naive students
         stay plain local interpreters).
+    gpu_mem_limit
+        GPU memory budget of each student's job on a GPU, bytes (None: an
+        equal share of the GPU, :mod:`coursehub.runner.gpumem`).
     """
 
     scenarios: tuple[Scenario, ...]
@@ -75,6 +78,7 @@ class BenchSettings:
     repeat: int = 1
     seed: int = 0
     backend: str = "local"
+    gpu_mem_limit: int | None = None
 
 
 def plan_workload_args(data: Path, settings: BenchSettings) -> list[str]:

@@ -27,7 +27,7 @@ from coursehub.contract import (
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: Fields that :func:`update_profile` may change.
 PROFILE_FIELDS = frozenset(
-    {"cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu", *SLURM_FIELDS}
+    {"cpu_limit", "mem_limit", "n_threads", "gpus", "jobs_per_gpu", "gpu_mem_limit", *SLURM_FIELDS}
 )
 
 
@@ -41,11 +41,13 @@ def check_profile_values(
     partition: str | None = None,
     account: str | None = None,
     qos: str | None = None,
+    gpu_mem_limit: int | str | None = None,
 ) -> dict[str, float | int | str | None]:
     """Validate a profile's limits (:func:`coursehub.contract.make_profile`); return them as stored.
 
     Parameters and rules are those of :func:`coursehub.contract.make_profile`
-    (memory in bytes or as ``"4G"``; ``n_threads`` None: ``floor(cpu_limit)``).
+    (memory and ``gpu_mem_limit`` in bytes or as ``"4G"``; ``n_threads`` None:
+    ``floor(cpu_limit)``; ``gpu_mem_limit`` None: no budget of its own).
 
     Raises
     ------
@@ -54,15 +56,15 @@ def check_profile_values(
         naming the profile and the field at fault.
     """
     try:
-        profile = make_profile(
-            name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu, partition, account, qos
-        )
+        limits = (cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+        profile = make_profile(name, *limits, partition, account, qos, gpu_mem_limit)
     except ProfileError as exc:
         raise ValidationError(str(exc)) from None
     values: dict[str, float | int | str | None] = profile_to_json(profile)
     del values["name"]
     for field in SLURM_FIELDS:  # stored as NULL when unset (the JSON leaves them out)
         values[field] = getattr(profile, field)
+    values["gpu_mem_limit"] = profile.gpu_mem_limit
     return values
 
 
@@ -78,6 +80,7 @@ def course_profile(profile: ResourceProfile) -> CourseProfile:
         partition=profile.partition,
         account=profile.account,
         qos=profile.qos,
+        gpu_mem_limit=profile.gpu_mem_limit,
     )
 
 
@@ -97,6 +100,7 @@ def create_profile(
     partition: str | None = None,
     account: str | None = None,
     qos: str | None = None,
+    gpu_mem_limit: int | str | None = None,
 ) -> ResourceProfile:
     """Add a resource profile (:func:`check_profile_values`); :class:`ConflictError` if taken."""
     name = name.strip()
@@ -104,9 +108,8 @@ def create_profile(
         raise ValidationError(
             f"profile name {name!r} must be 1-64 letters, digits, '.', '_' or '-'"
         )
-    values = check_profile_values(
-        name, cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu, partition, account, qos
-    )
+    limits = (cpu_limit, mem_limit, n_threads, gpus, jobs_per_gpu)
+    values = check_profile_values(name, *limits, partition, account, qos, gpu_mem_limit)
     if session.scalar(select(ResourceProfile).where(ResourceProfile.name == name)):
         raise ConflictError(f"profile {name} already exists")
     profile = ResourceProfile(name=name, **values)

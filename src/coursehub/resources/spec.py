@@ -41,18 +41,24 @@ class ResourceSpec:
         oversubscribe).
     gpus
         Number of GPUs, >= 0.
+    gpu_mem_limit
+        GPU memory budget in bytes on each GPU of the job, CUDA context
+        included (as NVML counts a process's memory), or None: no budget of
+        its own (the runner gives an equal share of the GPU). Only with
+        ``gpus`` >= 1.
 
     Raises
     ------
     UsageError
         If a value is out of range (non-positive CPUs, threads or memory,
-        negative GPUs).
+        negative GPUs, a GPU memory budget without a GPU).
     """
 
     cpu_limit: float | None = None
     mem_limit: int | None = None
     n_threads: int | None = field(default=None)
     gpus: int = 0
+    gpu_mem_limit: int | None = None
 
     def __post_init__(self) -> None:
         n_threads = self.n_threads
@@ -75,6 +81,13 @@ class ResourceSpec:
                 f"mem_limit must be a positive number of bytes, got {self.mem_limit!r}"
             )
         check_count("gpus", self.gpus, 0)
+        if self.gpu_mem_limit is not None:
+            check_count("gpu_mem_limit", self.gpu_mem_limit, 1)
+            if not self.gpus:
+                raise UsageError(
+                    f"gpu_mem_limit {self.gpu_mem_limit} bytes is set but gpus is 0: "
+                    "a GPU memory budget needs a GPU"
+                )
         object.__setattr__(self, "cpu_limit", cpu_limit)
         object.__setattr__(self, "n_threads", n_threads)
 

@@ -72,6 +72,22 @@ def format_mem(mem_bytes: int) -> str:
     return str(mem_bytes)
 
 
+def parse_optional_mem(value: str | int | None, field_name: str) -> int | None:
+    """Return :func:`parse_mem` of ``value``, None when it is None or blank.
+
+    Raises
+    ------
+    UsageError
+        Naming ``field_name`` and the value, when it is not a memory size.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return parse_mem(value.strip() if isinstance(value, str) else value)
+    except UsageError as exc:
+        raise UsageError(f"{field_name}: {exc}") from None
+
+
 def describe_mem(mem_bytes: float) -> str:
     """Return a memory size for people, one decimal, binary units: ``"2.0 GiB"``."""
     value = float(mem_bytes)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from coursehub.errors import UsageError
 from coursehub.resources.spec import ResourceSpec
-from coursehub.resources.units import parse_duration, parse_mem
+from coursehub.resources.units import parse_duration, parse_mem, parse_optional_mem
 from coursehub.runner.budgetgate import check_budget
 from coursehub.runner.job import Backend, Job, JobSpec, OutputSink
 from coursehub.runner.local import LocalBackend
@@ -76,6 +76,7 @@ def make_spec(
     cpu_limit: float | None = None,
     gpus: int = 0,
     mem_limit: int | str | None = None,
+    gpu_mem_limit: int | str | None = None,
     timeout_s: float | str | None = None,
     name: str | None = None,
     cwd: str | Path | None = None,
@@ -85,6 +86,9 @@ def make_spec(
     detached: bool = False,
 ) -> JobSpec:
     """Return the :class:`JobSpec` for these arguments (text forms ``"4G"`` and ``"30m"`` accepted).
+
+    ``gpu_mem_limit``: the job's GPU memory budget (bytes or ``"1.5G"``;
+    None or blank: an equal share of its GPU), :mod:`coursehub.runner.gpumem`.
 
     Raises
     ------
@@ -96,6 +100,7 @@ def make_spec(
         mem_limit=None if mem_limit is None else parse_mem(mem_limit),
         n_threads=n_threads,
         gpus=gpus,
+        gpu_mem_limit=parse_optional_mem(gpu_mem_limit, "--gpu-mem"),
     )
     return JobSpec(
         target=str(script),

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.errors import UsageError
+from coursehub.runner.gpumem import GPU_MEM_LIMIT_VAR
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +45,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--gpus", default="0", metavar="N", help="GPUs, default 0")
     parser.add_argument("--mem", metavar="SIZE", help="memory limit, e.g. 4G or 512M")
+    parser.add_argument(
+        "--gpu-mem",
+        metavar="SIZE",
+        help="GPU memory budget of the job, e.g. 1.5G, CUDA context included "
+        "(default with --gpus: $COURSEHUB_GPU_MEM_LIMIT, the course profile's, "
+        "else an equal share of the GPU)",
+    )
     parser.add_argument("--timeout", metavar="DURATION", help="time limit, e.g. 30m, 90s, 1h")
     parser.add_argument("--name", help="short name for the job id and log")
     parser.add_argument("--log", metavar="PATH", help="log file (default: in the runs directory)")
@@ -110,11 +118,16 @@ def spec_options(args: argparse.Namespace) -> tuple[str, list[str], dict[str, An
         raise UsageError("no script given: coursehub run [OPTIONS] -- SCRIPT [ARGS...]")
     if args.log and not Path(args.log).parent.is_dir():  # a --no-wait runner would fail unseen
         raise UsageError(f"--log {args.log}: folder {Path(args.log).parent} does not exist")
+    gpus = parse_count(args.gpus, "--gpus", 0)
+    gpu_mem = getattr(args, "gpu_mem", None)
+    if gpu_mem is None and gpus:
+        gpu_mem = os.environ.get(GPU_MEM_LIMIT_VAR) or None
     options: dict[str, Any] = {
         "module": module,
         "n_threads": parse_count(args.threads, "--threads", 1),
-        "gpus": parse_count(args.gpus, "--gpus", 0),
+        "gpus": gpus,
         "mem_limit": args.mem,
+        "gpu_mem_limit": gpu_mem,
         "timeout_s": args.timeout,
         "name": args.name,
         "log_path": args.log,
@@ -205,14 +218,16 @@ def stop_on_hangup() -> Iterator[None]:
 def start_detached(args: argparse.Namespace, backend: Any) -> int:
     """Start ``coursehub run`` (without ``--no-wait``) in its own session; print its log path."""
     from coursehub.runner.api import make_spec
-    from coursehub.runner.local import new_job_id
-    from coursehub.runner.resultfile import log_path_of
+    from coursehub.runner.resultfile import log_path_of, new_job_id
 
     script, script_args, options = spec_options(args)
     if not args.log:  # the detached runner's --log must name a folder that exists
         Path(backend.runs_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
     log = args.log or str(
-        log_path_of(Path(backend.runs_dir), new_job_id(make_spec(script, script_args, **options)))
+        log_path_of(
+            Path(backend.runs_dir),
+            new_job_id(make_spec(script, script_args, **options).display_name),
+        )
     )
     argv = [
         sys.executable,
@@ -225,7 +240,12 @@ def start_detached(args: argparse.Namespace, backend: Any) -> int:
         "--gpus",
         args.gpus,
     ]
-    for flag, value in (("--mem", args.mem), ("--timeout", args.timeout), ("--name", args.name)):
+    for flag, value in (
+        ("--mem", args.mem),
+        ("--gpu-mem", options["gpu_mem_limit"]),
+        ("--timeout", args.timeout),
+        ("--name", args.name),
+    ):
         argv += [flag, value] if value else []
     argv += ["--log", log, "--", *(["-m"] if options["module"] else []), script, *script_args]
     subprocess.Popen(

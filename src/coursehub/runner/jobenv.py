@@ -12,13 +12,14 @@ import sys
 from collections.abc import Mapping
 
 from coursehub.resources.threads import thread_env
+from coursehub.runner.gpumem import GPU_MEM_FRACTION_VAR, plan_framework_env
 from coursehub.runner.job import JobSpec
+from coursehub.runner.mps import plan_mps_env
 
 #: The module every job's interpreter starts with.
 BOOTSTRAP_MODULE = "coursehub.runner.bootstrap"
 #: Environment variables the bootstrap reads (set by :func:`plan_env`).
 N_THREADS_VAR = "COURSEHUB_N_THREADS"
-GPU_MEM_FRACTION_VAR = "COURSEHUB_GPU_MEM_FRACTION"
 CGROUP_PROCS_VAR = "COURSEHUB_CGROUP_PROCS"
 #: Variables of the bootstrap's watchdog (set by the local backend, see
 #: :mod:`coursehub.runner.bootstrap`): the read end of the runner's lifeline
@@ -76,6 +77,18 @@ def plan_env(
     if gpu_indices and gpu_mem_fraction is not None:
         env[GPU_MEM_FRACTION_VAR] = f"{gpu_mem_fraction:.4f}"
     return env
+
+
+def plan_gpu_env(
+    budget_bytes: int | None, total_bytes: int | None, gpu_jobs: int, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """Return the GPU variables of a job holding a GPU: its frameworks' budget and MPS's.
+
+    :func:`coursehub.runner.gpumem.plan_framework_env` (``budget_bytes`` of
+    ``total_bytes``), then, when ``environ`` turns MPS on and the driver
+    offers it, :func:`coursehub.runner.mps.plan_mps_env`.
+    """
+    return {**plan_framework_env(budget_bytes, total_bytes), **plan_mps_env(environ, gpu_jobs)}
 
 
 def plan_watchdog_env(

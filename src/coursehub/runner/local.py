@@ -32,43 +32,38 @@ import codecs
 import contextlib
 import os
 import resource
-import secrets
-import select
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.meter.sampler import JobMeter
 from coursehub.resources.cgroups import JOBS_PARENT, CgroupStats, JobCgroup
 from coursehub.resources.gpus import gpu_inventory
 from coursehub.resources.units import describe_duration, describe_mem
+from coursehub.runner.gpumem import check_gpu_budget, describe_gpu_queue, gpu_budget_reason
 from coursehub.runner.job import Backend, Job, JobSpec, JobState, OutputSink
-from coursehub.runner.jobenv import plan_command, plan_env, plan_watchdog_env
+from coursehub.runner.jobenv import plan_command, plan_env, plan_gpu_env, plan_watchdog_env
 from coursehub.runner.limits import confine, kernel_kill_reason, plan_backstop_reason
 from coursehub.runner.monitor import TreeMonitor
-from coursehub.runner.processgroup import kill_group
+from coursehub.runner.processgroup import kill_group, sleep_unless_exit
 from coursehub.runner.result import RunResult
-from coursehub.runner.resultfile import log_path_of
+from coursehub.runner.resultfile import log_path_of, new_job_id
 from coursehub.runner.slots import (
     AdmissionCancelledError,
     SlotLease,
     SlotPool,
     default_cpu_budget,
     default_gpu_jobs,
+    default_gpu_mem_reserve,
     default_slots_dir,
     describe_queue,
 )
 from coursehub.runner.validate import check_target
 from coursehub.settings import runs_dir as default_runs_dir
-
-
-def new_job_id(spec: JobSpec) -> str:
-    """Return a fresh job id: ``20250101-120000-train-1a2b3c``."""
-    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in spec.display_name)[:40]
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{stem or 'job'}-{secrets.token_hex(3)}"
 
 
 class LocalBackend(Backend):
@@ -90,7 +85,10 @@ class LocalBackend(Backend):
     cgroup_parent
         Name of the cgroup that holds the job cgroups.
     sample_s
-        Seconds between two memory samples.
+        Seconds between two memory samples (the GPU budget is checked at each).
+    nvml
+        The ``pynvml`` module or an object with its functions, initialised
+        (tests give a fake); None: NVML is loaded where it is used.
     """
 
     def __init__(
@@ -102,6 +100,7 @@ class LocalBackend(Backend):
         grace_s: float = 5.0,
         cgroup_parent: str = JOBS_PARENT,
         sample_s: float = 0.1,
+        nvml: Any | None = None,
     ) -> None:
         self.runs_dir = Path(runs_dir) if runs_dir else default_runs_dir()
         self.on_output = on_output
@@ -109,15 +108,21 @@ class LocalBackend(Backend):
         self.grace_s = grace_s
         self.cgroup_parent = cgroup_parent
         self.sample_s = sample_s
+        self.nvml = nvml
         self._slots = slots
 
     @property
     def slots(self) -> SlotPool:
-        """The admission pool (built on first use)."""
+        """The admission pool (built on first use, with each GPU's memory from NVML)."""
         if self._slots is None:
-            n_gpus = len(gpu_inventory())
+            totals = [gpu.mem_total_bytes for gpu in gpu_inventory(self.nvml)]
             self._slots = SlotPool(
-                default_slots_dir(), default_cpu_budget(), n_gpus, default_gpu_jobs()
+                default_slots_dir(),
+                default_cpu_budget(),
+                len(totals),
+                default_gpu_jobs(),
+                gpu_mem_total=totals,
+                gpu_mem_reserve=default_gpu_mem_reserve(),
             )
         return self._slots
 
@@ -134,6 +139,7 @@ class LocalBackend(Backend):
             raise UsageError(
                 f"{gpus} GPU(s) asked for, but this machine has {self.slots.gpu_count}"
             )
+        check_gpu_budget(spec.resources.gpu_mem_limit, self.slots.gpu_mem_bytes)
 
     def submit(self, spec: JobSpec, on_output: OutputSink | None = None) -> LocalJob:
         """Validate ``spec`` then queue and start the job; return at once.
@@ -143,7 +149,7 @@ class LocalBackend(Backend):
         id is that file's stem.
         """
         self.validate(spec)
-        job_id = Path(spec.log_path).stem if spec.log_path else new_job_id(spec)
+        job_id = Path(spec.log_path).stem if spec.log_path else new_job_id(spec.display_name)
         log_path = Path(spec.log_path) if spec.log_path else log_path_of(self.runs_dir, job_id)
         log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         job = LocalJob(self, spec, job_id, log_path, on_output or self.on_output)
@@ -167,6 +173,7 @@ class LocalJob(Job):
         self.pid: int | None = None
         self.cgroup: JobCgroup | None = None
         self.enforcement = "none"
+        self.gpu_budget: int | None = None
         self._cancel = threading.Event()
         self._write_lock = threading.Lock()
         # private (0600): a job's output may hold anything its owner printed
@@ -209,10 +216,15 @@ class LocalJob(Job):
 
     def _admit(self) -> SlotLease | None:
         res = self.spec.resources
+        need = self.backend.slots.gpu_budget(res.gpu_mem_limit) if res.gpus else None
+
+        def show(ahead: int) -> None:
+            self.note(describe_gpu_queue(ahead, need) if res.gpus else describe_queue(ahead))
+
         started = time.monotonic()
         try:
             lease = self.backend.slots.acquire(
-                res.threads, res.gpus, lambda ahead: self.note(describe_queue(ahead)), self._cancel
+                res.threads, res.gpus, show, self._cancel, res.gpu_mem_limit
             )
         except AdmissionCancelledError:
             return None
@@ -223,6 +235,8 @@ class LocalJob(Job):
         spec, backend = self.spec, self.backend
         fraction = 1.0 / backend.slots.gpu_jobs if backend.slots.gpu_jobs > 1 else None
         env = plan_env(spec, os.environ, lease.gpu_indices, fraction)
+        if lease.gpu_indices:
+            env.update(self._gpu_env(lease))
         argv, self.enforcement, unit = plan_command(spec), "watchdog", None
         if backend.use_cgroups:
             argv, self.enforcement, unit, self.cgroup = confine(
@@ -254,6 +268,13 @@ class LocalJob(Job):
             return self._follow(proc, lease, started, unit)
         finally:
             os.close(keep_alive)
+
+    def _gpu_env(self, lease: SlotLease) -> dict[str, str]:
+        """Set the job's GPU budget; return its frameworks' and MPS's variables."""
+        pool = self.backend.slots
+        self.gpu_budget = pool.gpu_budget(self.spec.resources.gpu_mem_limit)
+        totals = [pool.gpu_mem_total[i] for i in lease.gpu_indices if i < len(pool.gpu_mem_total)]
+        return plan_gpu_env(self.gpu_budget, min(totals, default=None), pool.gpu_jobs, os.environ)
 
     def _follow(
         self, proc: subprocess.Popen[bytes], lease: SlotLease, started: float, unit: str | None
@@ -305,7 +326,7 @@ class LocalJob(Job):
     ) -> tuple[int, resource.struct_rusage, TreeMonitor, str | None]:
         """Sample until the job ends; stop it on timeout, cancel or (watchdog) memory."""
         spec, backend = self.spec, self.backend
-        monitor = TreeMonitor(proc.pid, watch_gpus=bool(spec.resources.gpus))
+        monitor = TreeMonitor(proc.pid, bool(spec.resources.gpus), backend.nvml)
         meter = JobMeter(self.job_id, n_gpus=spec.resources.gpus)  # usage while it runs
         mem_limit = spec.resources.mem_limit if self.enforcement == "watchdog" else None
         reason: str | None = None
@@ -318,8 +339,14 @@ class LocalJob(Job):
             if meter.folder is not None and meter.due():
                 meter.sample(monitor.cpu_s(), monitor.peak_rss_bytes, monitor.gpu_peak_bytes)
             now = time.monotonic()
+            gpu_over = gpu_budget_reason(
+                monitor.gpu_bytes, monitor.gpu_peak_bytes or 0, self.gpu_budget
+            )
             if reason is None and mem_limit is not None and rss > mem_limit:
                 reason = f"exceeded its memory limit of {describe_mem(mem_limit)}"
+                kill_group(proc.pid)
+            elif reason is None and gpu_over:
+                reason = gpu_over
                 kill_group(proc.pid)
             elif reason is None and spec.timeout_s and now - started > spec.timeout_s:
                 reason = f"exceeded its time limit of {describe_duration(spec.timeout_s)}"
@@ -330,7 +357,7 @@ class LocalJob(Job):
                 kill_group(proc.pid, signal.SIGTERM)
             if term_at is not None and now - term_at > backend.grace_s:
                 kill_group(proc.pid)
-            _sleep_unless_exit(proc.pid, backend.sample_s)
+            sleep_unless_exit(proc.pid, backend.sample_s)
 
     def _end_run(
         self,
@@ -368,21 +395,3 @@ class LocalJob(Job):
         while chunk := os.read(fd, 65536):
             self._emit(chunk, decoder.decode(chunk))
         proc.stdout.close()
-
-
-def _sleep_unless_exit(pid: int, timeout_s: float) -> None:
-    """Sleep ``timeout_s``, waking as soon as ``pid`` exits (a pidfd, Linux 5.3+).
-
-    The exit is seen at once however long the sampling interval, so a job's
-    slots come back without waiting for the next sample; where pidfds are
-    unavailable it is a plain sleep.
-    """
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # no pidfd_open, or already reaped
-        time.sleep(timeout_s)
-        return
-    try:
-        select.select([pidfd], [], [], timeout_s)
-    finally:
-        os.close(pidfd)

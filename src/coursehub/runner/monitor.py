@@ -1,5 +1,10 @@
 """Sampling a running job: resident memory of its process tree and GPU memory.
 
+GPU memory is NVML's per-process figure (``nvmlDeviceGetComputeRunningProcesses``,
+``usedGpuMemory``: NVML API Reference), summed over the pids of the job's
+tree on every GPU; the runner compares it with the job's GPU budget
+(:func:`coursehub.runner.gpumem.gpu_budget_reason`).
+
 Used for the peak figures of every run and, where no cgroup can be made, as
 the memory watchdog: the job's process group is killed once the sampled
 resident memory of its tree passes the limit. Sampling every ``interval``
@@ -29,13 +34,27 @@ class TreeMonitor:
         The job's main process.
     watch_gpus
         Also sample the GPU memory of the tree through NVML.
+    nvml
+        The ``pynvml`` module or an object with its functions, already
+        initialised (tests give a fake); None: imported and initialised here,
+        and shut down by :meth:`close`.
+
+    Attributes
+    ----------
+    gpu_bytes, gpu_peak_bytes
+        GPU memory of the tree at the last sample and at its highest, bytes
+        (``gpu_peak_bytes`` None without NVML).
     """
 
-    def __init__(self, pid: int, watch_gpus: bool = False) -> None:
+    def __init__(self, pid: int, watch_gpus: bool = False, nvml: Any | None = None) -> None:
         self.pid = pid
         self.rss_bytes = 0
         self.peak_rss_bytes = 0
-        self._nvml: Any | None = load_nvml() if watch_gpus else None
+        self._owned = nvml is None
+        self._nvml: Any | None = None
+        if watch_gpus:
+            self._nvml = load_nvml() if nvml is None else nvml
+        self.gpu_bytes = 0
         self.gpu_peak_bytes: int | None = 0 if self._nvml is not None else None
         try:
             self._root: psutil.Process | None = psutil.Process(pid)
@@ -61,8 +80,8 @@ class TreeMonitor:
         self.rss_bytes = total
         self.peak_rss_bytes = max(self.peak_rss_bytes, total)
         if self._nvml is not None and self.gpu_peak_bytes is not None:
-            used = gpu_memory_of(pids, gpu_inventory(self._nvml))
-            self.gpu_peak_bytes = max(self.gpu_peak_bytes, used)
+            self.gpu_bytes = gpu_memory_of(pids, gpu_inventory(self._nvml))
+            self.gpu_peak_bytes = max(self.gpu_peak_bytes, self.gpu_bytes)
         return total
 
     def cpu_s(self) -> float:
@@ -79,7 +98,7 @@ class TreeMonitor:
 
     def close(self) -> None:
         """Shut NVML down if it was started here."""
-        if self._nvml is not None:
+        if self._nvml is not None and self._owned:
             with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
             self._nvml = None

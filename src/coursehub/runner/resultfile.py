@@ -13,10 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import secrets
+import time
 from pathlib import Path
 
 from coursehub.atomicfile import write_atomically
 from coursehub.runner.result import RunResult
+
+
+def new_job_id(name: str) -> str:
+    """Return a fresh job id for a job called ``name``: ``20250101-120000-train-1a2b3c``."""
+    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40]
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{stem or 'job'}-{secrets.token_hex(3)}"
 
 
 def slurm_run_id(slurm_id: str) -> str:

@@ -5,7 +5,8 @@ Layout of the slots directory (default ``/tmp/coursehub-slots``, or
 
     mutex.lock          held briefly around every look at the queue and slots
     cpu-0.slot ...      one file per CPU of the budget
-    gpu0-0.slot ...     K files per GPU (at most K jobs on a GPU)
+    gpu0-0.slot ...     K files per GPU (at most K jobs on a GPU), each holding
+                        the GPU memory budget (bytes) of the job that holds it
     tickets/NNN.ticket  one per waiting job, locked by its waiter
 
 A slot is taken by holding an exclusive ``flock`` on its file. The lock
@@ -16,6 +17,13 @@ unlocks it as the job ends (``LOCK_UN`` acts on the shared description, so
 a stopped runner's copies do not keep it). So a job killed with SIGKILL, or
 a runner killed or stopped while its job still runs, never leaks a slot
 and never frees one too early.
+
+A GPU takes one more job while it has a free slot file and, when its
+memory is known (NVML's total, minus a reserve: :attr:`SlotPool.gpu_mem_bytes`), the
+budgets written in its held slot files plus the newcomer's fit in that
+memory. A job without a budget of its own counts for an equal share
+(usable memory / K), as :func:`coursehub.runner.gpumem.plan_gpu_budget`
+gives it.
 
 Arrival order: a waiter takes a ticket numbered one above the highest
 ticket present and holds a lock on it. Only the waiter whose ticket is the
@@ -32,11 +40,13 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursehub.resources.cpus import effective_cpus
+from coursehub.resources.units import describe_mem, parse_mem
+from coursehub.runner.gpumem import plan_gpu_budget
 
 #: Default directory of the slot files.
 DEFAULT_SLOTS_DIR = Path("/tmp/coursehub-slots")
@@ -72,6 +82,11 @@ def default_gpu_jobs() -> int:
     return int(os.environ.get("COURSEHUB_GPU_JOBS", "4"))
 
 
+def default_gpu_mem_reserve() -> int:
+    """Return ``$COURSEHUB_GPU_MEM_RESERVE`` in bytes (``"2G"``), else 2 GiB (kept from jobs)."""
+    return parse_mem(os.environ.get("COURSEHUB_GPU_MEM_RESERVE") or "2G")
+
+
 def default_slots_dir() -> Path:
     """Return ``$COURSEHUB_SLOTS_DIR`` or ``/tmp/coursehub-slots``."""
     configured = os.environ.get("COURSEHUB_SLOTS_DIR")
@@ -98,6 +113,11 @@ class SlotPool:
         GPUs on the machine.
     gpu_jobs
         Jobs allowed at once on one GPU (K >= 1).
+    gpu_mem_total
+        Total memory of each GPU in bytes (NVML ``nvmlDeviceGetMemoryInfo``),
+        in NVML index order; empty: admission by job count alone.
+    gpu_mem_reserve
+        Bytes of each GPU kept out of admission (driver, other users).
     poll_s
         Seconds between two looks at the queue while waiting.
     """
@@ -109,12 +129,26 @@ class SlotPool:
         gpu_count: int = 0,
         gpu_jobs: int = 4,
         poll_s: float = 0.1,
+        gpu_mem_total: Sequence[int] = (),
+        gpu_mem_reserve: int = 0,
     ) -> None:
         self.directory = Path(directory)
         self.cpu_budget = cpu_budget
         self.gpu_count = gpu_count
         self.gpu_jobs = gpu_jobs
         self.poll_s = poll_s
+        self.gpu_mem_total = tuple(gpu_mem_total)
+        self.gpu_mem_reserve = gpu_mem_reserve
+
+    @property
+    def gpu_mem_bytes(self) -> tuple[int, ...]:
+        """Memory each GPU may give to jobs, bytes: its total minus the reserve (at least 0)."""
+        return tuple(max(0, total - self.gpu_mem_reserve) for total in self.gpu_mem_total)
+
+    def gpu_budget(self, declared_bytes: int | None) -> int | None:
+        """Return what a job counts for on a GPU, bytes: ``declared_bytes``, else an equal share."""
+        usable = min(self.gpu_mem_bytes) if self.gpu_mem_bytes else None
+        return plan_gpu_budget(declared_bytes, usable, self.gpu_jobs)
 
     def acquire(
         self,
@@ -122,6 +156,7 @@ class SlotPool:
         gpus: int = 0,
         on_wait: Callable[[int], None] | None = None,
         cancelled: threading.Event | None = None,
+        gpu_mem_bytes: int | None = None,
     ) -> SlotLease:
         """Wait in arrival order until ``n_cpus`` CPU slots and ``gpus`` GPUs are free; take them.
 
@@ -135,16 +170,27 @@ class SlotPool:
             Called with the number of jobs ahead each time it changes while waiting.
         cancelled
             When set, stop waiting.
+        gpu_mem_bytes
+            The job's GPU memory budget on each of its GPUs, bytes (None: an
+            equal share, :meth:`gpu_budget`).
 
         Raises
         ------
         AdmissionCancelledError
             If ``cancelled`` is set before the slots are granted.
         ValueError
-            If the request can never be granted by this pool.
+            If the request can never be granted by this pool (a budget larger
+            than every GPU's memory included).
         """
         if not 1 <= n_cpus <= self.cpu_budget or not 0 <= gpus <= self.gpu_count:
             raise ValueError(f"cannot grant {n_cpus} CPUs and {gpus} GPUs from {self!r}")
+        need = self.gpu_budget(gpu_mem_bytes) if gpus else None
+        fitting = [m for m in self.gpu_mem_bytes if need is None or need <= m]
+        if gpus and self.gpu_mem_bytes and len(fitting) < gpus:
+            raise ValueError(
+                f"a GPU memory budget of {describe_mem(need or 0)} fits on no GPU of this "
+                f"machine (at most {describe_mem(max(self.gpu_mem_bytes))} each)"
+            )
         self._ensure_directory()
         ticket_fd, ticket = self._take_ticket()
         shown: int | None = None
@@ -152,7 +198,7 @@ class SlotPool:
             while True:
                 with self._mutex():
                     ahead = self._tickets_ahead(ticket)
-                    lease = self._try_take(n_cpus, gpus) if ahead == 0 else None
+                    lease = self._try_take(n_cpus, gpus, need) if ahead == 0 else None
                     if lease is not None:
                         return lease
                 if on_wait is not None and ahead != shown:
@@ -171,7 +217,8 @@ class SlotPool:
     def __repr__(self) -> str:
         return (
             f"SlotPool({str(self.directory)!r}, cpu_budget={self.cpu_budget}, "
-            f"gpu_count={self.gpu_count}, gpu_jobs={self.gpu_jobs})"
+            f"gpu_count={self.gpu_count}, gpu_jobs={self.gpu_jobs}, "
+            f"gpu_mem_total={self.gpu_mem_total}, gpu_mem_reserve={self.gpu_mem_reserve})"
         )
 
     def _ensure_directory(self) -> None:
@@ -207,35 +254,49 @@ class SlotPool:
                 ahead += 1
         return ahead
 
-    def _try_take(self, n_cpus: int, gpus: int) -> SlotLease | None:
+    def _try_take(self, n_cpus: int, gpus: int, need: int | None = None) -> SlotLease | None:
         cpu_paths = [self.directory / f"cpu-{i}.slot" for i in range(self.cpu_budget)]
         cpu_fds = _lock_some(cpu_paths, n_cpus)
         if len(cpu_fds) < n_cpus:
             SlotLease(cpu_fds).release()
             return None
-        gpu_fds, gpu_indices = self._take_gpus(gpus)
+        gpu_fds, gpu_indices = self._take_gpus(gpus, need)
         if len(gpu_indices) < gpus:
             SlotLease(cpu_fds + gpu_fds).release()
             return None
         return SlotLease(cpu_fds + gpu_fds, tuple(gpu_indices))
 
-    def _take_gpus(self, gpus: int) -> tuple[list[int], list[int]]:
-        """Take one slot on each of the ``gpus`` least loaded GPUs that have one free."""
+    def _take_gpus(self, gpus: int, need: int | None) -> tuple[list[int], list[int]]:
+        """Take one slot on each of the ``gpus`` least loaded GPUs with a free slot and room.
+
+        Room: the budgets written in the GPU's held slots plus ``need`` (bytes)
+        fit in its memory (``gpu_mem_bytes``); each slot taken gets ``need``
+        written in it.
+        """
         free: list[tuple[int, int, list[int]]] = []
         for index in range(self.gpu_count):
             paths = [self.directory / f"gpu{index}-{k}.slot" for k in range(self.gpu_jobs)]
-            locked = _lock_some(paths, self.gpu_jobs)
-            if locked:
+            locked, held_bytes = _scan_slots(paths, self.gpu_budget(None) or 0)
+            if locked and self._has_room(index, held_bytes, need):
                 free.append((-len(locked), index, locked))
+            elif locked:
+                SlotLease(locked).release()
         free.sort()
         fds: list[int] = []
         indices: list[int] = []
         for _, index, gpu_fds in free:
             if len(indices) < gpus:
-                fds.append(gpu_fds.pop(0))
+                fd = gpu_fds.pop(0)
+                _write_budget(fd, need)
+                fds.append(fd)
                 indices.append(index)
             SlotLease(gpu_fds).release()
         return fds, sorted(indices)
+
+    def _has_room(self, index: int, held_bytes: int, need: int | None) -> bool:
+        if need is None or index >= len(self.gpu_mem_bytes):
+            return True
+        return held_bytes + need <= self.gpu_mem_bytes[index]
 
 
 def _open_shared(path: Path) -> int:
@@ -263,6 +324,41 @@ def _lock_some(paths: list[Path], wanted: int) -> list[int]:
             continue
         fds.append(fd)
     return fds
+
+
+def _scan_slots(paths: list[Path], default_bytes: int) -> tuple[list[int], int]:
+    """Lock the free ones of ``paths``; return their descriptors and the budgets of the held ones.
+
+    A held slot whose budget cannot be read (empty, another user's file
+    without read access) counts for ``default_bytes``.
+    """
+    free: list[int] = []
+    held_bytes = 0
+    for path in paths:
+        fd = _open_shared(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held_bytes += _read_budget(fd, default_bytes)
+            os.close(fd)
+            continue
+        free.append(fd)
+    return free, held_bytes
+
+
+def _read_budget(fd: int, default_bytes: int) -> int:
+    try:
+        return int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return default_bytes
+
+
+def _write_budget(fd: int, need: int | None) -> None:
+    """Write the job's budget (bytes; empty when unknown) in the slot file it now holds."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        if need is not None:
+            os.pwrite(fd, f"{need}\n".encode(), 0)
 
 
 def _is_held(path: Path) -> bool:

@@ -53,6 +53,7 @@ from coursehub.contract import (
     DEFAULT_PROFILE,
     SPAWNER_KINDS,
     CourseProfile,
+    gpu_mem_env,
     parse_course_group,
     profile_from_json,
     slurm_env,
@@ -307,7 +308,7 @@ def _environment(
     profile: CourseProfile, kind: str, gpu_ids: Sequence[int], keep_env: Mapping[str, str]
 ) -> dict[str, str]:
     env = thread_env(profile.n_threads, keep=keep_env)
-    env.update(slurm_env(profile))  # the runner's Slurm defaults inside the server
+    env.update({**slurm_env(profile), **gpu_mem_env(profile)})  # the runner's defaults there
     if kind in ("local", "systemd"):
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_ids[: profile.gpus])

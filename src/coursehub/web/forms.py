@@ -122,6 +122,7 @@ class ProfileForm(FlaskForm):
     jobs_per_gpu = IntegerField(
         "Jobs sharing one GPU", default=1, validators=[InputRequired(), NumberRange(min=1)]
     )
+    gpu_mem_limit = StringField("GPU memory per job", validators=[Optional(), Length(max=16)])
     partition = StringField("Slurm partition", validators=[Optional(), Length(max=64)])
     account = StringField("Slurm account", validators=[Optional(), Length(max=64)])
     qos = StringField("Slurm QOS", validators=[Optional(), Length(max=64)])

@@ -126,7 +126,9 @@ class ResourceProfile(Base):
     ``n_threads`` threads per process (default ``floor(cpu_limit)``, see
     :func:`coursehub.resources.threads.threads_for_cpu_limit`), ``gpus`` GPUs per user
     and ``jobs_per_gpu`` concurrent runner jobs sharing one GPU; ``partition``,
-    ``account`` and ``qos`` place its Slurm jobs (NULL: the cluster's default).
+    ``account`` and ``qos`` place its Slurm jobs (NULL: the cluster's default);
+    ``gpu_mem_limit`` is the GPU memory budget of one runner job in bytes
+    (NULL: an equal share of the GPU).
     """
 
     __tablename__ = "resource_profiles"
@@ -148,6 +150,7 @@ class ResourceProfile(Base):
     partition: Mapped[str | None] = mapped_column(String(64), nullable=True)
     account: Mapped[str | None] = mapped_column(String(64), nullable=True)
     qos: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    gpu_mem_limit: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     courses: Mapped[list[Course]] = relationship(
         back_populates="profile", foreign_keys="Course.profile_pk"

@@ -8,6 +8,7 @@ from werkzeug.wrappers import Response
 from coursehub.catalog.models.courses import ResourceProfile
 from coursehub.catalog.profiles import create_profile, get_profile, list_profiles, update_profile
 from coursehub.contract import SLURM_FIELDS
+from coursehub.resources.units import format_mem
 from coursehub.web.access import require_admin
 from coursehub.web.database import get_session
 from coursehub.web.forms import ProfileForm
@@ -38,6 +39,7 @@ def profile_values(form: ProfileForm) -> dict[str, object]:
         "n_threads": form.n_threads.data,
         "gpus": form.gpus.data,
         "jobs_per_gpu": form.jobs_per_gpu.data,
+        "gpu_mem_limit": (form.gpu_mem_limit.data or "").strip() or None,
         # blank: the cluster's default (the contract checks the names)
         **{f: (form[f].data or "").strip() or None for f in SLURM_FIELDS},
     }
@@ -67,6 +69,8 @@ def edit(name: str) -> tuple[str, int] | Response:
         for name in ("cpu_limit", "n_threads", "gpus", "jobs_per_gpu", *SLURM_FIELDS):
             form[name].data = getattr(profile, name)
         form.mem_limit.data = f"{profile.mem_limit / 2**30:g}G"
+        gpu_mem = profile.gpu_mem_limit
+        form.gpu_mem_limit.data = format_mem(gpu_mem) if gpu_mem else ""
     form.name.data = profile.name
     if form.validate_on_submit():
         with commit_or_show(session, form, "cpu_limit") as saved:
