@@ -331,3 +331,68 @@ def test_a_named_server_runs_in_its_own_unit_beside_the_default_one(container):
     assert container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip() == pid
     server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
     assert '"ready": true' in server.stdout, server.stdout  # the default one still runs
+
+
+#: As a browser does: the hub's login page, its form posted with the ``_xsrf`` field (and the
+#: cookie it came with), the redirects followed to the student's running server; then, with
+#: the server's cookies, a kernel started (``X-XSRFToken``, jupyter_server's rule for a
+#: cookie-authenticated POST) and a cell executed over the kernel's websocket (Jupyter
+#: messaging protocol 5.3: ``execute_request`` on the shell channel, output on iopub).
+SIGN_IN_AND_RUN = """
+import asyncio, http.cookiejar, json, re, ssl, sys, urllib.parse, urllib.request, uuid
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+user, password, code = sys.argv[1], sys.argv[2], sys.argv[3]
+base = "https://127.0.0.1:443"
+ctx = ssl._create_unverified_context()
+jar = http.cookiejar.CookieJar()
+web = urllib.request.build_opener(
+    urllib.request.HTTPSHandler(context=ctx), urllib.request.HTTPCookieProcessor(jar))
+page = web.open(base + "/hub/login").read().decode()
+xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
+form = {"_xsrf": xsrf, "username": user, "password": password}
+landed = web.open(base + "/hub/login", data=urllib.parse.urlencode(form).encode())
+print("landed", landed.status, landed.url)
+prefix = f"/user/{user}/"
+cookies = {c.name: c.value for c in jar if c.path.startswith(prefix.rstrip("/"))}
+server_xsrf = cookies.get("_xsrf") or next(c.value for c in jar if c.name == "_xsrf")
+request = urllib.request.Request(base + prefix + "api/kernels", data=b"{}", method="POST",
+                                 headers={"X-XSRFToken": server_xsrf})
+kernel = json.load(web.open(request))["id"]
+cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
+async def run():
+    url = f"wss://127.0.0.1:443{prefix}api/kernels/{kernel}/channels?_xsrf={server_xsrf}"
+    ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie},
+                                             validate_cert=False))
+    msg_id = uuid.uuid4().hex
+    header = {"msg_id": msg_id, "msg_type": "execute_request", "username": user,
+              "session": uuid.uuid4().hex, "date": "", "version": "5.3"}
+    content = {"code": code, "silent": False, "store_history": False,
+               "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+    await ws.write_message(json.dumps({"header": header, "parent_header": {}, "metadata": {},
+                                       "content": content, "channel": "shell"}))
+    out = []
+    while True:
+        msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        if msg["msg_type"] == "error":
+            out.append("error: " + msg["content"]["ename"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(out)
+print("cell", json.dumps(asyncio.run(run())))
+"""
+
+
+def test_a_student_signs_in_on_the_login_page_and_runs_a_cell_as_their_own_account(container):
+    # after the tests above: p2500002's server runs; its account gets a password for PAM
+    # (accounts sync locks it: a department signs in through its own authenticator)
+    container.sh("echo 'p2500002:Pendulum-2025' | chpasswd")
+    code = "import os, pwd; print(pwd.getpwuid(os.getuid()).pw_name, os.getcwd())"
+    done = script(container, SIGN_IN_AND_RUN, "p2500002", "Pendulum-2025", f'"{code}"')
+    journal = container.sh("journalctl --no-pager -o cat -n 30 -u coursehub-hub").stdout
+    assert done.returncode == 0, done.stdout + done.stderr + journal
+    assert "landed 200 https://127.0.0.1:443/user/p2500002/" in done.stdout, done.stdout
+    assert 'cell "p2500002 ' in done.stdout, done.stdout  # the kernel runs as the student
