@@ -106,7 +106,8 @@ def preflight(root: Path) -> None:
         If ``systemd-nspawn --version`` or the tiny container fails, with its output
         (e.g. "Failed to create user namespace: Operation not permitted").
     """
-    checks = (["systemd-nspawn", "--version"], [*_nspawn_argv(root, "coursehub-preflight"),
+    machine = f"coursehub-preflight-{uuid.uuid4().hex[:6]}"
+    checks = (["systemd-nspawn", "--version"], [*_nspawn_argv(root, machine),
               "--pipe", "/bin/true"])  # fmt: skip
     for argv in checks:
         try:
