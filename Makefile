@@ -48,7 +48,8 @@ torch: $(VENV)/.installed
 # Debian packages for the integration tests and the demo (as root): a real
 # PostgreSQL server, Chromium for the browser tests, Node.js and npm for the
 # proxy, git, acl (course data folders), btrfs-progs (home quotas on a loop-mounted
-# btrfs, docs/homes.md), python3-venv. Only what is missing
+# btrfs, docs/homes.md), python3-venv, debootstrap and systemd-container (the
+# `nspawn` tests boot a Debian 12 container). Only what is missing
 # is installed: a host whose Node.js comes from elsewhere (NodeSource, nvm, a
 # tarball; NodeSource bundles npm and conflicts with Debian's npm package)
 # keeps it. DRY_RUN=1 only prints
@@ -62,6 +63,8 @@ system-deps:
 	command -v git >/dev/null || pkgs="$$pkgs git"; \
 	command -v setfacl >/dev/null || pkgs="$$pkgs acl"; \
 	command -v mkfs.btrfs >/dev/null || [ -x /usr/sbin/mkfs.btrfs ] || pkgs="$$pkgs btrfs-progs"; \
+	command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || pkgs="$$pkgs debootstrap"; \
+	command -v systemd-nspawn >/dev/null || pkgs="$$pkgs systemd-container"; \
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || pkgs="$$pkgs python3-venv"; \
 	if [ -z "$$pkgs" ]; then echo "system packages: all present"; \
 	elif [ -n "$(DRY_RUN)" ]; then echo "would run: apt-get install -y --no-install-recommends$$pkgs"; \

@@ -4,7 +4,10 @@
 group goes to one worker, in the order of the collection. A group is a test
 file, so that its tests share its module- and session-scoped set-ups (a hub, a
 built notebook) as in a serial run, or ``slurm`` for every Slurm test, since
-they share one single-node cluster (its daemons and munge are host-wide).
+they share one single-node cluster (its daemons and munge are host-wide), or
+``nspawn`` for every test that boots a Debian container (tests/nspawnbox.py):
+one after another, they make the root file system once and never boot two
+containers at a time on a small machine.
 Left to itself pytest-xdist sorts the groups by their number of tests, so that
 the few long integration files (a demo started and killed, a Slurm cluster)
 were handed out last and ran on alone at the end.
@@ -29,6 +32,9 @@ from statistics import quantiles
 
 import pytest
 
+#: Markers whose tests form one group each, whatever their file.
+SHARED_GROUPS = ("slurm", "nspawn")
+
 #: Measured seconds per group of one whole run (set-up, call and tear-down).
 DURATIONS_PATH = Path(__file__).parent / "durations.json"
 
@@ -39,6 +45,14 @@ def group_of(item: pytest.Item) -> str:
     if marker is None:
         return ""
     return str(marker.args[0] if marker.args else marker.kwargs.get("name", ""))
+
+
+def plan_group(item: pytest.Item) -> str:
+    """Return the group ``item`` belongs to: ``slurm``, ``nspawn``, else its file."""
+    for shared in SHARED_GROUPS:
+        if item.get_closest_marker(shared):
+            return shared
+    return item.nodeid.split("::")[0]
 
 
 def plan_order(groups: list[str], seconds: dict[str, float]) -> dict[str, int]:
@@ -86,8 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        name = "slurm" if item.get_closest_marker("slurm") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(name))
+        item.add_marker(pytest.mark.xdist_group(plan_group(item)))
     if hasattr(config, "workerinput"):
         order_items(items)
 

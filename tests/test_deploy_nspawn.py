@@ -1,136 +1,37 @@
 """``coursehub deploy`` in a booted Debian 12: its units start and the hub answers over HTTPS.
 
-A minimal bookworm root file system (``debootstrap``, cached in
-``$COURSEHUB_NSPAWN_CACHE``, default ``/var/tmp/coursehub-nspawn``) boots
-with ``systemd-nspawn --boot --volatile=overlay`` (systemd-nspawn(1): the
-image stays as it was, every write goes to a tmpfs), without a network of
-its own; this checkout and its interpreter are bound read-only at the same
-paths, so the container runs the code under test. Commands run inside
-through ``nsenter`` (the host has no systemd-machined).
+The container (tests/nspawnbox.py) is a minimal bookworm booted with
+``systemd-nspawn --boot --volatile=overlay``, this checkout bound read-only.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
 import re
-import shutil
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("COURSEHUB_NSPAWN_CACHE", "/var/tmp/coursehub-nspawn"))
-#: Debian packages of the container beside debootstrap's minimal set.
-PACKAGES = (
-    "systemd,systemd-sysv,dbus,python3,nodejs,openssl,passwd,acl,ca-certificates,libsqlite3-0"
+from nspawnbox import (
+    DEPLOY,
+    MARKS,
+    PYTHON,
+    SETTINGS,
+    START_UNITS,
+    Container,
+    boot,
+    name_host,
+    script,
 )
-PROXY = REPO / ".venv/node/node_modules/.bin/configurable-http-proxy"
 
-pytestmark = [
-    pytest.mark.nspawn,
-    pytest.mark.root,
-    pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (systemd-nspawn)"),
-    pytest.mark.skipif(
-        shutil.which("systemd-nspawn") is None or shutil.which("debootstrap") is None,
-        reason="systemd-nspawn or debootstrap missing (apt-get install systemd-container "
-        "debootstrap)",
-    ),
-    pytest.mark.skipif(not os.access(PROXY, os.X_OK), reason="no configurable-http-proxy"),
-]
-
-
-def _root_fs() -> Path:
-    """Return the cached bookworm root, made with debootstrap once (about a minute).
-
-    Its folder's name carries a digest of :data:`PACKAGES`: another list makes another root.
-    """
-    root = CACHE / f"bookworm-{hashlib.sha256(PACKAGES.encode()).hexdigest()[:8]}"
-    if (root / "usr/lib/systemd/systemd").exists():
-        return root
-    partial = CACHE / f"bookworm.{uuid.uuid4().hex[:6]}"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    argv = ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm", str(partial)]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        pytest.skip(f"debootstrap failed: {(done.stdout + done.stderr).strip()[-300:]}")
-    partial.rename(root)
-    return root
-
-
-def _leader(nspawn_pid: int, deadline: float) -> int:
-    """Return the pid of the container's PID 1 (the child of systemd-nspawn)."""
-    while time.monotonic() < deadline:
-        children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children")
-        pids = children.read_text().split() if children.exists() else []
-        if pids:
-            return int(pids[0])
-        time.sleep(0.2)
-    raise AssertionError("systemd-nspawn started no container")
-
-
-class Container:
-    """A booted container: :meth:`sh` runs a shell command in it as its root."""
-
-    def __init__(self, leader: int) -> None:
-        self.leader = leader
-
-    def sh(self, script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run ``script`` with ``sh -c`` in every namespace of the container."""
-        argv = ["nsenter", "-t", str(self.leader), "-m", "-u", "-i", "-n", "-p", "--"]
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
-        return subprocess.run(
-            [*argv, "/bin/sh", "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-        )
-
-
-def _booted(box: Container, deadline: float) -> bool:
-    """Wait until the container's systemd has finished booting (its bus answers first)."""
-    while time.monotonic() < deadline:
-        state = box.sh("systemctl is-system-running --wait", timeout=90).stdout.strip()
-        if state in ("running", "degraded"):
-            return True
-        time.sleep(0.5)
-    return False
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def container(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:
     """A Debian 12 container booted for these tests, powered off after them."""
-    root = _root_fs()
-    log = tmp_path_factory.mktemp("nspawn") / "console.log"
-    prefix = Path(sys.base_prefix).resolve()
-    argv = [
-        "systemd-nspawn", "--quiet", "-D", str(root), "--boot", "--volatile=overlay",
-        "--register=no", "--private-network", "--keep-unit",
-        f"--machine=coursehub-{uuid.uuid4().hex[:6]}",
-        f"--bind-ro={REPO}", f"--bind-ro={prefix}",
-    ]  # fmt: skip
-    with open(log, "w") as console:
-        nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=console)
-    try:
-        box = Container(_leader(nspawn.pid, time.monotonic() + 30))
-        assert _booted(box, time.monotonic() + 90), log.read_text()[-2000:]
+    with boot(tmp_path_factory.mktemp("nspawn") / "console.log") as box:
         yield box
-    finally:
-        nspawn.terminate()  # an orderly power-off of the container
-        try:
-            nspawn.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            nspawn.kill()
-            nspawn.wait()
 
 
 FETCH = """
@@ -152,21 +53,17 @@ else:
 
 
 def test_deploy_in_a_booted_debian_starts_the_hub_and_the_course_app(container):
-    python = REPO / ".venv/bin/python"
-    deploy = f"cd / && {python} -m coursehub deploy --proxy {PROXY} --hostname hub.test"
-    # Debian's installer names the host in /etc/hosts; JupyterHub reaches its proxy by that
-    # name (bind_url "https://:443"), and debootstrap's root has no such line.
-    container.sh('echo "127.0.1.1 $(hostname)" >> /etc/hosts')
-    first = container.sh(deploy)
+    python = PYTHON
+    name_host(container)
+    first = container.sh(DEPLOY)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "coursehub doctor:" in first.stdout
-    second = container.sh(f"{deploy} --dry-run")
+    second = container.sh(f"{DEPLOY} --dry-run")
     assert second.stdout.startswith("nothing to change"), second.stdout
 
     start = container.sh(
-        "systemd-tmpfiles --create /etc/tmpfiles.d/coursehub.conf && "
-        "systemctl daemon-reload && systemctl enable --now coursehub-hub coursehub-web "
-        "coursehub-usage-ingest.timer coursehub-material-update.timer coursehub-backup.timer"
+        f"{START_UNITS} coursehub-usage-ingest.timer coursehub-material-update.timer "
+        "coursehub-backup.timer"
     )
     assert start.returncode == 0, start.stderr
     hub = container.sh(f"{python} -c '{FETCH}' /hub/api/", timeout=120)
@@ -199,14 +96,11 @@ for _ in range(240):
 print(json.dumps(server))
 """
 
-#: The install's settings, as its units read them (EnvironmentFile=).
-SETTINGS = "set -a; . /etc/coursehub/coursehub.env; . /etc/coursehub/secrets.env; set +a; "
-
 
 def test_a_students_server_runs_as_the_student_in_its_own_unit_with_the_course_limits(
     container,
 ):
-    python = REPO / ".venv/bin/python"
+    python = PYTHON
     coursehub = f"{SETTINGS}cd / && {python} -m coursehub"
     # the first test deployed and started the hub; the demo catalog's course, small profile
     seed = container.sh(
@@ -340,20 +234,11 @@ def _unit_of(container, user: str) -> str:
     return units.stdout.split()[0]
 
 
-def _script(container, text: str, *args: str, timeout: float = 150):
-    """Run the Python ``text`` in the container with this checkout's interpreter."""
-    encoded = base64.b64encode(text.encode()).decode()
-    python = REPO / ".venv/bin/python"
-    argv = " ".join(args)
-    return container.sh(f"echo {encoded} | base64 -d > /tmp/s.py && {python} /tmp/s.py {argv}",
-                        timeout=timeout)  # fmt: skip
-
-
 def _busy_kernel(container, user: str, *extra: str) -> str:
     """Start a busy kernel in ``user``'s server; return the server's environment file."""
     unit = _unit_of(container, user)
     envfile = container.sh(f"systemctl show {unit} -p EnvironmentFiles --value").stdout.split()[0]
-    busy = _script(container, BUSY_KERNEL, envfile, user, *extra)
+    busy = script(container, BUSY_KERNEL, envfile, user, *extra)
     assert busy.returncode == 0, busy.stdout + busy.stderr
     return envfile
 
@@ -362,7 +247,7 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_servers_which_it_fin
     container,
 ):
     # after the tests above: p2500001's server runs in its own unit; a second student's too
-    python = REPO / ".venv/bin/python"
+    python = PYTHON
     second = container.sh(f"{SETTINGS}{python} -c '{START}' p2500002", timeout=150)
     assert '"ready": true' in second.stdout, second.stdout + second.stderr
     users = ("p2500001", "p2500002")
@@ -387,7 +272,7 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_servers_which_it_fin
         server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' {user}", timeout=150)
         assert '"ready": true' in server.stdout, server.stdout + journal  # the hub found it
         assert _unit_state(container, units[user]) == before[user]  # same processes
-        states = _script(container, KERNEL_STATES, envfiles[user], user)
+        states = script(container, KERNEL_STATES, envfiles[user], user)
         assert states.stdout.split() == ["busy"], states.stdout + states.stderr  # its cell runs
     hub_after = container.sh("systemctl show coursehub-hub -p MainPID --value").stdout.strip()
     assert hub_after not in (hub_before, "0"), journal  # the hub did restart
@@ -396,7 +281,7 @@ def test_an_upgrade_restarts_the_hub_and_keeps_the_students_servers_which_it_fin
 
 
 def test_a_server_killed_with_its_unit_left_failed_starts_again(container):
-    python = REPO / ".venv/bin/python"
+    python = PYTHON
     unit = _unit_of(container, "p2500001")
     container.sh(f"systemctl kill --signal=KILL {unit}")
     for _ in range(60):
@@ -425,7 +310,7 @@ START_NAMED = START.replace('"/server"', '"/servers/" + sys.argv[2]').replace(
 def test_a_named_server_runs_in_its_own_unit_beside_the_default_one(container):
     # after the tests above: p2500001's default server runs; named servers allowed (a later
     # assignment wins in the configuration file), then a second course's server started
-    python = REPO / ".venv/bin/python"
+    python = PYTHON
     default = _unit_of(container, "p2500001")
     pid = container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip()
     config = "/etc/coursehub/jupyterhub_config.py"
@@ -446,3 +331,68 @@ def test_a_named_server_runs_in_its_own_unit_beside_the_default_one(container):
     assert container.sh(f"systemctl show {default} -p MainPID --value").stdout.strip() == pid
     server = container.sh(f"{SETTINGS}{python} -c '{SERVER}' p2500001", timeout=150)
     assert '"ready": true' in server.stdout, server.stdout  # the default one still runs
+
+
+#: As a browser does: the hub's login page, its form posted with the ``_xsrf`` field (and the
+#: cookie it came with), the redirects followed to the student's running server; then, with
+#: the server's cookies, a kernel started (``X-XSRFToken``, jupyter_server's rule for a
+#: cookie-authenticated POST) and a cell executed over the kernel's websocket (Jupyter
+#: messaging protocol 5.3: ``execute_request`` on the shell channel, output on iopub).
+SIGN_IN_AND_RUN = """
+import asyncio, http.cookiejar, json, re, ssl, sys, urllib.parse, urllib.request, uuid
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+user, password, code = sys.argv[1], sys.argv[2], sys.argv[3]
+base = "https://127.0.0.1:443"
+ctx = ssl._create_unverified_context()
+jar = http.cookiejar.CookieJar()
+web = urllib.request.build_opener(
+    urllib.request.HTTPSHandler(context=ctx), urllib.request.HTTPCookieProcessor(jar))
+page = web.open(base + "/hub/login").read().decode()
+xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
+form = {"_xsrf": xsrf, "username": user, "password": password}
+landed = web.open(base + "/hub/login", data=urllib.parse.urlencode(form).encode())
+print("landed", landed.status, landed.url)
+prefix = f"/user/{user}/"
+cookies = {c.name: c.value for c in jar if c.path.startswith(prefix.rstrip("/"))}
+server_xsrf = cookies.get("_xsrf") or next(c.value for c in jar if c.name == "_xsrf")
+request = urllib.request.Request(base + prefix + "api/kernels", data=b"{}", method="POST",
+                                 headers={"X-XSRFToken": server_xsrf})
+kernel = json.load(web.open(request))["id"]
+cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
+async def run():
+    url = f"wss://127.0.0.1:443{prefix}api/kernels/{kernel}/channels?_xsrf={server_xsrf}"
+    ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie},
+                                             validate_cert=False))
+    msg_id = uuid.uuid4().hex
+    header = {"msg_id": msg_id, "msg_type": "execute_request", "username": user,
+              "session": uuid.uuid4().hex, "date": "", "version": "5.3"}
+    content = {"code": code, "silent": False, "store_history": False,
+               "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+    await ws.write_message(json.dumps({"header": header, "parent_header": {}, "metadata": {},
+                                       "content": content, "channel": "shell"}))
+    out = []
+    while True:
+        msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        if msg["msg_type"] == "error":
+            out.append("error: " + msg["content"]["ename"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(out)
+print("cell", json.dumps(asyncio.run(run())))
+"""
+
+
+def test_a_student_signs_in_on_the_login_page_and_runs_a_cell_as_their_own_account(container):
+    # after the tests above: p2500002's server runs; its account gets a password for PAM
+    # (accounts sync locks it: a department signs in through its own authenticator)
+    container.sh("echo 'p2500002:Pendulum-2025' | chpasswd")
+    code = "import os, pwd; print(pwd.getpwuid(os.getuid()).pw_name, os.getcwd())"
+    done = script(container, SIGN_IN_AND_RUN, "p2500002", "Pendulum-2025", f'"{code}"')
+    journal = container.sh("journalctl --no-pager -o cat -n 30 -u coursehub-hub").stdout
+    assert done.returncode == 0, done.stdout + done.stderr + journal
+    assert "landed 200 https://127.0.0.1:443/user/p2500002/" in done.stdout, done.stdout
+    assert 'cell "p2500002 ' in done.stdout, done.stdout  # the kernel runs as the student

@@ -3,7 +3,7 @@
 :class:`coursehub.spawn.systemdserver.CoursehubSystemdSpawner` says why a
 server stopped from its transient unit's ``Result`` and ``ExecMainStatus``
 (``systemctl show``, :class:`coursehub.spawn.serverexit.SystemdStopNoticeMixin`).
-Here the container of tests/test_deploy_nspawn.py (its fixture, imported)
+Here the container of tests/nspawnbox.py (the fixture of test_deploy_nspawn.py)
 runs a unit as SystemdSpawner starts one (``systemd-run --unit``, with
 ``MemoryMax``), its main process is killed, and that spawner class, built
 inside the container, reads the unit through the same ``describe_exit``.
@@ -12,25 +12,14 @@ inside the container, reads the unit through the same ``describe_exit``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import uuid
 
 import pytest
 
-from test_deploy_nspawn import REPO, Container, container  # noqa: F401  (a fixture)
+from nspawnbox import MARKS, REPO, Container
+from test_deploy_nspawn import container  # noqa: F401  (a fixture)
 
-pytestmark = [
-    pytest.mark.nspawn,
-    pytest.mark.root,
-    pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (systemd-nspawn)"),
-    pytest.mark.skipif(
-        shutil.which("systemd-nspawn") is None or shutil.which("debootstrap") is None,
-        reason="systemd-nspawn or debootstrap missing (apt-get install systemd-container "
-        "debootstrap)",
-    ),
-]
+pytestmark = MARKS
 
 #: Runs in the container: the spawner class reads the unit ``argv[1]`` with
 #: ``mem_limit`` ``argv[2]`` bytes and prints the notice and what systemd said.

@@ -89,3 +89,4 @@ def test_system_deps_installs_npm_only_when_nodejs_came_from_elsewhere(tmp_path)
     would = done.stdout.strip().splitlines()[-1]
     assert would.startswith("would run: apt-get install"), would
     assert " npm" in would and " git" in would and "nodejs" not in would
+    assert " systemd-container" in would  # systemd-nspawn is not on that PATH

@@ -1,8 +1,9 @@
 """The test groups' order under pytest-xdist: the longest first (``tests/suiteorder.py``)."""
 
 import json
+from types import SimpleNamespace
 
-from suiteorder import load_durations, plan_order
+from suiteorder import load_durations, plan_group, plan_order
 
 
 def test_the_longest_group_goes_first_and_ties_keep_the_collection_order():
@@ -27,3 +28,14 @@ def test_a_missing_or_broken_durations_file_orders_nothing(tmp_path):
     assert load_durations(tmp_path / "bad.json") == {}
     (tmp_path / "ok.json").write_text(json.dumps({"tests/test_a.py": 3, "slurm": "x"}))
     assert load_durations(tmp_path / "ok.json") == {"tests/test_a.py": 3.0}
+
+
+def _item(nodeid: str, *markers: str) -> SimpleNamespace:
+    return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: name in markers or None)
+
+
+def test_slurm_and_nspawn_tests_form_one_group_each_and_the_others_their_files():
+    assert plan_group(_item("tests/test_a.py::test_x")) == "tests/test_a.py"
+    assert plan_group(_item("tests/test_a.py::test_y", "slurm", "slow")) == "slurm"
+    assert plan_group(_item("tests/test_restore_nspawn.py::test_z", "nspawn")) == "nspawn"
+    assert plan_group(_item("tests/test_exit_notice_nspawn.py::test_w", "nspawn")) == "nspawn"
