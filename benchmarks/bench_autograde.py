@@ -50,12 +50,9 @@ while the jobs' own stays well below) the ratio measures the sharing too.
 Measured (``--students 60 --repeats 2``, default variants, 2 cores shared with
 other work: host CPU use 92-100 %): worker 466 s [355, 577], 4.32x the CPU
 limit, overhead 9.05 s [6.98, 11.1] a submission; fork 240 s [148, 332],
-2.21x [1.48, 2.93], overhead 2.18 s [1.45, 2.91]. After the kernel client
-that waits for its own request's idle status, the shared gradebook engine
-and the killed forked kernels (``--variants fork --repeats 2``, another job
-on the machine, host CPU use 98-99 %, the jobs' own 63-84 %): fork 147 s
-[124, 170], 1.67x [1.43, 1.91], overhead 1.04 s [0.86, 1.22], 3.5-3.6 CPU
-seconds a submission; same scores. The targets are not met yet.
+2.21x [1.48, 2.93], overhead 2.18 s [1.45, 2.91]; jobs' CPU seconds a
+submission 8.1-8.2 (worker) and 4.3-4.8 (fork), for 3.3-3.8 of training;
+same scores. The targets are not met yet.
 """
 
 from __future__ import annotations

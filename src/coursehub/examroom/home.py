@@ -31,6 +31,8 @@ from coursehub.errors import UsageError
 
 #: The site's exam folder, when none is configured.
 DEFAULT_EXAM_ROOT = "/srv/coursehub/exams"
+#: The site's autosave store (:mod:`coursehub.grading.examsnapshot`), when none is given.
+DEFAULT_STORE = "/srv/coursehub/exam-snapshots"
 #: Mode of the folders above the exam homes (others pass through, never list).
 PASS_MODE = 0o711
 #: Mode of an exam home.

@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from coursehub.catalog.cli import add_database_url
-from coursehub.examroom.home import DEFAULT_EXAM_ROOT
+from coursehub.examroom.home import DEFAULT_EXAM_ROOT, DEFAULT_STORE
 from coursehub.grading import examcommands, examrelease, similaritycommand, snapshotcommand
-from coursehub.grading.examsnapshot import DEFAULT_STORE
 
 
 def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:

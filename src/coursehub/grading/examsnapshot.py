@@ -38,8 +38,6 @@ from coursehub.atomicfile import write_atomically
 from coursehub.errors import UsageError
 from coursehub.grading.examsubmit import CHUNK, manifest_sha256
 
-#: The site's snapshot store, when none is given.
-DEFAULT_STORE = "/srv/coursehub/exam-snapshots"
 #: Default cap of one student's copy (bytes).
 MAX_BYTES = 200 * 1024 * 1024
 #: Mode of the store's folders: root's only.
