@@ -89,7 +89,8 @@ def test_the_namespace_command_stages_covers_and_hides_in_that_order():
     cmd = plan_sandbox_command(["python", "-c", "1"], plan)
     args = cmd[cmd.index("coursehub-sandbox") + 1 :]
     venv = "/root/clone/.venv"
-    assert args[:9] == ["1", venv, "1", "/root", "ro", venv, "1", "/srv/courses", "0"]
+    # the cover's source: none (a tmpfs)
+    assert args[:11] == ["1", venv, "1", "", "/root", "1", "ro", venv, "1", "/srv/courses", "0"]
     assert "STAGE=/tmp/job/stage" in cmd
     assert cmd[-3:] == ["python", "-c", "1"]
 

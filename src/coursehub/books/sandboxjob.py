@@ -159,7 +159,7 @@ def _plan_job_sandbox(
 
     home = job / "home"
     needed = [*interpreter_paths(), *extra_env.values()]
-    plan = make_plan(hidden, keep=[job], needed=needed, stage_dir=job / "stage")
+    plan = make_plan(hidden, keep=[job], needed=needed, stage_dir=job / "stage", private_dir=job)
     try:
         check_plan(plan, needed=needed)
     except CoursehubError as exc:

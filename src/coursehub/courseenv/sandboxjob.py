@@ -123,6 +123,7 @@ def _plan_build_sandbox(
         needed=[*interpreter_paths(), str(python_home), *local_pip_folders(config)],
         network=plan_needs_network(config),
         stage_dir=job / "stage",
+        private_dir=job,
     )
     env = plan_pip_env(os.environ, config, home=str(job / "home"))
     if plan.account is not None:

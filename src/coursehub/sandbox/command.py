@@ -46,17 +46,20 @@ GPU_DEVICE_PATTERNS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev
 
 @dataclass(frozen=True)
 class Exposure:
-    """A folder the account cannot enter, covered by a tmpfs, with paths shown read-only in it.
+    """A folder covered for the job, with the folders below it it needs shown again.
 
-    ``cover``: the topmost folder on the way that the account cannot enter;
+    ``cover``: the topmost folder on the way that the account cannot enter
+    (covered by a tmpfs), or, with ``source``, a folder the job gets a
+    private one of (``/tmp``: ``source`` is bind-mounted over it);
     ``paths``: the folders below it the job needs, bind-mounted at their own
     paths, read-only but for those also in ``writable`` (a formgrader's own
-    course directory).
+    course directory, the job's own folder).
     """
 
     cover: str
     paths: tuple[str, ...]
     writable: tuple[str, ...] = ()
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,26 +76,23 @@ class SandboxPlan:
         Existing folders covered by an empty tmpfs of mode 000 (outermost
         only: :func:`hidden_paths`).
     exposures
-        Folders shown read-only under a covering tmpfs (:func:`plan_exposures`).
+        Covered folders, with the paths shown again in them: under a tmpfs
+        (:func:`plan_exposures`) or a private folder (:func:`plan_private`).
     devices
         Device files replaced by ``/dev/null`` (the GPUs).
     network
         Keep the host's network (no new network namespace).
     stage_dir
-        A folder outside every cover (created when missing) where exposed
-        folders are bind-mounted before their covers are mounted (needed
-        with ``exposures``).
+        A folder (created when missing) where exposed folders are
+        bind-mounted before their covers are mounted (needed with
+        ``exposures``); it may itself be covered: the script reaches it
+        through its working directory.
     pid_namespace
         Give the job its own PID namespace (default). Without it (a
         long-lived server the hub stops with signals: a course's
         formgrader) the namespace shell execs the job, so the job
         gets the caller's signals itself; it still sees other processes,
         not what they hold (another uid).
-    private
-        ``(folder, target)`` pairs: ``folder`` bind-mounted over ``target``
-        last of all (a private ``/tmp`` and ``/dev/shm`` of a kernel fork
-        server, :mod:`coursehub.grading.sandbox.forkclient`); the folders
-        must lie outside every target.
     """
 
     mode: str
@@ -103,28 +103,34 @@ class SandboxPlan:
     network: bool = False
     stage_dir: str = ""
     pid_namespace: bool = True
-    private: tuple[tuple[str, str], ...] = ()
 
 
 #: The shell that runs as root inside the new namespaces, before the account switch:
-#: stage the exposed folders, mount the covers, move the stages into place read-only
-#: (the exposed folders come twice: staged, then moved, each after ``ro`` or ``rw``),
-#: hide the hidden folders,
-#: replace the devices, then run the command.
+#: stage the exposed folders and the private ones (bind mounts in ``$STAGE/0``, ``1``...),
+#: mount the covers (a tmpfs, or a staged private folder moved over its target), move
+#: the exposed stages into place read-only (the exposed folders come twice: staged, then
+#: moved, each after ``ro`` or ``rw``), hide the hidden folders, replace the devices, then
+#: run the command. The stage is reached through the working directory once the covers
+#: are on (``mount -c``: the relative path is not made absolute again, which would
+#: resolve it under a cover); the job then gets its own working directory back by name
+#: (``/`` if it is no longer there).
 _NAMESPACE_SCRIPT = (
     # the folders made on a cover lead to the exposed ones: open to the account whatever
     # the caller's umask (the demo's is 077), which the job gets back
-    "u=$(umask); umask 022; "
+    "u=$(umask); umask 022; w=$(pwd -P); "
     'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
     'mkdir -p "$STAGE/$i" && mount --bind "$1" "$STAGE/$i" || exit 125; '
-    "shift; i=$((i+1)); done; ne=$n; "
+    "shift; i=$((i+1)); done; ns=$n; "
+    'if [ "$ns" -gt 0 ]; then cd "$STAGE" || exit 125; fi; '
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
-    'mount -t tmpfs -o size=64k,mode=755 coursehub-cover "$1" || exit 125; '
-    "shift; n=$((n-1)); done; "
-    'i=0; while [ "$i" -lt "$ne" ]; do '
-    'mkdir -p "$2" && mount --move "$STAGE/$i" "$2" '
+    'if [ -n "$1" ]; then mount -c --move "$1" "$2"; '
+    'else mount -t tmpfs -o size=64k,mode=755 coursehub-cover "$2"; fi || exit 125; '
+    "shift 2; n=$((n-1)); done; "
+    'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
+    'mkdir -p "$2" && mount -c --move "$i" "$2" '
     '&& { [ "$1" = rw ] || mount -o remount,bind,ro "$2"; } || exit 125; '
     "shift 2; i=$((i+1)); done; "
+    'if [ "$ns" -gt 0 ]; then cd "$w" 2>/dev/null || cd /; fi; '
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
     'mount -t tmpfs -o size=4k,mode=000 coursehub-hidden "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
@@ -132,12 +138,6 @@ _NAMESPACE_SCRIPT = (
     'mount --bind /dev/null "$1" || exit 125; '
     "shift; n=$((n-1)); done; "
     'umask "$u"; '
-)
-#: The optional step before the last: bind each private folder over its target.
-_PRIVATE_SCRIPT = (
-    'n=$1; shift; while [ "$n" -gt 0 ]; do '
-    'mount --bind "$1" "$2" || exit 125; '
-    "shift 2; n=$((n-1)); done; "
 )
 #: The script's last step: run the job as a child of ``sh`` (PID 1 of a new PID namespace).
 _RUN_CHILD = '"$@"'
@@ -195,14 +195,15 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
     unshare.append("--mount")
     if plan.pid_namespace:
         unshare += ["--pid", "--fork", "--kill-child", "--mount-proc"]
-    script = _NAMESPACE_SCRIPT + (_PRIVATE_SCRIPT if plan.private else "")
-    script += _RUN_CHILD if plan.pid_namespace else _RUN_EXEC
-    private = [str(len(plan.private))] if plan.private else []
-    private += [item for pair in plan.private for item in pair]
+    script = _NAMESPACE_SCRIPT + (_RUN_CHILD if plan.pid_namespace else _RUN_EXEC)
     exposed = [path for exposure in plan.exposures for path in exposure.paths]
+    sources = [exposure.source for exposure in plan.exposures if exposure.source]
     writable = {path for exposure in plan.exposures for path in exposure.writable}
     moves = [item for path in exposed for item in ("rw" if path in writable else "ro", path)]
-    covers = [exposure.cover for exposure in plan.exposures]
+    covers: list[str] = []
+    for exposure in plan.exposures:
+        stage = str(len(exposed) + sources.index(exposure.source)) if exposure.source else ""
+        covers += [stage, exposure.cover]
     return [
         *unshare,
         "--",
@@ -212,16 +213,17 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
         "-c",
         script,
         "coursehub-sandbox",
-        str(len(exposed)),
+        str(len(exposed) + len(sources)),
         *exposed,
-        str(len(covers)),
+        *sources,
+        str(len(plan.exposures)),
         *covers,
+        str(len(exposed)),
         *moves,
         str(len(plan.hidden)),
         *plan.hidden,
         str(len(plan.devices)),
         *plan.devices,
-        *private,
         *drop,
         "--",
         *cmd,
@@ -365,6 +367,37 @@ def plan_exposures(
         )
         for cover, paths in sorted(merged.items())
     ]
+
+
+def plan_private(
+    private: Iterable[tuple[str | Path, str | Path]],
+    shown: Iterable[str | Path],
+    writable: Iterable[str | Path] = (),
+) -> list[Exposure]:
+    """Return the exposures that give a job private folders over shared ones (``/tmp``).
+
+    Each ``(folder, target)`` pair becomes a cover of ``target`` by
+    ``folder`` (bind-mounted), with every folder of ``shown`` (the
+    interpreter, the job's own folder) that lies below ``target`` shown again
+    at its own path, read-only but for those of ``writable``: a virtualenv
+    or a job folder under ``/tmp`` still works. A pair whose target is
+    missing, or is one of ``shown`` or holds none of it but lies inside one
+    (the job's own folder *is* ``/tmp``), is dropped. Folders inside another
+    shown folder are shown with it. Pure but for the ``resolve`` and
+    ``is_dir`` calls.
+    """
+    rw = {Path(p).resolve() for p in writable if Path(p).is_dir()}
+    folders = sorted({Path(p).resolve() for p in shown if Path(p).is_dir()} | rw)
+    folders = [f for f in folders if not any(o != f and _contains(o, f) for o in folders)]
+    exposures = []
+    for source, target in private:
+        cover = Path(target).resolve()
+        if not cover.is_dir() or any(_contains(f, cover) for f in folders):
+            continue
+        paths = tuple(str(f) for f in folders if cover in f.parents)
+        writable_paths = tuple(str(f) for f in folders if cover in f.parents and f in rw)
+        exposures.append(Exposure(str(cover), paths, writable_paths, str(source)))
+    return exposures
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -24,8 +24,13 @@ from coursehub.sandbox.command import (
     gpu_devices,
     hidden_paths,
     plan_exposures,
+    plan_private,
     sandbox_mode,
 )
+
+#: The shared folders every sandboxed job gets a private, empty one of (systemd's
+#: ``PrivateTmp=`` covers the first two: systemd.exec(5)), with the name of its folder.
+PRIVATE_TARGETS = (("tmp", "/tmp"), ("var-tmp", "/var/tmp"), ("shm", "/dev/shm"))
 
 
 def interpreter_paths() -> list[str]:
@@ -79,7 +84,7 @@ def make_plan(
     mode: str | None = None,
     pid_namespace: bool = True,
     writable: Iterable[str | Path] = (),
-    private: Iterable[tuple[str, str]] = (),
+    private_dir: str | Path | None = None,
 ) -> SandboxPlan:
     """Return the sandbox plan of one job on this host.
 
@@ -109,9 +114,13 @@ def make_plan(
     writable
         Folders the job writes in place (a formgrader's course directory):
         never hidden, exposed writable where the account cannot enter them.
-    private
-        ``(folder, target)`` pairs bound over their targets
-        (:attr:`~coursehub.sandbox.command.SandboxPlan.private`).
+    private_dir
+        A folder of the job's own (outside ``hidden``) in which to make its
+        private ``/tmp``, ``/var/tmp`` and ``/dev/shm``
+        (:func:`private_folders`), bound over the shared ones with the
+        folders of ``needed``, ``keep`` and ``writable`` below them shown
+        again (:func:`~coursehub.sandbox.command.plan_private`; root and
+        userns modes): nothing one job leaves there is seen by the next.
 
     Raises
     ------
@@ -122,10 +131,20 @@ def make_plan(
     account = sandbox_account(mode, account_name)
     needed = interpreter_paths() if needed is None else [str(p) for p in needed]
     writable = [str(p) for p in writable]
-    exposures = plan_exposures(needed, account, writable) if mode == "root" and account else []
-    covered = [e.cover for e in exposures]
     keep_all = [*keep, *needed, *writable]
-    hide = hidden_paths(hidden, keep_all, covered) if mode in ("root", "userns") else []
+    namespaces = mode in ("root", "userns")
+    privates = []
+    if namespaces and private_dir is not None:
+        private = private_folders(Path(private_dir), account)
+        privates = plan_private(private, keep_all, [*keep, *writable])
+    exposures = plan_exposures(needed, account, writable) if mode == "root" and account else []
+    # an exposure under a private folder is shown in it already
+    exposures = [
+        e for e in exposures if not any(Path(p.cover) in Path(e.cover).parents for p in privates)
+    ]
+    exposures += privates
+    covered = [e.cover for e in exposures]
+    hide = hidden_paths(hidden, keep_all, covered) if namespaces else []
     devices = gpu_devices() if mode in ("root", "userns") else []
     return SandboxPlan(
         mode=mode,
@@ -136,5 +155,25 @@ def make_plan(
         network=network,
         stage_dir=str(stage_dir) if exposures else "",
         pid_namespace=pid_namespace,
-        private=tuple((str(a), str(b)) for a, b in private) if mode in ("root", "userns") else (),
     )
+
+
+def private_folders(folder: Path, account: SandboxAccount | None) -> list[tuple[str, str]]:
+    """Make a job's private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` in ``folder``; return the pairs.
+
+    The ``(folder, target)`` pairs of :data:`PRIVATE_TARGETS` for
+    :func:`make_plan` (``private_dir``): each a new empty folder (mode 0700) in
+    ``folder``, the sandbox account's where there is one, for the targets
+    this host has.
+    """
+    from coursehub.sandbox.command import chown_tree
+
+    pairs = []
+    for name, target in PRIVATE_TARGETS:
+        if not Path(target).is_dir():
+            continue
+        (folder / f"private-{name}").mkdir(mode=0o700)
+        if account is not None:
+            chown_tree(folder / f"private-{name}", account.uid, account.gid)
+        pairs.append((str(folder / f"private-{name}"), target))
+    return pairs

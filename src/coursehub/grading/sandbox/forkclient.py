@@ -13,11 +13,11 @@ its "autograde" button
 The server's sandbox is the one every kernel of the course gets
 (:func:`coursehub.sandbox.plan.make_plan` with the course's hidden folders:
 sandbox account, mount, network and PID namespaces, no GPU device), plus a
-private ``/tmp`` and ``/dev/shm`` (folders of its own folder bound over
-them, :attr:`coursehub.sandbox.command.SandboxPlan.private`), emptied after
-each kernel. Its own folder, ``/var/tmp/coursehub-grading/fork-<pid>-*``
-(as root; ``/var/tmp/coursehub-fork-<pid>-*`` otherwise), holds the
-kernels' private folders (``jobs/``, as
+private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (folders of its own folder
+bound over them, :func:`coursehub.sandbox.plan.private_folders`, as every
+sandboxed job gets), emptied after each kernel. Its own folder,
+``/var/tmp/coursehub-grading/fork-<pid>-*`` (as root;
+``/var/tmp/coursehub-fork-<pid>-*`` otherwise), holds the kernels' private folders (``jobs/``, as
 :func:`coursehub.sandbox.workdir.make_job_dir` makes them) and is removed
 with the server.
 
@@ -153,8 +153,10 @@ class ForkServer:
             plan = self._plan(hidden, account_name, mode)
             cmd = [sys.executable, "-m", "coursehub.grading.sandbox.forkserver"]
             cmd += ["--fd", str(theirs.fileno())]
-            for _folder, target in plan.private:
-                cmd += ["--scratch", target]
+            for exposure in plan.exposures:
+                if exposure.source:  # a private /tmp: emptied after each kernel, but its paths
+                    cmd += ["--scratch", exposure.cover]
+                    cmd += [f"--keep={path}" for path in exposure.paths]
             log = os.open(self.folder / "server.log", os.O_WRONLY | os.O_CREAT, 0o600)
             with contextlib.closing(os.fdopen(log, "wb")) as output:
                 self.process = subprocess.Popen(
@@ -178,20 +180,8 @@ class ForkServer:
             raise
 
     def _plan(self, hidden: Sequence[str], account_name: str, mode: str) -> Any:
-        from coursehub.sandbox.command import chown_tree
-        from coursehub.sandbox.plan import interpreter_paths, make_plan, sandbox_account
+        from coursehub.sandbox.plan import make_plan
 
-        private = []
-        needed = [Path(p) for p in interpreter_paths()]
-        for name, target in (("tmp", "/tmp"), ("shm", "/dev/shm")):
-            inside = [p for p in needed if Path(target) == p or Path(target) in p.parents]
-            if Path(target).is_dir() and not inside and Path(target) not in self.folder.parents:
-                (self.folder / name).mkdir(mode=0o700)
-                private.append((str(self.folder / name), target))
-        account = sandbox_account(mode, account_name)
-        if account is not None:
-            for name, _target in private:
-                chown_tree(Path(name), account.uid, account.gid)
         (self.folder / "stage").mkdir(mode=0o700)
         return make_plan(
             hidden,
@@ -199,7 +189,7 @@ class ForkServer:
             stage_dir=self.folder / "stage",
             account_name=account_name,
             mode=mode,
-            private=private,
+            private_dir=self.folder,
         )
 
     def job_dir(self) -> Path:

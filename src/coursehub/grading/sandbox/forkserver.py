@@ -5,7 +5,7 @@ runs inside the sandbox of one grading worker
 (:class:`coursehub.grading.sandbox.forkclient.ForkServer` starts it through
 :func:`coursehub.sandbox.command.plan_sandbox_command`: the sandbox account,
 its own mount, network and PID namespaces, the course's folders hidden, a
-private ``/tmp`` and ``/dev/shm``). It imports ``ipykernel`` and the
+private ``/tmp``, ``/var/tmp`` and ``/dev/shm``). It imports ``ipykernel`` and the
 libraries of ``$COURSEHUB_GRADING_PRELOAD`` (default ``numpy,torch,torch._dynamo``) once,
 then, for each ``start`` request read on the socket ``N`` (a Unix
 ``SOCK_SEQPACKET`` socket shared with the worker, never visible in the file
@@ -215,16 +215,24 @@ def end_leftovers(deadline_s: float = REAP_S) -> None:
 
 
 def empty_folder(folder: Path, keep: Sequence[str] = ()) -> None:
-    """Remove every entry of ``folder`` but ``keep`` (made writable where needed)."""
+    """Remove everything in ``folder`` but the paths ``keep`` and the folders on the way to them.
+
+    Entries are made writable where needed; what cannot be removed is left.
+    """
 
     def retry(function: Any, path: str, _info: Any) -> None:
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(path), 0o700)
             function(path)
 
+    kept = [Path(path) for path in keep]
     with contextlib.suppress(OSError):
         for entry in folder.iterdir():
-            if entry.name in keep:
+            if entry in kept:
+                continue
+            on_the_way = any(entry in path.parents for path in kept)
+            if on_the_way and entry.is_dir() and not entry.is_symlink():
+                empty_folder(entry, keep)
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, onerror=retry)
@@ -282,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m coursehub.grading.sandbox.forkserver")
     parser.add_argument("--fd", type=int, required=True, help="the worker's socket")
     parser.add_argument("--scratch", action="append", default=[], help="folder emptied after")
-    parser.add_argument("--keep", action="append", default=[], help="entry of a scratch kept")
+    parser.add_argument("--keep", action="append", default=[], help="path of a scratch kept")
     args = parser.parse_args(argv)
     server = socket.socket(fileno=args.fd)
     prctl(PR_SET_DUMPABLE, 0)

@@ -15,7 +15,8 @@ change it). For each notebook it
    network namespaces, TCP on 127.0.0.1 does not), an environment from
    :func:`coursehub.sandbox.env.plan_sandbox_env`, ``cwd`` = that copy,
    through :func:`coursehub.sandbox.plan.make_plan` (sandbox account,
-   namespaces, no GPU device: see :mod:`coursehub.sandbox`);
+   namespaces, no GPU device, a private ``/tmp``, ``/var/tmp`` and
+   ``/dev/shm``: see :mod:`coursehub.sandbox`);
 3. removes the folder once the kernel has been shut down.
 
 nbgrader then writes the autograded notebook and the gradebook itself,
@@ -163,6 +164,7 @@ class SandboxKernelManager(AsyncKernelManager):
             stage_dir=job / "stage",
             account_name=self._account.name if self._account else "",
             mode=self._mode,
+            private_dir=job,
         )
         cmd = plan_sandbox_command(kernel_cmd, plan)
         self.log.info("sandboxed kernel (%s) in %s", self._mode, work)
