@@ -307,7 +307,11 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
     try:
         watched = [data / "proxy.pid", data / "hub" / "jupyterhub_config.py", data / "demo.lock"]
         before = {path: path.read_bytes() for path in watched}
-        proxy = first.descendants()
+        # the long-lived ones: the proxy and the hub (a formgrader or a usage read may come
+        # and go meanwhile, as they do in a running demo)
+        proxy = proxy_of_pid_file(data / "proxy.pid")
+        hubs = [p for p in first.descendants() if "-m jupyterhub " in " ".join(cmdline_of(p)) + " "]
+        assert proxy and hubs
         # same data dir, same or other port: refused at once, nothing touched
         for port in (first.port, free_port()):
             second = run_demo_command(data, port)
@@ -318,7 +322,7 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
             )
             assert "running" not in second.stdout and "catalog" not in second.stdout
         assert {path: path.read_bytes() for path in watched} == before
-        assert all(p.is_running() for p in proxy)
+        assert all(p.is_running() for p in [*proxy, *hubs])
         assert first.api("GET", "/").status_code == 200
         # another data dir on the first one's port: the port is named at once
         other = run_demo_command(tmp_path / "other", first.port)
@@ -343,6 +347,14 @@ def test_a_second_demo_is_refused_and_the_first_keeps_running(tmp_path):
     finally:
         assert first.stop() == 0
     assert not first.leftovers()
+
+
+def cmdline_of(process: psutil.Process) -> list[str]:
+    """Return ``process``'s command line, [] once it has ended."""
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
 
 
 def wait_gone(processes: list[psutil.Process], timeout_s: float = 60.0) -> list[psutil.Process]:
