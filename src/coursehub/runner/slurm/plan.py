@@ -133,6 +133,8 @@ def render_batch_script(
         options = ["--timeout", f"{spec.timeout_s:g}", *options]
     if spec.resources.gpus:
         options.append("--gpus")
+        if spec.resources.gpu_mem_limit:  # told to the frameworks and kept on the node
+            options += ["--gpu-mem", str(spec.resources.gpu_mem_limit)]
     usage_word = '"${SLURM_JOB_ID}"'.join(shlex.quote(part) for part in usage.split("%j"))
     command = " ".join(shlex.quote(word) for word in plan_command(spec, python))
     lines.append(
