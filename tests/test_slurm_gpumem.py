@@ -1,4 +1,4 @@
-"""A Slurm runner job's GPU memory budget: in its batch script, told to its frameworks, kept on the node.
+"""A Slurm runner job's GPU memory budget: in its batch script, told to its frameworks, kept.
 
 The node's side (:func:`coursehub.runner.slurm.allocation.supervise`) runs
 here with the fake NVML of ``test_runner_gpumem`` (one 16 GiB GPU whose
