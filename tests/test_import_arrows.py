@@ -72,8 +72,9 @@ ALLOWED: dict[str, set[str]] = {
     "homequota": BASE | {"resources", "catalog"},
     "doctor": BASE
     | {"resources", "meter", "catalog", "hub", "runner", "sandbox", "homequota", "backup"},
-    # every part's place on the host: the catalog's URL, grading, material, books, LTI key
-    "backup": BASE | {"resources", "catalog", "grading", "material", "books", "lti"},
+    # every part's place on the host: the catalog's URL, grading, material, books, LTI key,
+    # the deploy layout's secrets
+    "backup": BASE | {"resources", "catalog", "grading", "material", "books", "lti", "deploy"},
     # the command table: every part's cli module and the use cases, nothing else of theirs
     "cli": {"__init__", "errors", "pendulum", "runner", "bench", "catalog", "admin"}
     | {"material", "web", "hub", "grading", "demo", "coursedata", "courseenv", "books"}

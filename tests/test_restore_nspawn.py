@@ -11,8 +11,9 @@ copied out before the container powers off: its overlay is volatile, so the
 next boot is a new machine. There ``coursehub deploy`` installs again,
 ``coursehub restore --force`` (the new install's catalog is migrated, hence
 not empty) puts the archive back, and a digest of every part (the catalog's
-and the hub's rows, the gradebooks' rows, the grading and exchange files) is
-the same as before; the courses, grades and submissions are also compared as
+and the hub's rows, the gradebooks' rows, the grading and exchange files, the
+cookie secret, ``secrets.env``, ``web.env`` and the TLS key in
+``/etc/coursehub``) is the same as before; the courses, grades and submissions are also compared as
 they read. The Unix accounts are made again from the restored catalog
 (``coursehub accounts sync``; homes are not in a backup), and the hub starts
 on the restored database and knows the students.
@@ -116,6 +117,14 @@ for path in gradebooks:
         for sub in gradebook.assignment_submissions("ps1"):
             grades[f"{path.parent.name} {sub.student.id}"] = sub.score
 out["grades"] = grades
+etc = Path("/etc/coursehub")  # where coursehub deploy keeps the hub's secrets
+secret = etc / "jupyterhub_cookie_secret"
+out["cookie secret"] = f"{stat.S_IMODE(secret.stat().st_mode):o} {secret.read_text().strip()}"
+out["secrets"] = [
+    f"{name} {stat.S_IMODE((etc / name).stat().st_mode):o} "
+    + hashlib.sha256((etc / name).read_bytes()).hexdigest()
+    for name in ("secrets.env", "web.env", "tls/trial-self-signed-key.pem")
+]
 handed_in = courses.glob("*/submitted/*/*/*.ipynb")
 out["submissions"] = sorted(str(path.relative_to(courses)) for path in handed_in)
 print(json.dumps(out))
@@ -196,9 +205,16 @@ def test_a_backup_restored_on_a_new_machine_gives_the_same_courses_grades_and_su
             timeout=300,
         )
         assert restore.returncode == 0, restore.stdout + restore.stderr
+        assert "restored hub/cookie-secret: /etc/coursehub/jupyterhub_cookie_secret" in (
+            restore.stdout
+        )
         after = _settled(second, DIGEST)
         assert after.returncode == 0, after.stdout + after.stderr
-        assert json.loads(after.stdout) == before
+        restored = json.loads(after.stdout)
+        # the same cookie secret (0600): no one is signed out; the same service token
+        assert restored["cookie secret"] == before["cookie secret"]
+        assert restored["secrets"] == before["secrets"]
+        assert restored == before
         started = second.sh(f"{COURSEHUB} accounts sync && {START_UNITS}")
         assert started.returncode == 0, started.stdout + started.stderr
         users = _settled(second, USERS).stdout.split()

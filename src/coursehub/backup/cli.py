@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-HUB_DIR_HELP = "the hub's data folder, its jupyterhub.sqlite (default: /srv/jupyterhub)"
+HUB_DIR_HELP = (
+    "the hub's data folder, its jupyterhub.sqlite (default: /var/lib/coursehub/hub where "
+    "coursehub deploy installed the hub, else /srv/jupyterhub)"
+)
 USAGE_HELP = "the usage records' folder (default: $COURSEHUB_USAGE_DIR; unset: none)"
 
 

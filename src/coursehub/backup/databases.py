@@ -157,6 +157,56 @@ def restore_postgresql(url: str, dump: Path, where: str, *, clean: bool) -> None
     _run_pg([*argv, f"--dbname={uri}", str(dump)], f"restoring {where}", extra)
 
 
+def set_role_password(url: str, password: str) -> None:
+    """Give the role that ``url`` signs in as the password ``password``
+    (``ALTER ROLE CURRENT_USER PASSWORD``: a role may change its own).
+
+    Raises
+    ------
+    DatabaseCopyError
+        If the database cannot be reached or refuses the change.
+    """
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    literal = "'" + password.replace("'", "''") + "'"  # a string constant, as SQL quotes one
+    engine = create_engine(url)
+    try:
+        with engine.begin() as db:
+            db.exec_driver_sql(f"ALTER ROLE CURRENT_USER PASSWORD {literal}")
+    except SQLAlchemyError as exc:
+        raise DatabaseCopyError(f"cannot set the catalog role's password: {exc}") from exc
+    finally:
+        engine.dispose()
+
+
+def align_role_password(url: str, env_file: Path) -> None:
+    """Give the role of the PostgreSQL catalog ``url`` the password that the restored
+    ``secrets.env`` ``env_file`` names (``COURSEHUB_DB_PASSWORD``), where it is not the
+    one ``url`` holds: a new install made its own, and its units read the restored file.
+
+    Raises
+    ------
+    DatabaseCopyError
+        If the password cannot be set; the message says that everything else is restored.
+    """
+    from sqlalchemy.engine import make_url
+
+    from coursehub.deploy.files import read_env_file
+
+    password = read_env_file(env_file).get("COURSEHUB_DB_PASSWORD")
+    if not password or password == make_url(url).password:
+        return
+    try:
+        set_role_password(url, password)
+    except DatabaseCopyError as exc:
+        raise DatabaseCopyError(
+            f"every part is restored, but {env_file} names another password than the "
+            f"catalog role's, and {exc}: give the role that password as the postgres "
+            "account (ALTER ROLE ... PASSWORD)"
+        ) from exc
+
+
 def postgresql_tables(url: str) -> list[str]:
     """Return the tables of the PostgreSQL database ``url`` outside the system schemas.
 

@@ -15,6 +15,8 @@
    success what was moved aside is deleted. The one exception: a failure of a
    rename after ``pg_restore`` committed leaves the PostgreSQL catalog restored
    (the message says which rename failed).
+5. With a PostgreSQL catalog, a restored ``deploy/secrets.env`` gives the
+   catalog's role its password (a new install made another one).
 
 Restore with the hub and the course app stopped: a running one would keep
 the replaced files open.
@@ -34,7 +36,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursehub.backup.databases import postgresql_tables, restore_postgresql
+from coursehub.backup.databases import (
+    align_role_password,
+    postgresql_tables,
+    restore_postgresql,
+)
 from coursehub.backup.manifest import DATA, ArchiveError, Entry, Manifest, Part, part_of
 from coursehub.backup.sources import Source
 from coursehub.backup.verify import hash_stream, members, verify_archive
@@ -89,7 +95,7 @@ def plan_placements(
         if source is None:
             raise UsageError(
                 f"{archive} holds {part.name} (from {part.where}) and nothing here says where "
-                "it goes: set COURSEHUB_USAGE_DIR or give --usage-dir"
+                f"it goes: {_place_hint(part.name)}"
             )
         backend = "postgresql" if source.kind == "db" and source.path is None else "sqlite"
         if part.kind == "db" and part.backend != backend:
@@ -99,6 +105,16 @@ def plan_placements(
             )
         placements.append(Placement(part, source))
     return placements
+
+
+def _place_hint(name: str) -> str:
+    """What gives the part ``name`` a place on this host, for a message."""
+    if name == "usage":
+        return "set COURSEHUB_USAGE_DIR or give --usage-dir"
+    return (
+        "it is a file of a `coursehub deploy` install: give --hub-dir that install's hub "
+        "folder (/var/lib/coursehub/hub)"
+    )
 
 
 def sqlite_tables(path: Path) -> list[str]:
@@ -291,7 +307,9 @@ def restore_backup(
     UsageError
         A place is not empty without ``force``, or has no counterpart here.
     coursehub.backup.databases.DatabaseCopyError
-        ``pg_restore`` failed; every place is as it was.
+        ``pg_restore`` failed; every place is as it was. Or the catalog role's
+        password could not be set to the restored ``secrets.env``'s, once every
+        part was restored (:func:`keep_role_password`).
     RestoreError
         A file could not be written or renamed; every place is as it was.
     OSError
@@ -318,8 +336,24 @@ def restore_backup(
     finally:
         if dump is not None:
             shutil.rmtree(dump.parent, ignore_errors=True)
+    keep_role_password(staged)
     restored = tuple((p.part.name, p.source.where) for p in staged)
     return RestoreSummary(restored, files, manifest.created, time.monotonic() - started)
+
+
+def keep_role_password(placements: Sequence[Placement]) -> None:
+    """With a PostgreSQL catalog and a restored ``deploy/secrets.env``, give the catalog's
+    role that file's password (:func:`coursehub.backup.databases.align_role_password`).
+
+    Raises
+    ------
+    coursehub.backup.databases.DatabaseCopyError
+        If the password cannot be set (every part is restored; the message says so).
+    """
+    by_name = {p.part.name: p for p in placements}
+    catalog, env = by_name.get("catalog"), by_name.get("deploy/secrets.env")
+    if catalog is not None and catalog.dest is None and env is not None and env.dest:
+        align_role_password(catalog.source.url, env.dest)
 
 
 def _clean(staged: Sequence[Placement], made: Sequence[Path]) -> None:

@@ -9,8 +9,13 @@ name in the archive       kind    where it lives
 ``catalog``               db      ``COURSEHUB_DATABASE_URL``, else the data directory's
                                   ``catalog.sqlite`` (:func:`coursehub.catalog.db.database_url`)
 ``hub/jupyterhub.sqlite`` file    the hub's database in its data folder (``--hub-dir``,
-                                  default ``/srv/jupyterhub``, as ``coursehub hub config``)
-``hub/cookie-secret``     file    the hub's ``jupyterhub_cookie_secret`` beside it
+                                  default :func:`default_hub_dir`)
+``hub/cookie-secret``     file    the hub's ``jupyterhub_cookie_secret``: in a deploy layout
+                                  ``/etc/coursehub`` (:func:`hub_sources`), else beside the
+                                  database (the demo, ``coursehub hub config``)
+``deploy/secrets.env``    file    a deploy layout only: ``/etc/coursehub/secrets.env``
+``deploy/web.env``        file    a deploy layout only: ``/etc/coursehub/web.env``
+``deploy/tls``            tree    a deploy layout only: ``/etc/coursehub/tls``
 ``grading/courses``       tree    ``COURSEHUB_GRADING_COURSES``: course folders, gradebooks,
                                   submissions, autograded and feedback files
 ``grading/exchange``      tree    ``COURSEHUB_GRADING_EXCHANGE``: released, submitted, feedback
@@ -44,6 +49,14 @@ DEFAULT_HUB_DIR = "/srv/jupyterhub"
 #: The hub's files in its data folder, as the rendered hub configuration names them.
 HUB_DATABASE = "jupyterhub.sqlite"
 HUB_COOKIE_SECRET = "jupyterhub_cookie_secret"
+#: The files of a deploy layout (coursehub.deploy.layout) that a new ``coursehub deploy``
+#: does not write again as they were (made once, at random): part name -> (kind, attribute
+#: of ``DeployLayout``). The cookie secret is ``hub/cookie-secret``, in either layout.
+DEPLOY_PARTS = {
+    "deploy/secrets.env": ("file", "secrets_env"),
+    "deploy/web.env": ("file", "web_env"),
+    "deploy/tls": ("tree", "tls_dir"),
+}
 
 
 @dataclass(frozen=True)
@@ -94,14 +107,16 @@ def find_sources(
     database_url : str, optional
         The catalog's SQLAlchemy URL (default: :func:`coursehub.catalog.db.database_url`).
     hub_dir : path, optional
-        The hub's data folder (default :data:`DEFAULT_HUB_DIR`).
+        The hub's data folder (default :func:`default_hub_dir`); a deploy
+        layout's brings that layout's secrets (:func:`hub_sources`).
     usage_dir : path, optional
         The usage records' folder (default ``COURSEHUB_USAGE_DIR``; unset: none).
 
     Returns
     -------
     tuple of Source
-        In archive order: catalog, hub, grading, material, books, LTI key, usage.
+        In archive order: catalog, hub (and a deploy layout's files), grading,
+        material, books, LTI key, usage.
 
     Raises
     ------
@@ -115,12 +130,11 @@ def find_sources(
     from coursehub.material.layout import material_root
 
     env = os.environ if environ is None else environ
-    hub = Path(hub_dir or DEFAULT_HUB_DIR).expanduser()
+    hub = Path(hub_dir).expanduser() if hub_dir else default_hub_dir()
     usage = usage_dir or env.get("COURSEHUB_USAGE_DIR") or None
     sources = [
         catalog_source(database_url or default_url(env)),
-        Source("hub/jupyterhub.sqlite", "file", hub / HUB_DATABASE),
-        Source("hub/cookie-secret", "file", hub / HUB_COOKIE_SECRET),
+        *hub_sources(hub),
         Source("grading/courses", "tree", _path(env, "COURSEHUB_GRADING_COURSES")),
         Source("grading/exchange", "tree", _path(env, "COURSEHUB_GRADING_EXCHANGE")),
         Source("material", "tree", material_root(env)),
@@ -132,6 +146,56 @@ def find_sources(
     checked = tuple(sources)
     check_apart(checked)
     return checked
+
+
+def deploy_root(hub: Path) -> Path | None:
+    """Return the root of the deploy layout whose hub folder ``hub`` is, else None.
+
+    ``/var/lib/coursehub/hub`` gives ``/``; ``DIR/var/lib/coursehub/hub`` (an
+    install made with ``coursehub deploy --root DIR``) gives ``DIR``.
+    """
+    from coursehub.deploy.layout import DeployLayout
+
+    tail = DeployLayout().hub_dir.parts[1:]
+    parts = Path(os.path.abspath(hub)).parts
+    if len(parts) <= len(tail) or parts[-len(tail) :] != tail:
+        return None
+    return Path(*parts[: -len(tail)])
+
+
+def default_hub_dir(root: Path = Path("/")) -> Path:
+    """Return the hub's data folder when none is given: the deploy layout's
+    (``/var/lib/coursehub/hub``) where ``coursehub deploy`` wrote its hub
+    configuration below ``root``, else :data:`DEFAULT_HUB_DIR` below ``root``."""
+    from coursehub.deploy.layout import DeployLayout
+
+    layout = DeployLayout(root=root)
+    if layout.on_disk(layout.hub_config).is_file():
+        return layout.on_disk(layout.hub_dir)
+    return root / DEFAULT_HUB_DIR.lstrip("/")
+
+
+def hub_sources(hub: Path) -> list[Source]:
+    """Return the hub's parts for its data folder ``hub``: its database, its cookie secret
+    and, in a deploy layout, the install's files of :data:`DEPLOY_PARTS`.
+
+    In a deploy layout (:func:`deploy_root`) the cookie secret and the other
+    secrets are where ``coursehub deploy`` wrote them, below the same root
+    (``/etc/coursehub``, :class:`coursehub.deploy.layout.DeployLayout`);
+    elsewhere (the demo, ``coursehub hub config --data-dir``) the cookie secret
+    lies beside the database.
+    """
+    from coursehub.deploy.layout import DeployLayout
+
+    database = Source("hub/jupyterhub.sqlite", "file", hub / HUB_DATABASE)
+    root = deploy_root(hub)
+    if root is None:
+        return [database, Source("hub/cookie-secret", "file", hub / HUB_COOKIE_SECRET)]
+    layout = DeployLayout(root=root)
+    found = [database, Source("hub/cookie-secret", "file", layout.on_disk(layout.cookie_secret))]
+    for name, (kind, attribute) in DEPLOY_PARTS.items():
+        found.append(Source(name, kind, layout.on_disk(getattr(layout, attribute))))
+    return found
 
 
 def _path(env: Mapping[str, str], name: str) -> Path:

@@ -139,7 +139,7 @@ def file_specs(options: DeployOptions, secrets: dict[str, str]) -> tuple[list[Fi
             layout.settings_env, render_env_file(_settings_env(layout, shown, postgres), header)
         ),
         FileSpec(
-            layout.etc / "web.env",
+            layout.web_env,
             render_env_file(render_web_env(secrets["COURSEHUB_SERVICE_TOKEN"]), header),
             SECRET_MODE,
         ),

@@ -68,6 +68,11 @@ class DeployLayout:
         return self.etc / "secrets.env"
 
     @property
+    def web_env(self) -> PurePosixPath:
+        """The course app's hub variables, its token among them, for ``EnvironmentFile=``, 0600."""
+        return self.etc / "web.env"
+
+    @property
     def settings_env(self) -> PurePosixPath:
         """The ``COURSEHUB_*`` settings every unit reads, 0644."""
         return self.etc / "coursehub.env"

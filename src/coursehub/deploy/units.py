@@ -103,7 +103,7 @@ def render_web_unit(layout: DeployLayout, settings: UnitSettings) -> str:
         "User=root\n"
         f"WorkingDirectory={layout.var}\n"
         f"{_environment(layout)}"
-        f"EnvironmentFile={layout.etc / 'web.env'}\n"
+        f"EnvironmentFile={layout.web_env}\n"
         f"Environment=PATH={_bin_path(settings)}\n"
         f"ExecStart={settings.python} -m coursehub web serve --host 127.0.0.1 "
         f"--port {WEB_PORT} --workers auto\n"

@@ -11,15 +11,20 @@ from coursehub.doctor.result import CheckResult, ok, warn
 ADVICE = "run `coursehub backup DEST` (docs/backup.md)"
 #: Parts without which a backup gives back no courses or no hub (coursehub.backup.sources).
 ESSENTIAL = ("catalog", "hub/jupyterhub.sqlite")
+#: Secrets without which a restored hub signs every user out or loses the course app.
+HUB_SECRETS = ("hub/cookie-secret", "deploy/secrets.env")
 
 
 def skipped_warning(parts: tuple[str, ...], skipped: tuple[str, ...]) -> str:
     """Return why a backup that skipped ``skipped`` is not enough ("" when it is; pure).
 
     A backup is not enough when it skipped the catalog or the hub's database
-    (:data:`ESSENTIAL`), or more parts than it holds.
+    (:data:`ESSENTIAL`), a secret of a hub whose database it holds
+    (:data:`HUB_SECRETS`), or more parts than it holds.
     """
     missing = [name for name in ESSENTIAL if name in skipped]
+    if "hub/jupyterhub.sqlite" in parts:
+        missing += [name for name in HUB_SECRETS if name in skipped]
     if not missing and len(skipped) <= len(parts):
         return ""
     return f"skipped {len(skipped)} of {len(parts) + len(skipped)} parts: {', '.join(skipped)}"
