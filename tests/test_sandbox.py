@@ -18,15 +18,8 @@ import pytest
 
 from coursehub.errors import CoursehubError
 from coursehub.sandbox.account import SandboxAccount, ensure_sandbox_account
-from coursehub.sandbox.command import (
-    Exposure,
-    SandboxPlan,
-    blocking_folder,
-    hidden_paths,
-    plan_exposures,
-    plan_sandbox_command,
-    sandbox_mode,
-)
+from coursehub.sandbox.command import Exposure, SandboxPlan, plan_sandbox_command, sandbox_mode
+from coursehub.sandbox.folders import blocking_folder, hidden_paths, plan_exposures
 from coursehub.sandbox.plan import make_plan
 from coursehub.sandbox.preflight import check_plan
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from coursehub.sandbox.account import ensure_sandbox_account
-from coursehub.sandbox.command import plan_private, plan_sandbox_command, sandbox_mode
+from coursehub.sandbox.command import plan_sandbox_command, sandbox_mode
+from coursehub.sandbox.folders import plan_private
 from coursehub.sandbox.plan import PRIVATE_TARGETS, make_plan
 
 

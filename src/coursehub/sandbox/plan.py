@@ -19,14 +19,8 @@ from coursehub.sandbox.account import (
     find_sandbox_account,
     sandbox_user_name,
 )
-from coursehub.sandbox.command import (
-    SandboxPlan,
-    gpu_devices,
-    hidden_paths,
-    plan_exposures,
-    plan_private,
-    sandbox_mode,
-)
+from coursehub.sandbox.command import SandboxPlan, gpu_devices, sandbox_mode
+from coursehub.sandbox.folders import hidden_paths, plan_exposures, plan_private
 
 #: The shared folders every sandboxed job gets a private, empty one of (systemd's
 #: ``PrivateTmp=`` covers the first two: systemd.exec(5)), with the name of its folder.
@@ -119,7 +113,7 @@ def make_plan(
         private ``/tmp``, ``/var/tmp`` and ``/dev/shm``
         (:func:`private_folders`), bound over the shared ones with the
         folders of ``needed``, ``keep`` and ``writable`` below them shown
-        again (:func:`~coursehub.sandbox.command.plan_private`; root and
+        again (:func:`~coursehub.sandbox.folders.plan_private`; root and
         userns modes): nothing one job leaves there is seen by the next.
 
     Raises

@@ -17,7 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from coursehub.errors import CoursehubError
-from coursehub.sandbox.command import SandboxPlan, blocking_folder, plan_sandbox_command
+from coursehub.sandbox.command import SandboxPlan, plan_sandbox_command
+from coursehub.sandbox.folders import blocking_folder
 
 #: What the probe imports: the kernel a sandboxed notebook runs in.
 PROBE_CODE = "import ipykernel"

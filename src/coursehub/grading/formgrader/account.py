@@ -23,7 +23,7 @@ two hubs on one host with the same course never share it):
   enter (a virtualenv under ``/root``, the demo's data folder), it runs in
   a mount namespace of its own with the installation exposed read-only and
   its course directory and the exchange writable, the rest of such a folder
-  covered (:func:`coursehub.sandbox.command.plan_exposures`); the folders of
+  covered (:func:`coursehub.sandbox.folders.plan_exposures`); the folders of
   :func:`plan_formgrader_hidden` that do not hold its course are hidden, the
   others' files are kept out by their modes; it keeps the host's network (it
   talks to the hub) and the host's PID namespace (the hub stops it with
@@ -193,7 +193,7 @@ def plan_formgrader_hidden(layout: CourseLayout, environ: Mapping[str, str]) -> 
 
     The autograde kernels' list (:func:`coursehub.grading.sandbox.plan.plan_hidden_paths`:
     the courses' parent, the exchange, the runner's slots, the catalog's data
-    folder); :func:`coursehub.sandbox.command.hidden_paths` then skips those
+    folder); :func:`coursehub.sandbox.folders.hidden_paths` then skips those
     that hold the course directory or the exchange, where the Unix modes of
     the other courses' directories and of the catalog's files keep them out.
     """
