@@ -17,6 +17,8 @@
   the exam's allowed networks (:mod:`coursehub.catalog.examnetworks`),
   recorded as an exam event (``sign-in-outside``) for the proctor.
 
+Exam events are written by :func:`coursehub.catalog.examevents.record_event`.
+
 Nothing here commits: the caller's transaction does.
 """
 
@@ -28,10 +30,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.examcodes import note_wrong_code
+from coursehub.catalog.examevents import record_event
 from coursehub.catalog.exams import Sitting, course_student, sitting_of
 from coursehub.catalog.examtime import format_moment
 from coursehub.catalog.models.courses import Course
-from coursehub.catalog.models.exams import Exam, ExamEvent, ExamSession
+from coursehub.catalog.models.exams import Exam, ExamSession
 from coursehub.errors import UsageError
 
 
@@ -105,12 +108,8 @@ def note_outside_start(
     UsageError
         ``username``: not a student of the course.
     """
-    person, _ = course_student(session, course, username)
-    detail = f"start from {address or 'an unknown address'}"[:255]
-    event = ExamEvent(exam_pk=exam.id, person_pk=person.id, at=now, kind=OUTSIDE_START)
-    event.detail = detail
-    session.add(event)
-    session.flush()
+    detail = f"start from {address or 'an unknown address'}"
+    record_event(session, course, exam, username, OUTSIDE_START, detail, now)
 
 
 def schedule_release(exam: Exam, when: datetime | None) -> list[str]:

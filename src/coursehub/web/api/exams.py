@@ -43,7 +43,7 @@ from flask import Response, abort, current_app, g, jsonify, request
 
 from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.examcodes import WrongStartCodeError
-from coursehub.catalog.examevents import EventLimitError, list_events, record_event
+from coursehub.catalog.examevents import EventLimitError, list_events, record_browser_event
 from coursehub.catalog.examjson import (
     allowance_from_fields,
     exam_to_json,
@@ -297,7 +297,7 @@ def post_event(course_id: str, assignment: str) -> tuple[Response, int]:
     data = read_body({"kind": object}, {"detail": object})
     try:
         with committing(session):
-            event = record_event(session, course, exam, g.identity.name, data, now())
+            event = record_browser_event(session, course, exam, g.identity.name, data, now())
     except EventLimitError as exc:
         return json_error(str(exc), 429)
     except ConflictError as exc:
