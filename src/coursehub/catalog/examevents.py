@@ -108,7 +108,8 @@ def record_event(
 
     The one place where exam events are written: the browser's
     (:func:`record_browser_event`), a start from outside the allowed networks
-    (:func:`coursehub.catalog.examproctor.note_outside_start`).
+    (:func:`coursehub.catalog.examproctor.note_outside_start`), a server
+    reopened by a proctor (:func:`coursehub.catalog.examproctor.note_reopen`).
     ``detail`` is cut to :data:`MAX_DETAIL` characters. Nothing is checked
     about the sitting: the caller decides whether the event is taken.
 
