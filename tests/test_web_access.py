@@ -663,6 +663,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         {"username": "p2500001"},
         (302, 403, 403, 403, 404, 404, 403, 404, 404),
     ),
+    (  # Reopen server: lead, teachers (graders read only)
+        "POST",
+        "/courses/<course_id>/exams/<assignment>/reopen",
+        f"{C}/exams/final/reopen",
+        {"username": "p2500001"},
+        (302, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
     (
         "GET",
         f"{A}/courses/<course_id>/exams",
@@ -737,6 +744,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         "POST",
         f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>/end",
         f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001/end",
+        {},
+        (401, 403, 403, 403, 404, 404, 403, 404, 404),
+    ),
+    (
+        "POST",
+        f"{A}/courses/<course_id>/exams/<assignment>/sittings/<username>/reopen",
+        f"{A}/courses/mlmeca-2025/exams/final/sittings/p2500001/reopen",
         {},
         (401, 403, 403, 403, 404, 404, 403, 404, 404),
     ),

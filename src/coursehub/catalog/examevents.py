@@ -12,8 +12,9 @@ the API (never a name in the body), an event is taken only during their own
 sitting (started, end not reached), its kind is one of
 :data:`BROWSER_EVENT_KINDS`, and a student cannot flood the table: at most
 :data:`MAX_PER_MINUTE` events a minute and :data:`MAX_PER_SITTING` in all
-(:func:`plan_event_admission`). Nothing here commits: the caller's transaction
-does.
+(:func:`plan_event_admission`). Every exam event, the browser's or the
+server's, is written by :func:`record_event`. Nothing here commits: the
+caller's transaction does.
 """
 
 from __future__ import annotations
@@ -99,6 +100,36 @@ def record_event(
     course: Course,
     exam: Exam,
     username: str,
+    kind: str,
+    detail: str,
+    now: datetime,
+) -> ReportedEvent:
+    """Keep an event of ``username``'s sitting of ``exam``: ``kind`` at ``now`` (aware UTC).
+
+    The one place where exam events are written: the browser's
+    (:func:`record_browser_event`), a start from outside the allowed networks
+    (:func:`coursehub.catalog.examproctor.note_outside_start`), a server
+    reopened by a proctor (:func:`coursehub.catalog.examproctor.note_reopen`).
+    ``detail`` is cut to :data:`MAX_DETAIL` characters. Nothing is checked
+    about the sitting: the caller decides whether the event is taken.
+
+    Raises
+    ------
+    UsageError
+        ``username``: not a student of the course.
+    """
+    person, _ = course_student(session, course, username)
+    detail = detail[:MAX_DETAIL]
+    session.add(ExamEvent(exam_pk=exam.id, person_pk=person.id, at=now, kind=kind, detail=detail))
+    session.flush()
+    return ReportedEvent(person.username, now, kind, detail)
+
+
+def record_browser_event(
+    session: Session,
+    course: Course,
+    exam: Exam,
+    username: str,
     fields: Mapping[str, Any],
     now: datetime,
 ) -> ReportedEvent:
@@ -123,9 +154,7 @@ def record_event(
     refusal = plan_event_admission(recent, _count(session, exam, person.id, None))
     if refusal is not None:
         raise EventLimitError(f"{exam.assignment}: {refusal}")
-    session.add(ExamEvent(exam_pk=exam.id, person_pk=person.id, at=now, kind=kind, detail=detail))
-    session.flush()
-    return ReportedEvent(person.username, now, kind, detail)
+    return record_event(session, course, exam, username, kind, detail, now)
 
 
 def list_events(session: Session, exam: Exam, username: str | None = None) -> list[ReportedEvent]:

@@ -16,6 +16,12 @@
 * :func:`note_outside_start`: a start refused because it came from outside
   the exam's allowed networks (:mod:`coursehub.catalog.examnetworks`),
   recorded as an exam event (``sign-in-outside``) for the proctor.
+* :func:`check_reopen` and :func:`note_reopen`: a proctor reopens the exam
+  server of a student whose server crashed (:mod:`coursehub.grading.examreopen`
+  asks the hub); only during the student's own time, which stays as it was,
+  and recorded as an exam event (``server-reopened``, by whom).
+
+Exam events are written by :func:`coursehub.catalog.examevents.record_event`.
 
 Nothing here commits: the caller's transaction does.
 """
@@ -28,10 +34,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from coursehub.catalog.examcodes import note_wrong_code
+from coursehub.catalog.examevents import ReportedEvent, record_event
 from coursehub.catalog.exams import Sitting, course_student, sitting_of
 from coursehub.catalog.examtime import format_moment
 from coursehub.catalog.models.courses import Course
-from coursehub.catalog.models.exams import Exam, ExamEvent, ExamSession
+from coursehub.catalog.models.exams import Exam, ExamSession
 from coursehub.errors import UsageError
 
 
@@ -105,12 +112,68 @@ def note_outside_start(
     UsageError
         ``username``: not a student of the course.
     """
-    person, _ = course_student(session, course, username)
-    detail = f"start from {address or 'an unknown address'}"[:255]
-    event = ExamEvent(exam_pk=exam.id, person_pk=person.id, at=now, kind=OUTSIDE_START)
-    event.detail = detail
-    session.add(event)
-    session.flush()
+    detail = f"start from {address or 'an unknown address'}"
+    record_event(session, course, exam, username, OUTSIDE_START, detail, now)
+
+
+#: The event kind of a student's exam server reopened by a proctor.
+REOPENED = "server-reopened"
+
+
+def check_reopen(
+    session: Session, course: Course, exam: Exam, username: str, now: datetime
+) -> Sitting:
+    """Return ``username``'s sitting if their exam server may be reopened at ``now`` (aware UTC).
+
+    A server is reopened only during the student's own time: started, end
+    not reached (the end itself, never past the hard end, is not moved), and
+    not submitted at the bell.
+
+    Raises
+    ------
+    UsageError
+        ``username``: not a student of the course, has not started, was
+        submitted at the bell, or their time is over (saying when it ended
+        and who ended it).
+    """
+    sitting = sitting_of(session, course, exam, username)
+    name = sitting.username
+    if sitting.started_at is None or sitting.ends_at is None:
+        raise UsageError(f"username: {name} has not started {exam.assignment}: nothing to reopen")
+    if sitting.final:
+        raise UsageError(
+            f"username: {name}'s {exam.assignment} was submitted at the bell: nothing to reopen"
+        )
+    if sitting.ends_at <= now:
+        when = format_moment(sitting.ends_at, exam.timezone)
+        by = f" by {sitting.ended_by}" if sitting.ended_by else ""
+        raise UsageError(
+            f"username: {name}'s time on {exam.assignment} is over (ended {when}{by}): "
+            "nothing to reopen"
+        )
+    return sitting
+
+
+def note_reopen(
+    session: Session,
+    course: Course,
+    exam: Exam,
+    username: str,
+    reopened_by: str,
+    outcome: str,
+    now: datetime,
+) -> ReportedEvent:
+    """Record that ``reopened_by`` reopened ``username``'s exam server at ``now`` (aware UTC).
+
+    ``outcome`` is what the hub did (:func:`coursehub.grading.examreopen.restart_exam_server`).
+
+    Raises
+    ------
+    UsageError
+        ``username``: not a student of the course.
+    """
+    detail = f"by {reopened_by}: {outcome}"
+    return record_event(session, course, exam, username, REOPENED, detail, now)
 
 
 def schedule_release(exam: Exam, when: datetime | None) -> list[str]:

@@ -13,6 +13,7 @@
     coursehub exam start mlmeca-2025 final --student p2500001 [--code K7Q2]
     coursehub exam add-time mlmeca-2025 final --student p2500001 --minutes 10
     coursehub exam end mlmeca-2025 final --student p2500001   # time up now; the bell submits
+    coursehub exam reopen mlmeca-2025 final --student p2500001  # exam server again, same end
     coursehub exam submit mlmeca-2025 final --student p2500001 --work-dir /home/p2500001
     coursehub exam bell mlmeca-2025 final --work-dir '/home/{student}'
     coursehub exam collect mlmeca-2025 final        # each student's receipted submission
@@ -34,7 +35,13 @@ from typing import Any
 
 from coursehub.catalog.cli import add_database_url
 from coursehub.examroom.home import DEFAULT_EXAM_ROOT, DEFAULT_STORE
-from coursehub.grading import examcommands, examrelease, similaritycommand, snapshotcommand
+from coursehub.grading import (
+    examcommands,
+    examrelease,
+    reopencommand,
+    similaritycommand,
+    snapshotcommand,
+)
 
 
 def _command(commands: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
@@ -97,6 +104,13 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")
     sub.add_argument("--by", metavar="USER", help="a lead of the course (default: you)")
+    sub = _command(
+        commands,
+        "reopen",
+        "start a student's exam server again after a crash (same end)",
+        reopencommand.reopen,
+    )
+    reopencommand.add_reopen_arguments(sub)
     sub = _command(commands, "add-time", "give a student minutes more, live", examcommands.addtime)
     sub.add_argument("assignment", metavar="ASSIGNMENT")
     sub.add_argument("--student", required=True, metavar="USER")

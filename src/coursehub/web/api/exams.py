@@ -19,6 +19,11 @@ own course only):
     the course's team: every student's sitting (the proctor's table);
 ``POST .../exams/<assignment>/sittings/<username>/time``
     the lead and teachers: ``{"minutes": N}`` more for a student, live;
+``POST .../exams/<assignment>/sittings/<username>/reopen``
+    the lead and teachers: start a student's exam server again after a
+    crash, during their own time (:mod:`coursehub.grading.examreopen`); 200 with
+    the sitting and what the hub did, 400 naming ``username`` when refused,
+    502 when the hub refused or did not answer;
 ``POST .../exams/<assignment>/events``
     the student, for themselves (the token's owner; the exam server forwards
     its exam clock's events with the server's token,
@@ -43,7 +48,7 @@ from flask import Response, abort, current_app, g, jsonify, request
 
 from coursehub.catalog.errors import ConflictError
 from coursehub.catalog.examcodes import WrongStartCodeError
-from coursehub.catalog.examevents import EventLimitError, list_events, record_event
+from coursehub.catalog.examevents import EventLimitError, list_events, record_browser_event
 from coursehub.catalog.examjson import (
     allowance_from_fields,
     exam_to_json,
@@ -71,6 +76,8 @@ from coursehub.catalog.people import normalize_username
 from coursehub.catalog.queries import role_in_course
 from coursehub.errors import CoursehubError, UsageError
 from coursehub.grading.deadline import default_timezone
+from coursehub.grading.examreopen import Reopened, reopen_exam
+from coursehub.hub.hubclient import HubError, HubUnreachableError
 from coursehub.web.access import Access
 from coursehub.web.api.base import api_blueprint, api_course, json_error, read_body
 from coursehub.web.api.payloads import PayloadError
@@ -272,6 +279,46 @@ def post_end(course_id: str, assignment: str, username: str) -> Response:
     return jsonify(sitting_to_json(sitting, moment))
 
 
+def reopen_server(
+    session: Any, course: Course, exam: Any, username: str, reopened_by: str, moment: datetime
+) -> Reopened:
+    """Reopen a student's exam server with the app's hub client and commit the event.
+
+    :func:`coursehub.grading.examreopen.reopen_exam` with
+    :func:`coursehub.web.hubsync.hub_client` (none when the app has no hub).
+
+    Raises
+    ------
+    UsageError
+        Refused (not a student, not started, submitted at the bell, time over,
+        unknown to the hub): nothing recorded.
+    HubError, HubUnreachableError
+        The hub refused or did not answer: nothing recorded.
+    """
+    client = hub_client()
+    with committing(session):
+        if client is None:
+            return reopen_exam(session, course, exam, username, reopened_by, moment, None)
+        with client:
+            return reopen_exam(session, course, exam, username, reopened_by, moment, client)
+
+
+@bp.post(EXAM + "/sittings/<username>/reopen")
+def post_reopen(course_id: str, assignment: str, username: str) -> Response | tuple[Response, int]:
+    """Start a student's exam server again after a crash (lead, teachers, admins)."""
+    session, course, _ = api_course(course_id, Access.MANAGE)
+    exam = get_exam(session, course, assignment)
+    moment = now()
+    try:
+        reopened = reopen_server(session, course, exam, username, g.identity.name, moment)
+    except UsageError as exc:
+        raise refused(exc) from None
+    except (HubError, HubUnreachableError) as exc:
+        return json_error(f"the hub did not reopen the server: {exc}", 502)
+    answer = sitting_to_json(reopened.sitting, moment)
+    return jsonify(answer | {"reopened_by": g.identity.name, "hub": reopened.outcome})
+
+
 @bp.post(EXAM + "/sittings/<username>/time")
 def post_time(course_id: str, assignment: str, username: str) -> Response:
     """Give a student who started more minutes, live (lead, teachers, admins)."""
@@ -297,7 +344,7 @@ def post_event(course_id: str, assignment: str) -> tuple[Response, int]:
     data = read_body({"kind": object}, {"detail": object})
     try:
         with committing(session):
-            event = record_event(session, course, exam, g.identity.name, data, now())
+            event = record_browser_event(session, course, exam, g.identity.name, data, now())
     except EventLimitError as exc:
         return json_error(str(exc), 429)
     except ConflictError as exc:

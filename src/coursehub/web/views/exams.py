@@ -8,8 +8,10 @@ catalog at each load (:func:`coursehub.catalog.exams.list_sittings`); the
 lead and teachers add minutes to a student who started, live
 (:func:`coursehub.catalog.exams.add_time`: never past the hard end) or
 end one's time now (:func:`coursehub.catalog.examproctor.end_sitting`; the
-bell then submits their work). The table shows each student's last autosave
-and reloads itself every :data:`REFRESH_S` seconds unless a form is being
+bell then submits their work), or reopen the exam server of one whose server
+crashed, during their own time (:mod:`coursehub.grading.examreopen`: the hub
+starts it again, the end is not moved). The table shows each student's last
+autosave and reloads itself every :data:`REFRESH_S` seconds unless a form is being
 typed in, with each student's exam events (left full screen or the tab,
 started from outside the allowed networks: the count and the last one).
 A refused value is named in the form and nothing is saved.
@@ -31,7 +33,9 @@ from coursehub.catalog.examproctor import end_sitting
 from coursehub.catalog.exams import add_time, get_exam, list_exams, list_sittings
 from coursehub.catalog.examtime import MAX_EXTRA_MIN, format_moment
 from coursehub.errors import UsageError
+from coursehub.hub.hubclient import HubError, HubUnreachableError
 from coursehub.web.access import Access, require
+from coursehub.web.api.exams import reopen_server
 from coursehub.web.database import get_session
 from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.views.base import form_status, load_course
@@ -101,7 +105,7 @@ def events_by_student(events: list[ReportedEvent]) -> dict[str, list[ReportedEve
 
 
 class EndForm(FlaskForm):
-    """End one student's time now."""
+    """One student of the table: end their time now, or reopen their exam server."""
 
     username = StringField("Student", validators=[DataRequired(), Length(max=128)])
 
@@ -126,4 +130,29 @@ def end(course_id: str, assignment: str) -> Response:
         flash(str(exc).split(": ", 1)[-1], "error")
         return redirect(here)
     flash(f"{username}'s time ended now (by {g.identity.name}); the bell submits it.", "success")
+    return redirect(here)
+
+
+@bp.post("/courses/<course_id>/exams/<assignment>/reopen")
+def reopen(course_id: str, assignment: str) -> Response:
+    """Start a student's exam server again after a crash (lead, teachers); their end stays."""
+    course, access = load_course(course_id, Access.READ_ROSTER)
+    require(access, Access.MANAGE)
+    session = get_session()
+    exam = get_exam(session, course, assignment)
+    form = EndForm()
+    here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
+    if not form.validate():
+        flash("The Reopen form was not accepted (expired page?): reload and try again.", "error")
+        return redirect(here)
+    username = form.username.data or ""
+    try:
+        done = reopen_server(session, course, exam, username, g.identity.name, datetime.now(UTC))
+    except UsageError as exc:
+        flash(str(exc).split(": ", 1)[-1], "error")
+        return redirect(here)
+    except (HubError, HubUnreachableError) as exc:
+        flash(f"The hub did not reopen {username}'s server: {exc}", "error")
+        return redirect(here)
+    flash(f"{username}'s exam server reopened by {g.identity.name}: {done.outcome}.", "success")
     return redirect(here)
