@@ -30,12 +30,40 @@ def body(**changes):
 
 
 @pytest.fixture
-def final(client):
+def courses(tmp_path, monkeypatch):
+    """The course's grading folder, with the notebook of ``final`` in its source."""
+    root = tmp_path / "courses"
+    (root / "mlmeca-2025" / "source" / "final").mkdir(parents=True)
+    (root / "mlmeca-2025" / "nbgrader_config.py").write_text("c = get_config()\n")
+    (root / "mlmeca-2025" / "source" / "final" / "final.ipynb").write_text("{}")
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(root))
+    return root
+
+
+@pytest.fixture
+def final(client, courses):
     answer = client.post(EXAMS, json=body(start_code="K7Q2"), headers=api_headers("lead"))
     assert answer.status_code == 201, answer.get_json()
     created = answer.get_json()
     assert created.pop("warnings") == []
     return created
+
+
+def test_an_exam_without_its_notebook_is_made_with_a_warning_naming_what_to_add(client, courses):
+    answer = client.post(EXAMS, json=body(assignment="midterm"), headers=api_headers("lead"))
+    assert answer.status_code == 201
+    [warning] = answer.get_json()["warnings"]
+    source = courses / "mlmeca-2025" / "source" / "midterm"
+    assert warning == (
+        f"mlmeca-2025 has no notebook for midterm yet ({source}): add it before the exam "
+        "opens (coursehub grading add mlmeca-2025 midterm NOTEBOOK.ipynb)"
+    )
+    (courses / "mlmeca-2025" / "nbgrader_config.py").unlink()
+    answer = client.post(EXAMS, json=body(assignment="quiz"), headers=api_headers("lead"))
+    assert answer.get_json()["warnings"] == [
+        "grading is not set up for mlmeca-2025 yet (coursehub grading setup mlmeca-2025): "
+        "the exam's notebook quiz must be added before the exam opens"
+    ]
 
 
 def test_a_lead_creates_an_exam_and_everyone_in_the_course_sees_it_without_the_code(client, final):

@@ -131,7 +131,10 @@ def create(args: argparse.Namespace) -> int:
             allowed_networks=args.allowed_networks,
         )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
-    print_warnings(window_warnings(window, datetime.now(UTC)))
+    from coursehub.grading.layout import assignment_warnings, layout_from_env
+
+    found = assignment_warnings(layout_from_env(args.course_id), args.assignment)
+    print_warnings(window_warnings(window, datetime.now(UTC)) + found)
     return 0
 
 

@@ -338,6 +338,29 @@ def secure_course(layout: CourseLayout) -> None:
             raise UsageError(f"cannot give {inbound} the group {layout.grading_group}") from exc
 
 
+def assignment_warnings(layout: CourseLayout, assignment: str) -> list[str]:
+    """Return why ``assignment`` cannot be released from ``layout`` yet, one line each ([] if it can).
+
+    What an exam needs at its opening: the course's grading set up
+    (``nbgrader_config.py``) and the assignment's source folder with at least
+    one notebook (``source/<assignment>/*.ipynb``, nbgrader's layout). Pure
+    but for reading the course directory.
+    """
+    course = layout.course_id
+    if not layout.config_path.is_file():
+        return [
+            f"grading is not set up for {course} yet (coursehub grading setup {course}): "
+            f"the exam's notebook {assignment} must be added before the exam opens"
+        ]
+    source = layout.course_dir / "source" / assignment
+    if not source.is_dir() or not any(source.glob("*.ipynb")):
+        return [
+            f"{course} has no notebook for {assignment} yet ({source}): add it before the "
+            f"exam opens (coursehub grading add {course} {assignment} NOTEBOOK.ipynb)"
+        ]
+    return []
+
+
 def layout_from_env(course_id: str, environ: Mapping[str, str] | None = None) -> CourseLayout:
     """Return the layout of ``course_id`` from the environment.
 

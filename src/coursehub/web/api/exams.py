@@ -138,7 +138,10 @@ def post_exam(course_id: str) -> tuple[Response, int]:
             )
     except UsageError as exc:
         raise refused(exc) from None
-    warnings = window_warnings(window, now())
+    from coursehub.grading.layout import assignment_warnings, layout_from_env
+
+    found = assignment_warnings(layout_from_env(course.course_id), data["assignment"])
+    warnings = window_warnings(window, now()) + found
     return jsonify(exam_to_json(exam, course.course_id) | {"warnings": warnings}), 201
 
 
