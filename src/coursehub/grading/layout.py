@@ -339,7 +339,7 @@ def secure_course(layout: CourseLayout) -> None:
 
 
 def assignment_warnings(layout: CourseLayout, assignment: str) -> list[str]:
-    """Return why ``assignment`` cannot be released from ``layout`` yet, one line each ([] if it can).
+    """Return why ``assignment`` cannot be released from ``layout`` yet, a line each ([]: it can).
 
     What an exam needs at its opening: the course's grading set up
     (``nbgrader_config.py``) and the assignment's source folder with at least
