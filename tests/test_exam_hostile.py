@@ -76,8 +76,13 @@ def accounts() -> Iterator[list[pwd.struct_passwd]]:
 
 @pytest.fixture
 def exam_root() -> Iterator[Path]:
-    """A site's exam folder that students may pass through (0711), removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="coursehub-exams-"))
+    """A site's exam folder that students may pass through (0711), removed afterwards.
+
+    Under ``/srv``, as a site's is (the default, ``/srv/coursehub/exams``), not in
+    ``/tmp``: an exam kernel's ``/tmp`` is its own, where nothing of another home is.
+    """
+    Path("/srv").mkdir(exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="coursehub-exams-", dir="/srv"))
     os.chmod(root, 0o711)
     yield root
     shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -191,7 +192,32 @@ def test_a_hidden_folder_is_unreadable_from_an_exam_kernel(tmp_path):
     (homes / "alice" / "course.ipynb").write_text("course work")
     work = tmp_path / "exam"
     work.mkdir()
-    cells = [f"import os; os.listdir({str(homes)!r})", "print(os.getpid())"]
+    cells = [f"import os; os.listdir({str(homes)!r})", "print(os.readlink('/proc/self/ns/pid'))"]
     listed, pid = run_cells(cells, work, work, hidden=(str(homes),))
-    assert listed["status"] == "error" and "PermissionError" in listed["text"], listed
-    assert pid["status"] == "ok" and int(pid["text"]) < 10  # its own PID namespace
+    # hidden (an empty folder of mode 000), or, under /tmp as here, not there at all
+    assert listed["status"] == "error", listed
+    assert "PermissionError" in listed["text"] or "FileNotFoundError" in listed["text"], listed
+    assert pid["status"] == "ok" and pid["text"].startswith("pid:[")
+    assert pid["text"].strip() != os.readlink("/proc/self/ns/pid")  # its own PID namespace
+    # a folder hidden inside one the kernel works in stays hidden there
+    (work / "others").mkdir()
+    (work / "others" / "bob.ipynb").write_text("bob's work")
+    [inside] = run_cells([f"import os; os.listdir({str(work / 'others')!r})"], work, work,
+                         hidden=(str(work / "others"),))  # fmt: skip
+    assert inside["status"] == "error" and "PermissionError" in inside["text"], inside
+
+
+@needs_namespaces
+def test_two_exam_kernels_share_nothing_in_tmp_var_tmp_or_dev_shm(tmp_path):
+    token = f"chtest-{uuid.uuid4().hex[:12]}"
+    shared = ("/tmp", "/var/tmp", "/dev/shm")
+    write = f"import pathlib\nfor f in {shared!r}:\n    pathlib.Path(f, {token!r}).write_text('x')"
+    look = f"import pathlib; print([f for f in {shared!r} if pathlib.Path(f, {token!r}).exists()])"
+    for student in ("alice", "bob"):
+        (tmp_path / student).mkdir()
+    wrote, seen = run_cells([write, look], tmp_path / "alice", tmp_path / "alice")
+    assert wrote["status"] == "ok", wrote
+    assert seen["text"] == "['/tmp', '/var/tmp', '/dev/shm']\n"  # its own, writable
+    [other] = run_cells([look], tmp_path / "bob", tmp_path / "bob")
+    assert other == {"status": "ok", "text": "[]\n"}
+    assert not [f for f in shared if Path(f, token).exists()]  # nor on the host

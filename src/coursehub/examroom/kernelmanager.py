@@ -19,6 +19,14 @@ one line). The exam server's configuration
 
     --MultiKernelManager.kernel_manager_class=coursehub.examroom.kernelmanager.ExamKernelManager
 
+Each kernel also gets its own empty ``/tmp``, ``/var/tmp`` and
+``/dev/shm`` (:func:`coursehub.sandbox.plan.private_folders`, a folder of its
+own removed with it), with its interpreter, its connection file's and
+sockets' folders, its working folder and the exam home shown again where they
+lie under them (:func:`coursehub.sandbox.folders.plan_private`): on a host
+where every student's ``/tmp`` is the same, nothing one student's kernel
+writes there reaches another's during the exam.
+
 A host that allows no user namespaces cannot cut a kernel from the network:
 the kernel is then refused (:class:`ExamKernelError`), never started with the
 network.
@@ -29,6 +37,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +74,22 @@ def is_ipykernel(kernel_cmd: list[str]) -> bool:
     )
 
 
-def plan_exam_kernel_command(kernel_cmd: list[str], hidden: list[str], mode: str) -> list[str]:
-    """Return the command that starts ``kernel_cmd`` as an exam kernel (pure).
+def plan_exam_kernel_command(
+    kernel_cmd: list[str],
+    hidden: list[str],
+    mode: str,
+    private_dir: Path | None = None,
+    shown: Sequence[str] = (),
+) -> list[str]:
+    """Return the command that starts ``kernel_cmd`` as an exam kernel.
 
     ipykernel gets :data:`GUARD_EXTENSION`; the whole runs in new user,
     network, mount and PID namespaces, ``hidden`` folders covered by an
-    unreadable tmpfs (:class:`coursehub.sandbox.command.SandboxPlan`).
+    unreadable tmpfs (:class:`coursehub.sandbox.command.SandboxPlan`). With
+    ``private_dir`` (a new folder of the kernel's own), the kernel's private
+    ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are made in it, with the
+    interpreter's folders and ``shown`` (writable: the kernel's sockets, its
+    work) shown again under them; pure otherwise.
 
     Raises
     ------
@@ -87,7 +106,22 @@ def plan_exam_kernel_command(kernel_cmd: list[str], hidden: list[str], mode: str
     if is_ipykernel(cmd):
         cmd.append(f"--IPKernelApp.extensions={GUARD_EXTENSION}")
     # "userns" as root too: the kernel keeps the server's account, inside a user namespace
-    return plan_sandbox_command(cmd, SandboxPlan(mode="userns", hidden=tuple(hidden)))
+    if private_dir is None:
+        return plan_sandbox_command(cmd, SandboxPlan(mode="userns", hidden=tuple(hidden)))
+    from coursehub.sandbox.folders import hidden_paths, plan_private
+    from coursehub.sandbox.plan import interpreter_paths, private_folders
+
+    python = Path(kernel_cmd[0]).resolve().parent.parent if kernel_cmd else None
+    needed = [*interpreter_paths(), *([str(python)] if python else [])]
+    exposures = plan_private(private_folders(private_dir, None), [*needed, *shown], shown)
+    again = [path for exposure in exposures for path in exposure.paths]
+    plan = SandboxPlan(
+        mode="userns",
+        hidden=tuple(hidden_paths(hidden, shown, [e.cover for e in exposures], again)),
+        exposures=tuple(exposures),
+        stage_dir=str(private_dir / "stage") if exposures else "",
+    )
+    return plan_sandbox_command(cmd, plan)
 
 
 class ExamKernelManager(AsyncIOLoopKernelManager):
@@ -104,6 +138,7 @@ class ExamKernelManager(AsyncIOLoopKernelManager):
     ).tag(config=True)
 
     _socket_dir = ""
+    _private_dir = ""
 
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
         parse_allowed_imports(self.allowed_imports)  # a bad list stops here, named
@@ -121,13 +156,26 @@ class ExamKernelManager(AsyncIOLoopKernelManager):
         env[IMPORTS_VAR] = self.allowed_imports
         env[HOME_VAR] = self.exam_home or str(kw.get("cwd") or "")
         hidden = [path for path in self.hidden if Path(path).is_dir()]
-        cmd = plan_exam_kernel_command(kernel_cmd, hidden, sandbox_mode())
+        self._remove_private_dir()
+        self._private_dir = tempfile.mkdtemp(prefix="coursehub-exam-private-")
+        ipc = self._socket_dir or os.path.dirname(self.connection_file)
+        work = [str(kw.get("cwd") or ""), self.exam_home]
+        shown = [ipc, os.path.dirname(self.connection_file), *[w for w in work if w]]
+        cmd = plan_exam_kernel_command(
+            kernel_cmd, hidden, sandbox_mode(), Path(self._private_dir), shown
+        )
         kw["env"], kw["independent"] = env, True  # no parent poller across a PID namespace
         self.log.info("exam kernel (no network) in %s", kw.get("cwd"))
         await super()._async_launch_kernel(cmd, **kw)
 
+    def _remove_private_dir(self) -> None:
+        if self._private_dir:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = ""
+
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
+        self._remove_private_dir()
         if self._socket_dir and not restart:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = ""

@@ -108,13 +108,16 @@ class SandboxPlan:
 
 #: The shell that runs as root inside the new namespaces, before the account switch:
 #: stage the exposed folders and the private ones (bind mounts in ``$STAGE/0``, ``1``...),
-#: mount the covers (a tmpfs, or a staged private folder moved over its target), move
-#: the exposed stages into place read-only (the exposed folders come twice: staged, then
-#: moved, each after ``ro`` or ``rw``), hide the hidden folders, replace the devices, then
-#: run the command. The stage is reached through the working directory once the covers
-#: are on (``mount -c``: the relative path is not made absolute again, which would
-#: resolve it under a cover); the job then gets its own working directory back by name
-#: (``/`` if it is no longer there).
+#: mount the covers (a tmpfs, or a staged private folder bound over its target), bind the
+#: exposed stages into place read-only (the exposed folders come twice: staged, then
+#: bound, each after ``ro`` or ``rw``), each stage unmounted once bound, hide the hidden
+#: folders, replace the devices, then run the command. The stage is reached through the
+#: working directory once the covers are on (``mount -c``: the relative path is not made
+#: absolute again, which would resolve it under a cover; ``umount`` through
+#: ``/proc/self/cwd``, which it does not resolve by name); the job then gets its own
+#: working directory back by name (``/`` if it is no longer there). Bind, not ``mount
+#: --move``: in a user namespace of an unprivileged user, util-linux's move fails after
+#: the move itself (exit 32, "any subsequent operation failed").
 _NAMESPACE_SCRIPT = (
     # the folders made on a cover lead to the exposed ones: open to the account whatever
     # the caller's umask (the demo's is 077), which the job gets back
@@ -124,11 +127,11 @@ _NAMESPACE_SCRIPT = (
     "shift; i=$((i+1)); done; ns=$n; "
     'if [ "$ns" -gt 0 ]; then cd "$STAGE" || exit 125; fi; '
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
-    'if [ -n "$1" ]; then mount -c --move "$1" "$2"; '
+    'if [ -n "$1" ]; then mount -c --bind "$1" "$2" && umount -c "/proc/self/cwd/$1"; '
     'else mount -t tmpfs -o size=64k,mode=755 coursehub-cover "$2"; fi || exit 125; '
     "shift 2; n=$((n-1)); done; "
     'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
-    'mkdir -p "$2" && mount -c --move "$i" "$2" '
+    'mkdir -p "$2" && mount -c --bind "$i" "$2" && umount -c "/proc/self/cwd/$i" '
     '&& { [ "$1" = rw ] || mount -o remount,bind,ro "$2"; } || exit 125; '
     "shift 2; i=$((i+1)); done; "
     'if [ "$ns" -gt 0 ]; then cd "$w" 2>/dev/null || cd /; fi; '
@@ -168,7 +171,7 @@ def plan_sandbox_command(cmd: Sequence[str], plan: SandboxPlan) -> list[str]:
     reaches it: a namespace's PID 1 ignores signals it has no handler for),
     and when it exits Linux kills whatever the job left behind
     (pid_namespaces(7)). ``unshare`` ignores SIGINT and SIGTERM while it
-    waits (util-linux unshare(1)). ``mount --move`` and the read-only
+    waits (util-linux unshare(1)). ``mount --bind`` and the read-only
     remount of a bind mount: mount(8).
     """
     mode = plan.mode

@@ -21,25 +21,41 @@ def _contains(outer: Path, inner: Path) -> bool:
     return outer == inner or outer in inner.parents
 
 
+def is_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a folder this process can see (False where it may not look)."""
+    try:
+        return Path(path).is_dir()
+    except OSError:  # a folder above it closed to this account (EACCES)
+        return False
+
+
 def hidden_paths(
-    paths: Iterable[str | Path], keep: Iterable[str | Path], covered: Iterable[str | Path] = ()
+    paths: Iterable[str | Path],
+    keep: Iterable[str | Path],
+    covered: Iterable[str | Path] = (),
+    shown: Iterable[str | Path] = (),
 ) -> list[str]:
     """Return the existing folders of ``paths`` to hide, outermost only, sorted.
 
     A folder that holds one of ``keep`` (the interpreter running the job, the
     job's own folder) cannot be hidden and is skipped. A folder inside
     another one to hide, or inside one of ``covered`` (already replaced by an
-    exposure's tmpfs), is hidden with it: mounting on it after its parent is
-    hidden would fail ("mount point does not exist"). Pure but for the
-    ``resolve`` and ``is_dir`` calls.
+    exposure's tmpfs or a private folder), is hidden with it: mounting on it
+    after its parent is hidden would fail ("mount point does not exist");
+    but one inside a folder of ``shown`` (shown again under a cover) is hidden
+    there. Pure but for the ``resolve`` and ``is_dir`` calls.
     """
     kept = [Path(k).resolve() for k in keep]
     covers = [Path(c).resolve() for c in covered]
+    again = [Path(s).resolve() for s in shown]
     folders = {Path(p).resolve() for p in paths}
-    folders = {f for f in folders if f.is_dir() and not any(_contains(f, k) for k in kept)}
-    outermost = {
-        f for f in folders if not any(o != f and _contains(o, f) for o in folders | set(covers))
+    folders = {f for f in folders if is_folder(f) and not any(_contains(f, k) for k in kept)}
+    folders = {
+        f
+        for f in folders
+        if not any(_contains(c, f) for c in covers) or any(_contains(s, f) for s in again)
     }
+    outermost = {f for f in folders if not any(o != f and _contains(o, f) for o in folders)}
     return sorted(str(f) for f in outermost)
 
 
@@ -65,7 +81,7 @@ def blocking_folder(path: str | Path, account: SandboxAccount) -> Path | None:
     """Return the topmost folder on the way to ``path`` that ``account`` cannot enter, or None."""
     target = Path(path).resolve()
     for folder in [*reversed(target.parents), target]:
-        if folder.is_dir() and not can_enter(folder, account):
+        if is_folder(folder) and not can_enter(folder, account):
             return folder
     return None
 
@@ -87,8 +103,8 @@ def plan_exposures(
     folder the account cannot read at all: :mod:`coursehub.sandbox.preflight`
     reports it).
     """
-    rw = {Path(p).resolve() for p in writable if Path(p).is_dir()}
-    folders = sorted({Path(p).resolve() for p in needed if Path(p).is_dir()} | rw)
+    rw = {Path(p).resolve() for p in writable if is_folder(p)}
+    folders = sorted({Path(p).resolve() for p in needed if is_folder(p)} | rw)
     folders = [f for f in folders if not any(o != f and _contains(o, f) for o in folders)]
     by_cover: dict[str, list[str]] = {}
     for folder in folders:
@@ -129,13 +145,13 @@ def plan_private(
     shown folder are shown with it. Pure but for the ``resolve`` and
     ``is_dir`` calls.
     """
-    rw = {Path(p).resolve() for p in writable if Path(p).is_dir()}
-    folders = sorted({Path(p).resolve() for p in shown if Path(p).is_dir()} | rw)
+    rw = {Path(p).resolve() for p in writable if is_folder(p)}
+    folders = sorted({Path(p).resolve() for p in shown if is_folder(p)} | rw)
     folders = [f for f in folders if not any(o != f and _contains(o, f) for o in folders)]
     exposures = []
     for source, target in private:
         cover = Path(target).resolve()
-        if not cover.is_dir() or any(_contains(f, cover) for f in folders):
+        if not is_folder(cover) or any(_contains(f, cover) for f in folders):
             continue
         paths = tuple(str(f) for f in folders if cover in f.parents)
         writable_paths = tuple(str(f) for f in folders if cover in f.parents and f in rw)

@@ -20,7 +20,7 @@ from coursehub.sandbox.account import (
     sandbox_user_name,
 )
 from coursehub.sandbox.command import SandboxPlan, gpu_devices, sandbox_mode
-from coursehub.sandbox.folders import hidden_paths, plan_exposures, plan_private
+from coursehub.sandbox.folders import hidden_paths, is_folder, plan_exposures, plan_private
 
 #: The shared folders every sandboxed job gets a private, empty one of (systemd's
 #: ``PrivateTmp=`` covers the first two: systemd.exec(5)), with the name of its folder.
@@ -43,9 +43,7 @@ def interpreter_paths() -> list[str]:
     cwd = Path.cwd().resolve()
     folders = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)}
     folders |= {
-        entry
-        for entry in entries
-        if entry and Path(entry).is_dir() and Path(entry).resolve() != cwd
+        entry for entry in entries if entry and is_folder(entry) and Path(entry).resolve() != cwd
     }
     return sorted(str(Path(f).resolve()) for f in folders)
 
@@ -138,7 +136,8 @@ def make_plan(
     ]
     exposures += privates
     covered = [e.cover for e in exposures]
-    hide = hidden_paths(hidden, keep_all, covered) if namespaces else []
+    shown = [path for e in exposures for path in e.paths]
+    hide = hidden_paths(hidden, keep_all, covered, shown) if namespaces else []
     devices = gpu_devices() if mode in ("root", "userns") else []
     return SandboxPlan(
         mode=mode,
