@@ -285,3 +285,38 @@ def test_a_start_from_outside_the_rooms_network_is_refused_and_recorded(client, 
     )
     assert bad.status_code == 400
     assert "'room A' is not a network" in bad.get_json()["fields"]["allowed_networks"]
+
+
+def test_a_lead_changes_the_imports_ranges_and_code_and_empty_clears_them(client, final):
+    lead = api_headers("lead")
+    answer = client.patch(FINAL, json={"allowed_imports": "numpy, scipy.linalg"}, headers=lead)
+    assert answer.status_code == 200, answer.get_json()
+    changed = answer.get_json()
+    assert changed["allowed_imports"] == "numpy,scipy" and changed["start_code"] is True
+    assert changed["changed"] == ["allowed_imports: numpy,scipy"]
+    answer = client.patch(
+        FINAL, json={"start_code": "", "allowed_networks": "192.0.2.7/24"}, headers=lead
+    )
+    assert answer.get_json()["changed"] == ["allowed_networks: 192.0.2.0/24", "start code removed"]
+    assert answer.get_json()["start_code"] is False
+    assert client.get(FINAL, headers=lead).get_json()["allowed_networks"] == "192.0.2.0/24"
+    answer = client.patch(FINAL, json={"allowed_imports": ""}, headers=lead)
+    assert answer.get_json()["allowed_imports"] is None
+
+
+def test_a_bad_change_is_refused_naming_its_field_and_changes_nothing(client, final):
+    lead = api_headers("lead")
+    for body_, field in (
+        ({"allowed_imports": "numpy, sci-py"}, "allowed_imports"),
+        ({"allowed_networks": "not-a-network"}, "allowed_networks"),
+        ({"start_code": "   "}, "start_code"),
+        ({}, "body"),
+    ):
+        answer = client.patch(FINAL, json=body_, headers=lead)
+        assert answer.status_code == 400, (body_, answer.get_json())
+        assert field in str(answer.get_json()), answer.get_json()
+    assert client.get(FINAL, headers=lead).get_json() == final
+    assert (
+        client.patch(FINAL, json={"start_code": ""}, headers=api_headers("teacher")).status_code
+        == 403
+    )

@@ -397,3 +397,20 @@ def test_an_exam_is_due_for_release_once_its_time_has_come_and_only_once(tmp_pat
     ]
     record_path(tmp_path, "d").write_text("{}")
     assert [e.assignment for e in due_exams(exams, tmp_path, now)] == ["a"]
+
+
+def test_the_update_command_changes_what_it_is_given_and_names_a_bad_option(catalog, capsys):
+    run(capsys, catalog, "create", COURSE, EXAM, "--opens", "2026-01-12T10:00",
+        "--duration", "60", "--hard-end", "2026-01-12T13:00", "--start-code", "K7Q2")  # fmt: skip
+    status, out, _ = run(capsys, catalog, "update", COURSE, EXAM, "--allowed-imports", "numpy",
+                         "--start-code", "")  # fmt: skip
+    assert status == 0 and out.endswith(": allowed_imports: numpy; start code removed\n"), out
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    [listed] = json.loads(out)
+    assert (listed["allowed_imports"], listed["start_code"]) == ("numpy", False)
+    status, _, err = run(capsys, catalog, "update", COURSE, EXAM, "--allowed-networks", "nope")
+    assert status == 2 and err.startswith("coursehub: error: --allowed-networks: ")
+    status, _, err = run(capsys, catalog, "update", COURSE, EXAM)
+    assert status == 2 and "nothing to change" in err
+    status, _, err = run(capsys, catalog, "update", COURSE, "midterm", "--start-code", "")
+    assert status == 2 and "has no exam 'midterm'" in err

@@ -692,6 +692,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         (401, 404, 403, 403, 404, 404, 404, 404, 404),
     ),
     (
+        "PATCH",
+        f"{A}/courses/<course_id>/exams/<assignment>",
+        f"{A}/courses/mlmeca-2025/exams/final",
+        {"start_code": ""},
+        (401, 403, 403, 403, 403, 404, 403, 404, 403),
+    ),
+    (
         "PUT",
         f"{A}/courses/<course_id>/exams/<assignment>/overrides/students/<username>",
         f"{A}/courses/mlmeca-2025/exams/final/overrides/students/p2500001",

@@ -41,6 +41,7 @@ from coursehub.grading import (
     reopencommand,
     similaritycommand,
     snapshotcommand,
+    updatecommand,
 )
 
 
@@ -74,6 +75,13 @@ def register(subparsers: Any) -> None:
         help="address ranges students may start it from: 192.0.2.0/24,2001:db8::/32",
     )
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
+    sub = _command(
+        commands,
+        "update",
+        "change an exam's allowed imports, address ranges or start code ('' clears one)",
+        updatecommand.update,
+    )
+    updatecommand.add_update_arguments(sub)
     sub = _command(commands, "list", "list the course's exams", examcommands.list_)
     sub.add_argument("--json", action="store_true", help="print JSON")
     sub = _command(commands, "show", "an exam and each student's sitting", examcommands.show)

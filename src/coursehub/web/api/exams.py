@@ -152,6 +152,23 @@ def get_one_exam(course_id: str, assignment: str) -> Response:
     return jsonify(exam_to_json(get_exam(session, course, assignment), course.course_id))
 
 
+@bp.patch(EXAM)
+def patch_exam(course_id: str, assignment: str) -> Response:
+    """Change an exam's allowed imports, address ranges or start code (a lead, an admin)."""
+    from coursehub.catalog.examupdate import UPDATABLE, update_exam
+
+    session, course, access = api_course(course_id, Access.MANAGE)
+    require_lead(session, course, access)
+    exam = get_exam(session, course, assignment)
+    data = read_body({}, dict.fromkeys(UPDATABLE, str))
+    try:
+        with committing(session):
+            changed = update_exam(session, exam, data)
+    except UsageError as exc:
+        raise refused(exc) from None
+    return jsonify(exam_to_json(exam, course.course_id) | {"changed": changed})
+
+
 @bp.put(EXAM + "/overrides/students/<username>")
 def put_student_override(course_id: str, assignment: str, username: str) -> Response:
     """Give a student extra time or their own window (a lead, an admin)."""
