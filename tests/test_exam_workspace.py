@@ -29,6 +29,7 @@ from coursehub.grading.examsnapshot import snapshot_exam
 from coursehub.spawn.examserver import (
     ExamServers,
     exam_servers_from_env,
+    home_owner,
     merge_traits,
     running_sitting,
 )
@@ -202,6 +203,41 @@ def test_a_start_for_any_course_during_the_exam_is_its_exam_server_and_after_it_
     assert (home / COURSE / EXAM / "final.ipynb").is_file()
     assert after == ("/home/course", [], 4.0)  # the course asked for, after the exam
     assert course_app.tokens[0] == "token secret-token"
+
+
+def test_a_demo_hub_owns_the_exam_home_of_a_student_without_a_unix_account(tmp_path):
+    """The demo's servers all run as the hub's account: so does the exam home."""
+    released(tmp_path / "exchange")
+    groups = [(f"nbgrader-{COURSE}", {"profile": render_profile(M2)})]
+    spawner = local_spawner(groups, name="p2501001")  # a hub user, no Unix account
+    spawner.api_token = "secret-token"
+    course_app = CourseApp("p2501001")
+
+    async def start() -> None:
+        server = httpserver.HTTPServer(web.Application(course_app.handlers()))
+        sockets = netutil.bind_sockets(0, "127.0.0.1")
+        server.add_sockets(sockets)
+        port = sockets[0].getsockname()[1]
+        exams = exam_servers_from_env(
+            {
+                "COURSEHUB_EXAM_URL": f"http://127.0.0.1:{port}/",
+                "COURSEHUB_EXAM_ROOT": str(tmp_path / "exams"),
+                "COURSEHUB_GRADING_EXCHANGE": str(tmp_path / "exchange"),
+            },
+            hub_owned=True,
+        )
+        profiles = CourseProfiles("local", gpu_ids=(), state_path=tmp_path / "g.json", exams=exams)
+        await profiles.apply(spawner, {})
+        server.stop()
+
+    asyncio.run(start())
+    home = tmp_path / "exams" / COURSE / EXAM / "p2501001"
+    assert spawner.notebook_dir == str(home)
+    assert spawner.environment["COURSEHUB_EXAM"] == f"{COURSE}/{EXAM}"
+    assert (home / COURSE / EXAM / "final.ipynb").stat().st_uid == os.getuid()
+    assert home_owner("p2501001", hub_owned=True) == (os.getuid(), os.getgid())
+    with pytest.raises(KeyError):
+        home_owner("p2501001")
 
 
 def test_the_autosave_keeps_the_latest_copy_and_its_sha256_list(tmp_path):

@@ -1,4 +1,6 @@
-"""``coursehub demo [--port 8000] [--data-dir DIR] [--spawner local|slurm]``: the whole system here.
+"""``coursehub demo [--port 8000] [--data-dir DIR] [--spawner local|slurm] [--exam-servers]``.
+
+The whole system on this machine.
 
 Nothing heavy is imported here; :mod:`coursehub.demo.hub` loads when the
 command runs.
@@ -43,6 +45,12 @@ def register(subparsers: Any) -> None:
         "each server a Slurm job with its course's request, on a cluster already running "
         "here (scripts/slurm-single-node start; docs/slurm.md) (default: local)",
     )
+    parser.add_argument(
+        "--exam-servers",
+        action="store_true",
+        help="a start during a student's running exam is an exam server: exam home under "
+        "DATA_DIR/exams, the exam's notebooks, no terminal (docs/exams.md; local spawner)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,4 +61,6 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
     data_dir = args.data_dir if args.data_dir is not None else demo_data_dir()
-    return run_demo(Path(data_dir), args.port, args.ip, getattr(args, "spawner", "local"))
+    spawner = getattr(args, "spawner", "local")
+    exam_servers = getattr(args, "exam_servers", False)
+    return run_demo(Path(data_dir), args.port, args.ip, spawner, exam_servers)

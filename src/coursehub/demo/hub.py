@@ -64,6 +64,7 @@ from coursehub.demo.processes import (
     stop_processes,
 )
 from coursehub.demo.setup import (
+    demo_exam_environment,
     demo_spawn_limit,
     formgrader_names,
     grading_layouts,
@@ -102,6 +103,8 @@ class DemoHub:
     ``spawn_limit`` is its ``concurrent_spawn_limit``; None: ``$COURSEHUB_SPAWN_LIMIT``,
     else :func:`demo_spawn_limit` of this machine. The hub inherits ``lock``'s
     descriptor, so the data directory stays locked until the hub is gone too.
+    ``exam_servers``: a start during a student's running exam is an exam server
+    (:func:`coursehub.demo.setup.demo_exam_environment`; homes under ``exams/``).
     """
 
     def __init__(
@@ -112,9 +115,10 @@ class DemoHub:
         spawn_limit: int | None = None,
         lock: DemoLock | None = None,
         spawner: str = "local",
+        exam_servers: bool = False,
     ) -> None:
         self.data_dir, self.port, self.ip, self.lock = data_dir, port, ip, lock
-        self.spawner = spawner
+        self.spawner, self.exam_servers = spawner, exam_servers
         self.spawn_limit = spawn_limit or demo_spawn_limit(os.environ.get("COURSEHUB_SPAWN_LIMIT"))
         self.hub_dir = data_dir / "hub"
         self.process: subprocess.Popen[bytes] | None = None
@@ -172,6 +176,8 @@ class DemoHub:
             # fresh at each start: the hub takes configured service tokens at start-up
             **{token_variable(fg.course_id): secrets.token_hex(32) for fg in formgraders},
         }
+        if self.exam_servers:
+            env.update(demo_exam_environment(self.data_dir, ports.service))
         with self.log_path.open("ab") as log:
             self.process = start_hub(
                 config,
@@ -292,11 +298,18 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1", spawner: str = "local") -> int:
+def run_demo(
+    data_dir: Path,
+    port: int,
+    ip: str = "127.0.0.1",
+    spawner: str = "local",
+    exam_servers: bool = False,
+) -> int:
     """Run the demo until Ctrl-C; return the exit status (0 after a clean stop, 1 if the hub died).
 
     ``spawner`` is ``local`` (servers are processes here) or ``slurm``
     (servers are jobs of this host's Slurm cluster; checked first).
+    ``exam_servers``: a start during a student's running exam is an exam server.
 
     Raises
     ------
@@ -317,14 +330,16 @@ def run_demo(data_dir: Path, port: int, ip: str = "127.0.0.1", spawner: str = "l
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = acquire_lock(data_dir, port)
         try:
-            return _run_locked(data_dir, port, ip, lock, spawner)
+            return _run_locked(data_dir, port, ip, lock, spawner, exam_servers)
         finally:
             lock.release()
     finally:
         os.umask(previous_umask)
 
 
-def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock, spawner: str) -> int:
+def _run_locked(
+    data_dir: Path, port: int, ip: str, lock: DemoLock, spawner: str, exam_servers: bool
+) -> int:
     from coursehub.demo.accounts import render_banner
 
     ensure_private_data(data_dir)
@@ -341,7 +356,7 @@ def _run_locked(data_dir: Path, port: int, ip: str, lock: DemoLock, spawner: str
     ensure_course_data(data_dir / "shared", [layout.course_id for layout in layouts])
     print(f"coursehub demo: catalog {'seeded' if seeded else 'kept'} in {data_dir}", flush=True)
     become_subreaper()
-    hub = DemoHub(data_dir, port, ip, lock=lock, spawner=spawner)
+    hub = DemoHub(data_dir, port, ip, lock=lock, spawner=spawner, exam_servers=exam_servers)
     previous = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
     try:
         hub.start(database_url)

@@ -129,6 +129,20 @@ def demo_spawn_limit(override: str | None = None) -> int:
     return int(override)
 
 
+def demo_exam_environment(data_dir: Path, service_port: int) -> dict[str, str]:
+    """Return the hub environment that turns exam servers on in a demo (docs/exams.md).
+
+    ``COURSEHUB_EXAM_URL``: the course app at ``127.0.0.1:service_port`` (its
+    ``/services/coursehub/`` root); exam homes under ``data_dir/exams``; the
+    released notebooks from the demo's exchange, ``data_dir/nbgrader/exchange``.
+    """
+    return {
+        "COURSEHUB_EXAM_URL": f"http://127.0.0.1:{service_port}/services/coursehub/",
+        "COURSEHUB_EXAM_ROOT": str(data_dir / "exams"),
+        "COURSEHUB_GRADING_EXCHANGE": str(data_dir / "nbgrader" / "exchange"),
+    }
+
+
 def grading_layouts(data_dir: Path) -> list[CourseLayout]:
     """Return the layouts of the demo's courses set up for grading (with ``nbgrader_config.py``)."""
     from coursehub.grading.layout import make_layout

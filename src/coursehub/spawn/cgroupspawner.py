@@ -13,23 +13,22 @@ their first instruction. When the server stops, what is left inside is killed an
 removed.
 
 Several hubs on one host: the ``hub_id`` (:mod:`coursehub.spawn.identity`, a hash of the hub's
-database) is part of the cgroup path, and a host-wide lock per hub id stops two live hubs from
-sharing one. The cgroup's directories (and their inode numbers) are kept in the spawner's state;
-a directory found at the planned path is emptied only when it is the one this hub recorded. Any
-other directory is left alone with its processes, logged, and the server gets a fresh name.
+database) is in the cgroup path; a host-wide lock per hub id stops two live hubs sharing one.
+The cgroups' directories (and inodes) are kept in the spawner's state: one found at the planned
+path is emptied only when this hub recorded it; any other is left alone, logged, with its
+processes, and the server gets a fresh name.
 
 Where cgroups cannot be made (not root, read-only ``/sys/fs/cgroup``) the server starts anyway
-and the hub logs that its limits are not enforced. GPU isolation is different
-(``device_isolation``): where NVIDIA devices exist and cannot be hidden (cgroup v2, no devices
-controller, no cgroups), the server is refused by default (``"required"``), or started with a
-warning (``"best-effort"``). Hosts without an NVIDIA driver have nothing to hide.
+and the hub logs that its limits are not enforced. GPUs differ (``device_isolation``): NVIDIA
+devices that cannot be hidden (cgroup v2, no devices controller, no cgroups) refuse the server
+by default (``"required"``), or start it with a warning (``"best-effort"``).
 
-* :class:`CgroupLocalProcessSpawner`: JupyterHub's LocalProcessSpawner (one Unix user per hub
-  user).
+* :class:`CgroupLocalProcessSpawner`: JupyterHub's LocalProcessSpawner (a Unix user each).
 * :class:`CgroupSimpleLocalProcessSpawner`: SimpleLocalProcessSpawner (every server runs as the
-  hub's own Unix user, with its home under ``home_dir_template``); for the demo and tests only,
-  as it gives no isolation between users. When the hub runs as root it passes ``--allow-root``
-  to the server, which jupyter-server otherwise refuses.
+  hub's own Unix user, home under ``home_dir_template``): demo and tests only, no isolation
+  between users; a hub running as root passes ``--allow-root``, else refused by jupyter-server.
+
+Both keep an exam server's exam home as its ``HOME`` (:mod:`coursehub.spawn.examhome`).
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ from coursehub.spawn.cgrouprecord import (
     servers_parent_for,
 )
 from coursehub.spawn.devices import parse_proc_devices, plan_device_rules
+from coursehub.spawn.examhome import ExamHomeMixin
 from coursehub.spawn.identity import (
     HubIdentityError,
     HubLock,
@@ -80,8 +80,7 @@ from coursehub.spawn.serverexit import ServerExitWatchMixin
 class CgroupSpawnerMixin(HasTraits):
     """Put the spawned server in its own cgroup with the spawner's ``cpu_limit`` and ``mem_limit``.
 
-    Mix in before a LocalProcessSpawner class: ``class S(CgroupSpawnerMixin,
-    LocalProcessSpawner)``.
+    Mix in before a LocalProcessSpawner class: ``class S(CgroupSpawnerMixin, LocalProcessSpawner)``.
     """
 
     cgroup_parent = Unicode(
@@ -95,9 +94,7 @@ class CgroupSpawnerMixin(HasTraits):
     runtime_dir = Unicode(
         help="Directory of the host-wide hub lock files (default: /run/coursehub as root)."
     ).tag(config=True)
-    cgroup_root = Unicode(str(CGROUP_ROOT), help="Where the cgroup filesystems are mounted.").tag(
-        config=True
-    )
+    cgroup_root = Unicode(str(CGROUP_ROOT), help="Where cgroups are mounted.").tag(config=True)
     proc_cgroup = Unicode(
         str(PROC_CGROUP), help="The hub's /proc/PID/cgroup file (where its own cgroups are)."
     ).tag(config=True)
@@ -380,12 +377,14 @@ class CgroupSpawnerMixin(HasTraits):
         return status
 
 
-class CgroupLocalProcessSpawner(ServerExitWatchMixin, CgroupSpawnerMixin, LocalProcessSpawner):
+class CgroupLocalProcessSpawner(
+    ExamHomeMixin, ServerExitWatchMixin, CgroupSpawnerMixin, LocalProcessSpawner
+):
     """LocalProcessSpawner with a per-server cgroup (CPU quota, memory limit)."""
 
 
 class CgroupSimpleLocalProcessSpawner(
-    ServerExitWatchMixin, CgroupSpawnerMixin, SimpleLocalProcessSpawner
+    ExamHomeMixin, ServerExitWatchMixin, CgroupSpawnerMixin, SimpleLocalProcessSpawner
 ):
     """SimpleLocalProcessSpawner with a per-server cgroup; demo and tests only (no isolation)."""
 

@@ -16,11 +16,16 @@ spawn form asked, with the exam course's resource limits, and without the
 weekly budget check (a student over their budget still sits the exam). When
 the course app does not answer, the server starts as a course server and the
 hub logs why (a course app down must not stop every course).
+
+The exam home belongs to the student's Unix account; on a hub whose servers
+all run as the hub's own account (``coursehub demo``, SimpleLocalProcessSpawner:
+``hub_owned``) it belongs to the hub's account.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pwd
 import weakref
 from collections.abc import Mapping, Sequence
@@ -74,6 +79,20 @@ def merge_traits(override: dict[str, Any], exam: dict[str, Any]) -> dict[str, An
     return merged
 
 
+def home_owner(username: str, hub_owned: bool = False) -> tuple[int, int]:
+    """Return the ``(uid, gid)`` an exam home belongs to: ``username``'s account, or the hub's.
+
+    Raises
+    ------
+    KeyError
+        ``username`` has no Unix account (and ``hub_owned`` is false).
+    """
+    if hub_owned:
+        return os.getuid(), os.getgid()
+    account = pwd.getpwnam(username)
+    return account.pw_uid, account.pw_gid
+
+
 def running_sitting(sitting: dict[str, Any]) -> bool:
     """Whether a sitting (the course app's JSON) is running: started, seconds left."""
     return bool(sitting.get("started_at")) and (sitting.get("seconds_left") or 0) > 0
@@ -94,6 +113,9 @@ class ExamServers:
         Addresses an exam server's systemd unit may reach (``IPAddressAllow=``).
     hidden
         Folders an exam kernel must not see (the course homes' root).
+    hub_owned
+        Exam homes belong to the hub's own account (every server runs as it,
+        ``coursehub demo``), not to the student's.
     """
 
     def __init__(
@@ -104,6 +126,7 @@ class ExamServers:
         hub_addresses: tuple[str, ...] = ("localhost",),
         hidden: tuple[str, ...] = (),
         timeout_s: float = TIMEOUT_S,
+        hub_owned: bool = False,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.exam_root = exam_root
@@ -111,6 +134,7 @@ class ExamServers:
         self.hub_addresses = hub_addresses
         self.hidden = hidden
         self.timeout_s = timeout_s
+        self.hub_owned = hub_owned
 
     async def _get(self, path: str, token: str) -> Any:
         url = f"{self.base_url}/api/v1/courses/{path}"
@@ -168,12 +192,12 @@ class ExamServers:
         if seat is None:
             return {**override, **admin}
         try:
-            account = pwd.getpwnam(spawner.user.name)
+            uid, gid = home_owner(spawner.user.name, self.hub_owned)
             release = release_dir(self.exchange_root, seat.course_id, seat.assignment)
             ensure_exam_home(
                 Path(seat.home),
-                account.pw_uid,
-                account.pw_gid,
+                uid,
+                gid,
                 release,
                 seat.course_id,
                 seat.assignment,
@@ -193,8 +217,12 @@ class ExamServers:
         return merge_traits(override, traits)
 
 
-def exam_servers_from_env(environ: Mapping[str, str]) -> ExamServers | None:
+def exam_servers_from_env(
+    environ: Mapping[str, str], hub_owned: bool = False
+) -> ExamServers | None:
     """Return the hub's :class:`ExamServers` from its environment (None: no ``COURSEHUB_EXAM_URL``).
+
+    ``hub_owned``: exam homes belong to the hub's own account (:class:`ExamServers`).
 
     ``COURSEHUB_EXAM_ROOT`` (the exam homes), ``COURSEHUB_GRADING_EXCHANGE``
     (the released notebooks), ``COURSEHUB_EXAM_HUB_ADDRESSES`` (space-separated,
@@ -210,4 +238,5 @@ def exam_servers_from_env(environ: Mapping[str, str]) -> ExamServers | None:
         environ.get("COURSEHUB_GRADING_EXCHANGE") or DEFAULT_EXCHANGE_ROOT,
         tuple((environ.get("COURSEHUB_EXAM_HUB_ADDRESSES") or "localhost").split()),
         tuple((environ.get("COURSEHUB_EXAM_HIDDEN") or "").split()),
+        hub_owned=hub_owned,
     )

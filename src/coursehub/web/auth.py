@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import threading
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -39,6 +40,9 @@ bp = Blueprint("auth", __name__)
 
 MODE_KEY = "coursehub.auth_mode"
 HUB_AUTH_KEY = "coursehub.hub_auth"
+#: One call at a time into HubAuth's blocking methods: they run on one event loop of
+#: their own, which refuses a second caller ("This event loop is already running").
+_HUB_CALLS = threading.Lock()
 
 
 def init_app(app: Flask, mode: str) -> None:
@@ -133,11 +137,16 @@ def session_identity() -> Identity | None:
 
 
 def resolve_hub_token(token: str) -> Identity | None:
-    """Return the user owning a hub token who may use this service, else None."""
+    """Return the user owning a hub token who may use this service, else None.
+
+    The hub is asked one request thread at a time (HubAuth's blocking calls
+    share one event loop); a known token is answered from HubAuth's cache.
+    """
     auth = hub_auth()
     if auth is None or not token:
         return None
-    model = auth.user_for_token(token)
+    with _HUB_CALLS:
+        model = auth.user_for_token(token)
     if model is None or (auth.access_scopes and not auth.check_scopes(auth.access_scopes, model)):
         return None
     return identity_from_hub(model)
@@ -174,7 +183,8 @@ def oauth_callback() -> Response:
     expected = str(pending.get("state", "")).encode("utf-8", "replace")
     if not hmac.compare_digest(state.encode("utf-8", "replace"), expected):
         abort(403, description="sign-in state does not match; start again from the home page")
-    token = auth.token_for_code(code, code_verifier=pending["verifier"])
+    with _HUB_CALLS:
+        token = auth.token_for_code(code, code_verifier=pending["verifier"])
     identity = resolve_hub_token(token)
     if identity is None:
         abort(403, description="your hub account may not use the course app")
