@@ -249,9 +249,12 @@ def test_a_job_that_fits_nowhere_shows_its_place_in_line(tmp_path):
     leases = [pool.acquire(1, 1, gpu_mem_bytes=JOB_BYTES) for _ in range(10)]
     backend = LocalBackend(tmp_path / "runs", pool, use_cgroups=False, grace_s=1.0)
     first = submit(_script(tmp_path), ["0"], gpus=1, gpu_mem_limit="1.3G", backend=backend)
-    second = submit(_script(tmp_path), ["0"], gpus=1, gpu_mem_limit="1.3G", backend=backend)
+    second = None
     try:
+        # the second is submitted once the first waits: two submitted at once may queue
+        # in either order
         wait_until(lambda: "1st in line" in first.output(), what="the first waiter's line")
+        second = submit(_script(tmp_path), ["0"], gpus=1, gpu_mem_limit="1.3G", backend=backend)
         wait_until(lambda: "2nd in line" in second.output(), what="the second waiter's line")
         assert "[coursehub] waiting for a GPU: 1st in line, needs 1.3 GiB" in first.output()
         assert "[coursehub] waiting for a GPU: 2nd in line, needs 1.3 GiB" in second.output()
@@ -261,7 +264,8 @@ def test_a_job_that_fits_nowhere_shows_its_place_in_line(tmp_path):
         assert second.wait(timeout_s=30).ok
     finally:
         first.cancel()
-        second.cancel()
+        if second is not None:
+            second.cancel()
         for lease in leases:
             lease.release()
 

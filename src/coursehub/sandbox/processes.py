@@ -108,7 +108,8 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "the student's uid in a user namespace, no capabilities (refused where the host has "
         "none); shell escapes refused by coursehub.examroom.guard",
         "what the student's account reads (the course homes' root hidden when configured)",
-        "the exam home",
+        "the exam home; its own /tmp, /var/tmp and /dev/shm (nothing another student's kernel "
+        "wrote there)",
         "no (own network namespace; ZMQ over Unix sockets)",
         "coursehub.examroom.kernelmanager:plan_exam_kernel_command",
     ),
@@ -169,8 +170,8 @@ PROCESSES: tuple[ProcessRow, ...] = (
         "the sandbox account (`coursehub-grader`) as root; same uid in a user namespace "
         "otherwise; non-dumpable, never runs a student's code",
         "the installation, read-only; the forked kernels' private copies",
-        "its private /tmp and /dev/shm (emptied after each kernel, with every leftover "
-        "process killed)",
+        "its private /tmp, /var/tmp and /dev/shm (emptied after each kernel, with every "
+        "leftover process killed)",
         "no (own network namespace)",
         "coursehub.grading.sandbox.forkclient:ForkServer",
     ),
