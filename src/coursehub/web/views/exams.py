@@ -21,6 +21,7 @@ Students never see this page (403).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import Blueprint, flash, g, redirect, render_template, url_for
 from flask_wtf import FlaskForm
@@ -110,9 +111,9 @@ class EndForm(FlaskForm):
     username = StringField("Student", validators=[DataRequired(), Length(max=128)])
 
 
-@bp.post("/courses/<course_id>/exams/<assignment>/end")
-def end(course_id: str, assignment: str) -> Response:
-    """End a student's time now (lead, teachers); the bell then submits their work."""
+def _student_action(course_id: str, assignment: str, action: str) -> tuple[Any, ...] | Response:
+    """The proctor's form for one student (lead, teachers): ``(session, course, exam, username,
+    here)``, or the redirect back to the table when the form was not accepted."""
     course, access = load_course(course_id, Access.READ_ROSTER)
     require(access, Access.MANAGE)
     session = get_session()
@@ -120,9 +121,18 @@ def end(course_id: str, assignment: str) -> Response:
     form = EndForm()
     here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
     if not form.validate():
-        flash("The End form was not accepted (expired page?): reload and try again.", "error")
+        flash(f"The {action} form was not accepted (expired page?): reload and try again.", "error")
         return redirect(here)
-    username = form.username.data or ""
+    return session, course, exam, form.username.data or "", here
+
+
+@bp.post("/courses/<course_id>/exams/<assignment>/end")
+def end(course_id: str, assignment: str) -> Response:
+    """End a student's time now (lead, teachers); the bell then submits their work."""
+    checked = _student_action(course_id, assignment, "End")
+    if not isinstance(checked, tuple):
+        return checked
+    session, course, exam, username, here = checked
     try:
         with committing(session):
             end_sitting(session, course, exam, username, g.identity.name, datetime.now(UTC))
@@ -136,16 +146,10 @@ def end(course_id: str, assignment: str) -> Response:
 @bp.post("/courses/<course_id>/exams/<assignment>/reopen")
 def reopen(course_id: str, assignment: str) -> Response:
     """Start a student's exam server again after a crash (lead, teachers); their end stays."""
-    course, access = load_course(course_id, Access.READ_ROSTER)
-    require(access, Access.MANAGE)
-    session = get_session()
-    exam = get_exam(session, course, assignment)
-    form = EndForm()
-    here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
-    if not form.validate():
-        flash("The Reopen form was not accepted (expired page?): reload and try again.", "error")
-        return redirect(here)
-    username = form.username.data or ""
+    checked = _student_action(course_id, assignment, "Reopen")
+    if not isinstance(checked, tuple):
+        return checked
+    session, course, exam, username, here = checked
     try:
         done = reopen_server(session, course, exam, username, g.identity.name, datetime.now(UTC))
     except UsageError as exc:
