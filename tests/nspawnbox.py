@@ -120,12 +120,21 @@ def preflight(root: Path) -> None:
 
 
 def _leader(nspawn_pid: int, deadline: float) -> int:
-    """Return the pid of the container's PID 1 (the child of systemd-nspawn)."""
+    """Return the pid of the container's PID 1, a child of systemd-nspawn.
+
+    systemd-nspawn first forks an outer child that forks the container's PID 1 and
+    exits; the outer child is a child of systemd-nspawn too, for a moment. So the
+    leader is the child that is PID 1 of a PID namespace of its own: the last field
+    of its ``NSpid`` line is 1 (proc(5), ``/proc/PID/status``).
+    """
     while time.monotonic() < deadline:
         children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children")
-        pids = children.read_text().split() if children.exists() else []
-        if pids:
-            return int(pids[0])
+        for pid in children.read_text().split() if children.exists() else []:
+            with contextlib.suppress(OSError):
+                status = Path(f"/proc/{pid}/status").read_text().splitlines()
+                nspid = next((line.split()[1:] for line in status if line.startswith("NSpid:")), [])
+                if len(nspid) > 1 and nspid[-1] == "1":
+                    return int(pid)
         time.sleep(0.2)
     raise AssertionError("systemd-nspawn started no container")
 
@@ -152,14 +161,23 @@ class Container:
         """The host's path of the container's file ``inside`` (proc(5), ``/proc/PID/root``)."""
         return Path(f"/proc/{self.leader}/root") / inside.lstrip("/")
 
-    def booted(self, deadline: float) -> bool:
-        """Wait until the container's systemd has finished booting (its bus answers first)."""
+    def booted(self, deadline: float) -> str:
+        """Wait until the container's systemd has finished booting (its bus answers first).
+
+        Returns
+        -------
+        str
+            ``""`` once booted (``running`` or ``degraded``), else what the last
+            ``systemctl is-system-running --wait`` said, for the failure message.
+        """
+        said = "nothing yet"
         while time.monotonic() < deadline:
-            state = self.sh("systemctl is-system-running --wait", timeout=90).stdout.strip()
-            if state in ("running", "degraded"):
-                return True
+            done = self.sh("systemctl is-system-running --wait", timeout=90)
+            if done.stdout.strip() in ("running", "degraded"):
+                return ""
+            said = f"exit {done.returncode}: {(done.stdout + done.stderr).strip()[-300:]}"
             time.sleep(0.5)
-        return False
+        return said
 
 
 @contextlib.contextmanager
@@ -181,7 +199,8 @@ def boot(log: Path) -> Iterator[Container]:
         nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=console)
     try:
         box = Container(_leader(nspawn.pid, time.monotonic() + 30))
-        assert box.booted(time.monotonic() + 90), log.read_text()[-2000:]
+        said = box.booted(time.monotonic() + 90)
+        assert not said, f"not booted in 90 s: {said}\n{log.read_text()[-2000:]}"
         yield box
     finally:
         nspawn.terminate()  # an orderly power-off of the container
