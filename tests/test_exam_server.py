@@ -1,4 +1,5 @@
-"""A real jupyter-server with an exam server's options: no terminal, kernels without network.
+"""A real jupyter-server with an exam server's options: no terminal, kernels without network,
+only the server extensions an exam needs, no configuration of the student's own.
 
 The options are :func:`coursehub.examroom.server.plan_exam_args`' (what the
 spawner gives an exam server); the server is a real ``jupyter server``
@@ -18,9 +19,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from jupyter_core.paths import ENV_CONFIG_PATH, SYSTEM_CONFIG_PATH
 
-from coursehub.examroom.server import ExamSeat, plan_exam_args
+from coursehub.examroom.server import ExamSeat, configured_server_extensions, plan_exam_args
 from coursehub.sandbox.command import sandbox_mode
+from coursehub.spawn.examserver import exam_config
 from helpers import free_port
 
 TOKEN = "exam-test-token"
@@ -40,7 +43,9 @@ def request(port: int, path: str, method: str = "GET", body: dict | None = None)
     req.add_header("Authorization", f"token {TOKEN}")
     try:
         with urllib.request.urlopen(req, timeout=10) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
+            body = answer.read()
+            kind = answer.headers.get("Content-Type", "")
+            return answer.status, json.loads(body or b"null") if "json" in kind else body
     except urllib.error.HTTPError as exc:
         return exc.code, None
 
@@ -95,6 +100,48 @@ def test_an_exam_server_has_no_terminal_and_its_kernel_its_own_network(tmp_path)
         own = os.readlink("/proc/self/ns/net")
         assert all(os.readlink(f"/proc/{pid}/ns/net") != own for pid in pids)
         assert request(port, f"/api/kernels/{kernel['id']}", "DELETE")[0] == 204
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_an_exam_server_loads_only_lab_and_the_clock_and_no_config_the_student_writes(tmp_path):
+    home = tmp_path / "home"
+    (home / ".jupyter").mkdir(parents=True)
+    # what a student could write in the exam home (its ~/.jupyter) before a reopen
+    (home / ".jupyter/jupyter_server_config.json").write_text(
+        json.dumps({"ContentsManager": {"allow_hidden": True}})
+    )
+    (home / ".hidden.txt").write_text("x")
+    seat = ExamSeat("mlmeca-2025", "final", home)
+    config = exam_config("")
+    path = config["JUPYTER_CONFIG_PATH"].split(os.pathsep)
+    configured = configured_server_extensions([*path, *ENV_CONFIG_PATH, *SYSTEM_CONFIG_PATH])
+    assert "nbgrader.server_extensions.validate_assignment" in configured  # installed here
+    port = free_port()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"), "HOME": str(home), **config}
+    command = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}"]
+    command += ["--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"]
+    command += [f"--ServerApp.root_dir={home}", *plan_exam_args(seat, (), configured)]
+    command += ["--allow-root"] if os.geteuid() == 0 else []
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until_up(port, server)
+        said = (tmp_path / "server.log").read_text()
+        assert request(port, "/lab")[0] == 200, said[-2000:]
+        assert request(port, "/api/contents/.hidden.txt")[0] == 404  # the student's file unread
+        # nbgrader's validation (a kernel outside the exam kernels), its assignment list,
+        # nbgitpuller, the language servers, the resource usage, the classic notebook: off
+        for route in ("/assignments/validate", "/assignments", "/git-pull", "/lsp/status",
+                      "/api/metrics/v1", "/tree"):  # fmt: skip
+            assert request(port, route)[0] == 404, route
+        assert "nbgrader" not in said and "jupyter_lsp" not in said, said[-2000:]
+        settings = home / ".jupyter/lab/user-settings"
+        status = request(port, "/lab/api/settings/@jupyterlab/apputils-extension:themes", "PUT",
+                         {"raw": '{"theme": "JupyterLab Dark"}'})  # fmt: skip
+        assert status[0] == 204 and settings.is_dir(), status
     finally:
         server.terminate()
         server.wait(timeout=30)

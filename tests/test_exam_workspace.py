@@ -24,15 +24,26 @@ from coursehub.contract import make_profile
 from coursehub.contract import profile_to_json as render_profile
 from coursehub.errors import UsageError
 from coursehub.examroom.home import ensure_exam_home, plan_exam_home, release_dir
-from coursehub.examroom.server import KERNEL_MANAGER, ExamSeat, plan_exam_traits, plan_unit_network
+from coursehub.examroom.server import (
+    CLOCK_EXTENSION,
+    EXAM_SERVER_EXTENSIONS,
+    KERNEL_MANAGER,
+    ExamSeat,
+    configured_server_extensions,
+    plan_exam_traits,
+    plan_extension_switches,
+    plan_unit_network,
+)
 from coursehub.grading.examsnapshot import snapshot_exam
 from coursehub.spawn.examserver import (
     ExamServers,
+    exam_config,
     exam_servers_from_env,
     home_owner,
     merge_traits,
     running_sitting,
 )
+from coursehub.spawn.jupytertools import config_dir
 from coursehub.spawn.spawner import CourseProfiles
 from helpers import local_spawner
 
@@ -54,6 +65,30 @@ def test_an_exam_server_starts_in_the_exam_home_without_terminal_and_with_exam_k
     assert traits["environment"]["HOME"] == str(SEAT.home)
     assert traits["environment"]["COURSEHUB_EXAM"] == "mlmeca-2025/final"
     assert "unit_extra_properties" not in traits
+
+
+def test_an_exam_server_turns_off_every_configured_extension_but_lab_and_the_clock():
+    configured = ["jupyterlab", "nbgrader.server_extensions.validate_assignment", "nbgitpuller"]
+    args = plan_exam_traits(SEAT, "local", [], configured=configured)["args"]
+    off = [a for a in args if a.startswith("--ServerApp.jpserver_extensions=")]
+    assert off == [
+        f"--ServerApp.jpserver_extensions={CLOCK_EXTENSION}=True",
+        "--ServerApp.jpserver_extensions=nbgitpuller=False",
+        "--ServerApp.jpserver_extensions=nbgrader.server_extensions.validate_assignment=False",
+    ]
+    assert plan_extension_switches(EXAM_SERVER_EXTENSIONS) == []
+    assert f"--LabApp.workspaces_dir={SEAT.home}/.jupyter/lab/workspaces" in args
+
+
+def test_an_exam_servers_own_config_dir_is_coursehubs_read_only_exam_directory():
+    config = exam_config("/etc/coursehub/jupyter")
+    exam = config_dir("exam")
+    assert config == {
+        "JUPYTER_CONFIG_PATH": os.pathsep.join([exam, "/etc/coursehub/jupyter"]),
+        "JUPYTER_CONFIG_DIR": exam,
+    }
+    assert exam_config("")["JUPYTER_CONFIG_PATH"] == exam
+    assert configured_server_extensions([str(Path(exam) / "missing")]) == []
 
 
 def test_a_systemd_exam_unit_reaches_only_the_hub_over_ip():
@@ -192,16 +227,23 @@ def test_a_start_for_any_course_during_the_exam_is_its_exam_server_and_after_it_
             course_app.seconds_left = seconds_left
             await profiles.apply(spawner, {"course": "other-2025"})  # asks the other course
             seen.append((spawner.notebook_dir, list(spawner.args), spawner.cpu_limit))
+            env.append(dict(spawner.environment))
         server.stop()
         return seen
 
+    env: list[dict[str, str]] = []
     during, after = asyncio.run(start_twice())
     home = tmp_path / "exams" / COURSE / EXAM / student.pw_name
     assert during[0] == str(home) and during[2] == 2.0  # the exam course's limits
     assert "--ServerApp.terminals_enabled=False" in during[1]
     assert "--ExamKernelManager.allowed_imports=numpy" in during[1]
     assert (home / COURSE / EXAM / "final.ipynb").is_file()
+    assert "--ServerApp.jpserver_extensions=nbgitpuller=False" in during[1]
+    assert env[0]["JUPYTER_CONFIG_DIR"] == config_dir("exam")
+    assert env[0]["JUPYTER_CONFIG_PATH"].startswith(config_dir("exam") + os.pathsep)
     assert after == ("/home/course", [], 4.0)  # the course asked for, after the exam
+    assert "JUPYTER_CONFIG_DIR" not in env[1]
+    assert not env[1]["JUPYTER_CONFIG_PATH"].startswith(config_dir("exam"))
     assert course_app.tokens[0] == "token secret-token"
 
 

@@ -18,6 +18,13 @@ JupyterHub's ``Spawner`` traits:
   :mod:`coursehub.examroom.clock` and the JupyterLab extension shipped in
   :data:`LABEXTENSIONS` (``LabApp.extra_labextensions_path``, so that an
   editable install, which installs no data files, finds it too);
+- ``args`` turn off every other server extension the server's Jupyter
+  configuration enables (:func:`plan_extension_switches`): only JupyterLab,
+  the clock and JupyterHub's own extension load. nbgrader's ``validate_assignment``
+  would run the student's notebook in a kernel of its own, outside the exam
+  kernels; its ``assignment_list`` fetches and submits other assignments;
+  nbgitpuller pulls repositories. It also makes a start cheaper (about a
+  third of jupyter-server's CPU time with this environment's extensions);
 - ``environment``: ``HOME`` is the exam home, no user site-packages
   (``PYTHONNOUSERSITE``), ``COURSEHUB_EXAM`` = ``<course_id>/<assignment>``
   and ``COURSEHUB_EXAM_URL``, the course app's root URL the clock asks;
@@ -32,7 +39,7 @@ JupyterHub's ``Spawner`` traits:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +52,14 @@ KERNEL_MANAGER = "coursehub.examroom.kernelmanager.ExamKernelManager"
 CLOCK_EXTENSION = "coursehub.examroom.clock"
 #: The folder of the exam clock's built JupyterLab extension (``@coursehub/exam-clock``).
 LABEXTENSIONS = Path(__file__).resolve().parent / "labextensions"
+#: Where JupyterLab keeps a student's settings and workspaces in the exam home (its
+#: defaults are under ``JUPYTER_CONFIG_DIR``, which an exam server gets read-only).
+LAB_USER_DIR = ".jupyter/lab"
+#: The server extensions an exam server loads: JupyterLab, the clock, and JupyterHub's
+#: single-user extension (``jupyterhub-singleuser`` enables it itself, JupyterHub 5).
+EXAM_SERVER_EXTENSIONS = frozenset(
+    {"jupyterlab", CLOCK_EXTENSION, "jupyterhub.singleuser.extension"}
+)
 #: The course app's root URL in an exam server's environment (:mod:`coursehub.examroom.clock`).
 COURSE_APP_VAR = "COURSEHUB_EXAM_URL"
 
@@ -67,8 +82,40 @@ class ExamSeat:
     course_app_url: str = ""
 
 
-def plan_exam_args(seat: ExamSeat, hidden: Sequence[str] = ()) -> list[str]:
-    """Return the jupyter-server options of an exam server (after the admin's ``args``)."""
+def plan_extension_switches(configured: Iterable[str]) -> list[str]:
+    """Return the options turning off each of ``configured`` not in :data:`EXAM_SERVER_EXTENSIONS`.
+
+    ``configured``: the module names of ``ServerApp.jpserver_extensions`` in the
+    server's Jupyter configuration (:func:`configured_server_extensions`). A name
+    given on the command line wins over the configuration files for that name
+    (jupyter-server ``ServerApp.init_server_extension_config``).
+    """
+    off = sorted(set(configured) - EXAM_SERVER_EXTENSIONS)
+    return [f"--ServerApp.jpserver_extensions={name}=False" for name in off]
+
+
+def configured_server_extensions(config_path: Sequence[str]) -> list[str]:
+    """Return the server extension names set in the Jupyter config directories ``config_path``.
+
+    Every name set there, enabled or not, from each directory's
+    ``jupyter_server_config.json`` and ``jupyter_server_config.d/*.json``
+    (jupyter-server's ``ExtensionConfigManager``); a directory that does not
+    exist adds nothing.
+    """
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    manager = ExtensionConfigManager(read_config_path=list(config_path))
+    return sorted(manager.get_jpserver_extensions())
+
+
+def plan_exam_args(
+    seat: ExamSeat, hidden: Sequence[str] = (), configured: Iterable[str] = ()
+) -> list[str]:
+    """Return the jupyter-server options of an exam server (after the admin's ``args``).
+
+    ``configured``: server extensions the server's configuration sets
+    (:func:`plan_extension_switches` turns off those an exam does not need).
+    """
     args = [
         "--ServerApp.terminals_enabled=False",
         f"--MultiKernelManager.kernel_manager_class={KERNEL_MANAGER}",
@@ -76,9 +123,11 @@ def plan_exam_args(seat: ExamSeat, hidden: Sequence[str] = ()) -> list[str]:
         f"--ExamKernelManager.allowed_imports={seat.allowed_imports}",
         f"--ServerApp.jpserver_extensions={CLOCK_EXTENSION}=True",
         f"--LabApp.extra_labextensions_path={LABEXTENSIONS}",
+        f"--LabApp.user_settings_dir={seat.home / LAB_USER_DIR / 'user-settings'}",
+        f"--LabApp.workspaces_dir={seat.home / LAB_USER_DIR / 'workspaces'}",
     ]
     args += [f"--ExamKernelManager.hidden={path}" for path in hidden]
-    return args
+    return [*args, *plan_extension_switches(configured)]
 
 
 def plan_unit_network(hub_addresses: Sequence[str]) -> dict[str, str]:
@@ -100,16 +149,18 @@ def plan_exam_traits(
     admin_args: Sequence[str],
     hub_addresses: Sequence[str] = ("localhost",),
     hidden: Sequence[str] = (),
+    configured: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Return the spawner traits of an exam server, to merge over the course profile's (pure).
 
     Dict traits (``environment``, ``unit_extra_properties``) hold only the
-    exam's entries: the caller merges them into the profile's.
+    exam's entries: the caller merges them into the profile's. ``configured``:
+    the server extensions of the server's configuration (:func:`plan_exam_args`).
     """
     traits: dict[str, Any] = {
         "notebook_dir": str(seat.home),
         "default_url": f"/lab/tree/{seat.course_id}/{seat.assignment}",
-        "args": [*admin_args, *plan_exam_args(seat, hidden)],
+        "args": [*admin_args, *plan_exam_args(seat, hidden, configured)],
         "environment": {
             "HOME": str(seat.home),
             "PYTHONNOUSERSITE": "1",

@@ -97,7 +97,7 @@ PROCESSES: tuple[ProcessRow, ...] = (
     ProcessRow(
         "student's exam server (during their running exam)",
         "coursehub.spawn.examserver:ExamServers",
-        "the student's own account; no terminal",
+        "the student's own account; no terminal; server extensions: JupyterLab, the clock only",
         "the exam home (its root folder); the installation",
         "the exam home",
         "yes (the proxy reaches it; SystemdSpawner: IPAddressAllow= the hub only)",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from jupyter_core.paths import ENV_CONFIG_PATH, SYSTEM_CONFIG_PATH
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
@@ -43,7 +44,8 @@ from coursehub.examroom.home import (
     plan_exam_home,
     release_dir,
 )
-from coursehub.examroom.server import ExamSeat, plan_exam_traits
+from coursehub.examroom.server import ExamSeat, configured_server_extensions, plan_exam_traits
+from coursehub.spawn.jupytertools import EXAM, config_dir
 
 #: Where nbgrader's exchange lives when none is given (nbgrader's ``Exchange.root`` default).
 DEFAULT_EXCHANGE_ROOT = "/usr/local/share/nbgrader/exchange"
@@ -206,7 +208,18 @@ class ExamServers:
             raise web.HTTPError(
                 500, f"exam server of {seat.course_id}/{seat.assignment}: {exc}"
             ) from exc
-        traits = plan_exam_traits(seat, kind, admin["args"], self.hub_addresses, self.hidden)
+        config = exam_config(override.get("environment", {}).get("JUPYTER_CONFIG_PATH", ""))
+        configured = configured_server_extensions(
+            [
+                *config["JUPYTER_CONFIG_PATH"].split(os.pathsep),
+                *ENV_CONFIG_PATH,
+                *SYSTEM_CONFIG_PATH,
+            ]
+        )
+        traits = plan_exam_traits(
+            seat, kind, admin["args"], self.hub_addresses, self.hidden, configured
+        )
+        traits["environment"].update(config)
         spawner.log.info(
             "coursehub: %s starts an exam server (%s/%s, ends %s)",
             spawner._log_name,
@@ -215,6 +228,23 @@ class ExamServers:
             seat.ends_at,
         )
         return merge_traits(override, traits)
+
+
+def exam_config(config_path: str) -> dict[str, str]:
+    """Return an exam server's Jupyter configuration variables (jupyter_core's ``paths``).
+
+    ``JUPYTER_CONFIG_PATH``: coursehub's exam directory
+    (:data:`coursehub.spawn.jupytertools.EXAM`), then ``config_path`` (the
+    course server's). ``JUPYTER_CONFIG_DIR``, the user's own directory
+    (``~/.jupyter`` by default, in the exam home the student writes to), is
+    that read-only exam directory too: a configuration file the student
+    writes during the exam is never read, even by a reopened server.
+    """
+    exam = config_dir(EXAM)
+    return {
+        "JUPYTER_CONFIG_PATH": os.pathsep.join(p for p in (exam, config_path) if p),
+        "JUPYTER_CONFIG_DIR": exam,
+    }
 
 
 def exam_servers_from_env(

@@ -26,6 +26,9 @@ directory shipped with coursehub first on the server's ``JUPYTER_CONFIG_PATH``
   List (``GET /user/<name>/formgraders``) would show it as an unnamed
   ``local`` entry (jupyter/nbgrader#1857). The list is then exactly the
   services of the person's team groups;
+- ``jupyter_config/exam`` (an exam server, first on its path): the JupyterLab
+  extensions whose server side an exam server does not load
+  (:data:`EXAM_OFF_LAB_EXTENSIONS`; :func:`coursehub.examroom.server.plan_extension_switches`);
 - ``jupyter_config/common`` (every server): JupyterLab's news and update
   check off (``@jupyterlab/apputils-extension:announcements``, which asks
   "Would you like to get notified about official Jupyter news?"; ``LabApp.news_url``
@@ -75,6 +78,16 @@ TEAM_OFF_SERVER_EXTENSIONS = (FORMGRADER_SERVER_EXTENSION,)
 TEAM_OFF_LAB_PLUGINS = (FORMGRADER_LAB_PLUGIN,)
 #: The config directory shared by every server.
 COMMON = "common"
+#: The config directory put first on an exam server's path.
+EXAM = "exam"
+#: Whole JupyterLab extensions an exam server turns off (``disabledExtensions`` takes an
+#: extension's name for all its plugins, JupyterLab "Enabling and Disabling Extensions"):
+#: their server extensions are not loaded there, so their panels and buttons would fail.
+EXAM_OFF_LAB_EXTENSIONS = (
+    "@jupyter/nbgrader",
+    "@jupyter-server/resource-usage",
+    "@jupyter-notebook/lab-extension",
+)
 #: JupyterLab's news and update-check plugin (``@jupyterlab/apputils-extension``).
 NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 #: Where the File menu's "Courses" entry leads (the course app service, hub base URL "/").
@@ -99,7 +112,7 @@ def plan_tools(group_names: Iterable[str], admin: bool = False) -> str:
 
 
 def config_dir(name: str) -> str:
-    """Return the path of the shipped config directory ``name`` (``common``, ``student``, ``team``).
+    """Return the path of the shipped config directory ``name`` (common, student, team, exam).
 
     Raises
     ------
@@ -112,7 +125,7 @@ def config_dir(name: str) -> str:
     return str(path)
 
 
-def plan_config_path(tools: str, current: str | None = None) -> str:
+def plan_config_path(tools: str, current: str | None = None, exam: bool = False) -> str:
     """Return the server's ``JUPYTER_CONFIG_PATH``: coursehub's directories, then ``current``.
 
     Parameters
@@ -121,6 +134,8 @@ def plan_config_path(tools: str, current: str | None = None) -> str:
         :data:`TEAM` or :data:`STUDENT` (:func:`plan_tools`).
     current
         The value the admin configured (e.g. the demo's nbgrader directory), kept after ours.
+    exam
+        An exam server: :data:`EXAM`'s directory comes first.
 
     Raises
     ------
@@ -129,7 +144,7 @@ def plan_config_path(tools: str, current: str | None = None) -> str:
     """
     if tools not in (TEAM, STUDENT):
         raise ValueError(f"tools must be {TEAM!r} or {STUDENT!r}, got {tools!r}")
-    dirs = [config_dir(tools), config_dir(COMMON)]
+    dirs = [*([config_dir(EXAM)] if exam else []), config_dir(tools), config_dir(COMMON)]
     return os.pathsep.join([*dirs, *([current] if current else [])])
 
 
@@ -138,13 +153,14 @@ DISABLED_LAB_PLUGINS = {
     STUDENT: INSTRUCTOR_LAB_PLUGINS,
     TEAM: TEAM_OFF_LAB_PLUGINS,
     COMMON: (NEWS_PLUGIN,),
+    EXAM: EXAM_OFF_LAB_EXTENSIONS,
 }
 
 
 def render_page_config(directory: str) -> dict[str, Any]:
     """Return ``labconfig/page_config.json`` of a directory: the disabled JupyterLab plugins.
 
-    ``directory``: :data:`STUDENT`, :data:`TEAM` or :data:`COMMON`.
+    ``directory``: :data:`STUDENT`, :data:`TEAM`, :data:`COMMON` or :data:`EXAM`.
     """
     return {"disabledExtensions": dict.fromkeys(DISABLED_LAB_PLUGINS[directory], True)}
 
@@ -186,4 +202,5 @@ def shipped_files() -> Mapping[str, dict[str, Any]]:
         "student/jupyter_server_config.json": render_server_config(STUDENT),
         "team/labconfig/page_config.json": render_page_config(TEAM),
         "team/jupyter_server_config.json": render_server_config(TEAM),
+        "exam/labconfig/page_config.json": render_page_config(EXAM),
     }
