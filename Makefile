@@ -38,6 +38,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(TORCH_INSTALL)
 	$(BIN)/python -m pip install -q -e '.[workload,notebook,web,hub,dev,books]'
+	# jupyter_events' jsonschema[format-nongpl] installs rfc3987-syntax, whose import builds
+	# Earley parsers: ~0.7 s of CPU at every Jupyter start (python-jsonschema/jsonschema#1428).
+	# No Jupyter schema uses the iri formats it checks (`coursehub doctor`: jupyter start).
+	$(BIN)/python -m pip uninstall -q -y rfc3987-syntax
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 	touch $@
 

@@ -6,6 +6,7 @@ The container (tests/nspawnbox.py) is a minimal bookworm booted with
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from nspawnbox import (
     DEPLOY,
     MARKS,
     PYTHON,
+    REPO,
     SETTINGS,
     START_UNITS,
     Container,
@@ -343,6 +345,8 @@ import asyncio, http.cookiejar, json, re, ssl, sys, urllib.parse, urllib.request
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 user, password, code = sys.argv[1], sys.argv[2], sys.argv[3]
+# "@FILE": a JSON list of cells, run one after another in the same kernel
+cells = json.load(open(code[1:])) if code.startswith("@") else [code]
 base = "https://127.0.0.1:443"
 ctx = ssl._create_unverified_context()
 jar = http.cookiejar.CookieJar()
@@ -360,10 +364,7 @@ request = urllib.request.Request(base + prefix + "api/kernels", data=b"{}", meth
                                  headers={"X-XSRFToken": server_xsrf})
 kernel = json.load(web.open(request))["id"]
 cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
-async def run():
-    url = f"wss://127.0.0.1:443{prefix}api/kernels/{kernel}/channels?_xsrf={server_xsrf}"
-    ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie},
-                                             validate_cert=False))
+async def run(ws, code):
     msg_id = uuid.uuid4().hex
     header = {"msg_id": msg_id, "msg_type": "execute_request", "username": user,
               "session": uuid.uuid4().hex, "date": "", "version": "5.3"}
@@ -373,7 +374,7 @@ async def run():
                                        "content": content, "channel": "shell"}))
     out = []
     while True:
-        msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+        msg = json.loads(await asyncio.wait_for(ws.read_message(), 240))
         if msg.get("parent_header", {}).get("msg_id") != msg_id:
             continue
         if msg["msg_type"] == "stream":
@@ -382,7 +383,13 @@ async def run():
             out.append("error: " + msg["content"]["ename"])
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             return "".join(out)
-print("cell", json.dumps(asyncio.run(run())))
+async def run_all():
+    url = f"wss://127.0.0.1:443{prefix}api/kernels/{kernel}/channels?_xsrf={server_xsrf}"
+    ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie},
+                                             validate_cert=False))
+    for code in cells:
+        print("cell", json.dumps(await run(ws, code)), flush=True)
+asyncio.run(run_all())
 """
 
 
@@ -396,3 +403,35 @@ def test_a_student_signs_in_on_the_login_page_and_runs_a_cell_as_their_own_accou
     assert done.returncode == 0, done.stdout + done.stderr + journal
     assert "landed 200 https://127.0.0.1:443/user/p2500002/" in done.stdout, done.stdout
     assert 'cell "p2500002 ' in done.stdout, done.stdout  # the kernel runs as the student
+
+
+#: The teaching notebook's cells at the size of ``tests/test_notebook.py``'s tiny run.
+TINY = {
+    "PENDULUM_N_TRAJECTORIES": "20",
+    "PENDULUM_DURATION_S": "11",
+    "PENDULUM_EPOCHS": "1",
+    "PENDULUM_MAX_WINDOWS": "300",
+}
+
+
+def test_the_pendulum_notebooks_training_cell_runs_in_the_students_server_at_its_cpu_limit(
+    container,
+):
+    # after the sign-in above: the student's own server, its kernel, the notebook's cells
+    notebook = json.loads((REPO / "examples/pendulum/double_pendulum.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    train = next(i for i, code in enumerate(sources) if "%coursehub_run" in code)
+    cells = [f"import os; os.environ.update({TINY!r})", *sources[: train + 3]]
+    container.path("/root/cells.json").write_text(json.dumps(cells))
+    done = script(container, SIGN_IN_AND_RUN, "p2500002", "Pendulum-2025", "@/root/cells.json",
+                  timeout=600)  # fmt: skip
+    journal = container.sh("journalctl --no-pager -o cat -n 30 -u coursehub-hub").stdout
+    assert done.returncode == 0, done.stdout + done.stderr + journal
+    said = "".join(json.loads(line[5:]) for line in done.stdout.splitlines()
+                   if line.startswith("cell "))  # fmt: skip
+    assert "error:" not in said, said
+    # the runner's line: a fresh interpreter with the server's threads (profile small: 1 CPU)
+    assert "[coursehub] exit 0 | elapsed " in said and " | 1 thread | " in said, said
+    assert "ridge_ar10" in said, said  # the evaluation read the trained checkpoint
+    owner = container.sh("stat -c %U /home/p2500002/pendulum-work/model.pt").stdout.strip()
+    assert owner == "p2500002"

@@ -50,7 +50,13 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
     from coursehub.doctor.budgets import check_budgets
     from coursehub.doctor.catalogcheck import check_catalog, check_clock
     from coursehub.doctor.homes import check_homes
-    from coursehub.doctor.host import check_cgroups, check_data_disk, check_sandbox, check_slurm
+    from coursehub.doctor.host import (
+        check_cgroups,
+        check_data_disk,
+        check_jupyter_start,
+        check_sandbox,
+        check_slurm,
+    )
     from coursehub.doctor.hubcheck import check_hub, check_lti
     from coursehub.doctor.result import thresholds_from_env
     from coursehub.doctor.slurmjobs import check_slurm_watch
@@ -64,6 +70,7 @@ def run_checks(args: argparse.Namespace) -> list[CheckResult]:
         check_clock(url, limits.clock_skew_s),
         check_sandbox(),
         check_cgroups(),
+        check_jupyter_start(),
         check_hub(args.hub_url),
         check_slurm(timeout_s=limits.slurm_timeout_s),
         check_slurm_watch(timeout_s=limits.slurm_timeout_s),

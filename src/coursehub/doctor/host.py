@@ -1,11 +1,13 @@
-"""This host: the sandbox, the cgroup controllers, Slurm, the data folder's disk."""
+"""This host: the sandbox, cgroup controllers, Slurm, the data folder's disk, Jupyter's start."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from coursehub.doctor.result import CheckResult, fail, ok, skip, warn
 from coursehub.errors import CoursehubError
@@ -143,3 +145,38 @@ def check_data_disk(folder: Path, warn_at: float = 90.0, fail_at: float = 98.0) 
     limit = fail_at if level == "fail" else warn_at
     advice = f"above {limit:g} %: free space there or move COURSEHUB_DATA_DIR to a larger disk"
     return CheckResult("data disk", level, f"{line}, {advice}")
+
+
+#: The packages jsonschema's ``_format`` imports for the ``iri`` formats, in its order of
+#: preference (jsonschema 4.26): ``rfc3987`` (regular expressions) first, else
+#: ``rfc3987_syntax``, which builds Lark Earley parsers when imported.
+IRI_CHECKERS = ("rfc3987", "rfc3987_syntax")
+
+
+def check_jupyter_start(find: Any = importlib.util.find_spec) -> CheckResult:
+    """Warn when importing jsonschema builds rfc3987-syntax's IRI parsers (CPU at every start).
+
+    jsonschema 4.25+ imports ``rfc3987_syntax`` when it is installed and
+    ``rfc3987`` is not (``jsonschema/_format.py``); that module builds its
+    grammar's Earley parsers at import (python-jsonschema/jsonschema#1428,
+    opendatahub-io/notebooks#3532): about 0.7 s of CPU here, paid by every
+    process that imports jsonschema (each single-user server through
+    jupyter_events, the hub, nbformat's validation in nbgrader), which at
+    an exam's start is a third of a server's start. jupyter_events asks for
+    ``jsonschema[format-nongpl]``, which installs it; no Jupyter schema uses
+    the ``iri`` formats, and jsonschema leaves a format whose checker is not
+    installed unchecked. ``find``: :func:`importlib.util.find_spec` (a stand-in
+    in tests).
+    """
+    if find("jsonschema") is None:
+        return skip("jupyter start", "jsonschema is not installed here")
+    preferred, slow = IRI_CHECKERS
+    if find(preferred) is None and find(slow) is not None:
+        return warn(
+            "jupyter start",
+            "rfc3987-syntax is installed: importing jsonschema builds its IRI parsers, about "
+            "0.7 s of CPU at every Jupyter server, hub and nbgrader start "
+            "(python-jsonschema/jsonschema#1428); remove it: "
+            f"{sys.executable} -m pip uninstall -y rfc3987-syntax",
+        )
+    return ok("jupyter start", "jsonschema imports without building rfc3987-syntax's parsers")
