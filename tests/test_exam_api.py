@@ -113,6 +113,16 @@ def test_without_a_token_nothing_is_answered(client, final):
         ({"assignment": "../final"}, "assignment", "without '/'"),
         ({"start_code": "  "}, "start_code", "must not be blank"),
         ({"allowed_imports": "numpy, sci-py"}, "allowed_imports", "'sci-py' is not a module"),
+        ({"warn_before_min": -1}, "warn_before_min", "must be 0 to 60 minutes"),
+        (
+            {"warn_before_min": 61},
+            "warn_before_min",
+            "(the exam's duration; 0: no warning), got 61",
+        ),
+        ({"warn_before_min": "ten"}, "warn_before_min", "must be a whole number of minutes"),
+        ({"warn_before_min": True}, "warn_before_min", "must be a whole number of minutes"),
+        ({"fullscreen": "always"}, "fullscreen", "must be offered or required, got 'always'"),
+        ({"fullscreen": 1}, "fullscreen", "must be a str"),
         ({"room": "A1"}, "room", "is not a known field"),
     ],
 )
@@ -304,12 +314,47 @@ def test_a_lead_changes_the_imports_ranges_and_code_and_empty_clears_them(client
     assert answer.get_json()["allowed_imports"] is None
 
 
+def test_an_exam_clocks_settings_default_are_set_at_creation_and_changed(client, courses):
+    lead = api_headers("lead")
+    made = client.post(EXAMS, json=body(assignment="quiz"), headers=lead).get_json()
+    assert (made["warn_before_min"], made["fullscreen"]) == (5, "offered")
+    short = body(assignment="short", duration_min=3, warn_before_min=None)
+    assert client.post(EXAMS, json=short, headers=lead).get_json()["warn_before_min"] == 3
+    made = client.post(
+        EXAMS, json=body(warn_before_min=10, fullscreen="required"), headers=lead
+    ).get_json()
+    assert (made["warn_before_min"], made["fullscreen"]) == (10, "required")
+    assert "warning 10 min before the end, full screen required" in made["summary"]
+    answer = client.patch(
+        FINAL, json={"warn_before_min": "0", "fullscreen": "offered"}, headers=lead
+    )
+    assert answer.status_code == 200, answer.get_json()
+    changed = answer.get_json()
+    assert changed["changed"] == ["warn_before_min: 0 (no warning)", "fullscreen: offered"]
+    assert (changed["warn_before_min"], changed["fullscreen"]) == (0, "offered")
+    assert client.get(FINAL, headers=lead).get_json()["warn_before_min"] == 0
+
+
+def test_the_sitting_a_student_reads_carries_the_exam_clocks_settings(client, final):
+    lead, student = api_headers("lead"), api_headers("student")
+    client.patch(FINAL, json={"warn_before_min": 12, "fullscreen": "required"}, headers=lead)
+    client.post(FINAL + "/start", json={"code": "K7Q2"}, headers=student)
+    sitting = client.get(FINAL + "/sittings/p2500001", headers=student).get_json()
+    assert (sitting["warn_before_min"], sitting["fullscreen"]) == (12, "required")
+
+
 def test_a_bad_change_is_refused_naming_its_field_and_changes_nothing(client, final):
     lead = api_headers("lead")
     for body_, field in (
         ({"allowed_imports": "numpy, sci-py"}, "allowed_imports"),
         ({"allowed_networks": "not-a-network"}, "allowed_networks"),
         ({"start_code": "   "}, "start_code"),
+        ({"warn_before_min": -5}, "warn_before_min"),
+        ({"warn_before_min": 61}, "warn_before_min"),
+        ({"warn_before_min": ""}, "warn_before_min"),
+        ({"fullscreen": "kiosk"}, "fullscreen"),
+        ({"allowed_imports": "scipy", "fullscreen": "kiosk"}, "fullscreen"),
+        ({"fullscreen": "required", "warn_before_min": 90}, "warn_before_min"),
         ({}, "body"),
     ):
         answer = client.patch(FINAL, json=body_, headers=lead)

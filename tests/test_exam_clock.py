@@ -18,7 +18,6 @@ import pytest
 import requests
 
 from coursehub.examroom.clock import (
-    WARN_BEFORE_S,
     ClockConfig,
     config_from_env,
     plan_status,
@@ -74,11 +73,30 @@ def test_the_status_counts_down_from_the_course_apps_answer():
         "ends_at": "e",
         "seconds_left": 95.5,
         "receipt": None,
-        "warn_before_s": WARN_BEFORE_S,
+        "warn_before_s": 300,
+        "fullscreen": "offered",
         "stale": False,
     }
     assert plan_status(config, sitting, 500.0, stale=True)["seconds_left"] == 0.0
     assert plan_status(config, {"seconds_left": None}, 1.0, False)["seconds_left"] is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "warn_before_s", "fullscreen"),
+    [
+        ({}, 300, "offered"),  # a course app that does not say: 5 minutes, offered
+        ({"warn_before_min": 12, "fullscreen": "required"}, 720, "required"),
+        ({"warn_before_min": 0, "fullscreen": "offered"}, 0, "offered"),
+        ({"warn_before_min": 3, "fullscreen": "bogus"}, 180, "offered"),
+    ],
+)
+def test_the_status_sends_the_exams_own_warning_time_and_full_screen_rule(
+    settings, warn_before_s, fullscreen
+):
+    config = config_from_env(ENV)
+    assert config is not None
+    status = plan_status(config, {"seconds_left": 100} | settings, 0.0, stale=False)
+    assert (status["warn_before_s"], status["fullscreen"]) == (warn_before_s, fullscreen)
 
 
 def test_an_exam_server_loads_the_clock_and_finds_the_built_lab_extension(tmp_path):

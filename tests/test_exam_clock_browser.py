@@ -231,3 +231,70 @@ def run_the_exam(client, database_url, browser, tmp_path, course_app):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+OVERLAY = "#coursehub-exam-fullscreen-overlay"
+
+
+@pytest.mark.parametrize("database_backend", ["sqlite"])
+def test_full_screen_required_covers_the_workspace_and_the_exams_warning_time_is_kept(
+    app, client, database_url, browser, tmp_path
+):
+    now = datetime.now(UTC)
+    body = {
+        "assignment": EXAM,
+        "opens_at": (now - timedelta(minutes=5)).isoformat(timespec="seconds"),
+        "duration_min": 60,
+        "hard_end": (now + timedelta(hours=2)).isoformat(timespec="seconds"),
+        "warn_before_min": 20,
+        "fullscreen": "required",
+    }
+    assert client.post(EXAMS, json=body, headers=api_headers("lead")).status_code == 201
+    assert client.post(f"{EXAMS}/{EXAM}/start", headers=api_headers("student")).status_code == 200
+    with live_server(app) as course_app:
+        server, port, _ = start_lab(tmp_path, course_app)
+        try:
+            status = status_of(port)
+            assert (status["warn_before_s"], status["fullscreen"]) == (20 * 60, "required")
+            sit_in_full_screen(client, database_url, browser, port)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def sit_in_full_screen(client, database_url, browser, port):
+    context, page = open_lab(browser, port)
+    overlay = page.locator(OVERLAY)
+    # not in full screen: the workspace is covered and inert until the student enters it
+    overlay.wait_for(timeout=30_000)
+    assert "must be taken in full screen" in overlay.inner_text()
+    assert page.evaluate("document.getElementById('main').inert") is True
+    overlay.get_by_role("button", name="Enter full screen").click()
+    page.wait_for_function("document.fullscreenElement !== null", timeout=10_000)
+    overlay.wait_for(state="detached", timeout=10_000)
+    assert page.evaluate("document.getElementById('main').inert") is False
+    # leaving full screen brings the overlay back, and is recorded
+    page.evaluate("document.exitFullscreen()")
+    page.wait_for_function("document.fullscreenElement === null", timeout=10_000)
+    overlay.wait_for(timeout=10_000)
+    kinds: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "fullscreen-exit" not in kinds:
+        events = client.get(f"{EXAMS}/{EXAM}/events", headers=api_headers("lead")).get_json()
+        kinds = [e["kind"] for e in events["events"] if e["username"] == STUDENT]
+        time.sleep(0.5)
+    assert {"fullscreen-enter", "fullscreen-exit"} <= set(kinds), kinds
+    overlay.get_by_role("button", name="Enter full screen").click()
+    overlay.wait_for(state="detached", timeout=10_000)
+
+    # the exam's warning time, 20 minutes: none with 25 minutes left, one below 20
+    clock = page.locator(CLOCK)
+    end_at(database_url, datetime.now(UTC) + timedelta(minutes=25))
+    page.locator(CLOCK, has_text=f"{EXAM}: 24:").wait_for(timeout=FOLLOW_MS)
+    assert "coursehub-mod-warning" not in (clock.get_attribute("class") or "")
+    assert page.locator(".Toastify__toast", has_text="left in final").count() == 0
+    end_at(database_url, datetime.now(UTC) + timedelta(minutes=19))
+    page.locator(".Toastify__toast", has_text="left in final").wait_for(timeout=FOLLOW_MS)
+    assert clock.inner_text().startswith(f"{EXAM}: 18:")
+    assert "coursehub-mod-warning" in (clock.get_attribute("class") or "")
+    context.close()

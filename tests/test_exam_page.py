@@ -145,3 +145,30 @@ def test_the_table_shows_each_students_exam_events(catalog, pages):
     row = row_of(page, "p2500002")
     assert "1: last sign-in-outside at " in row and "start from 198.51.100.7" in row
     assert "none" in row_of(page, "p2500001")
+
+
+def test_the_lead_sets_the_exam_clock_and_a_bad_value_is_named_and_changes_nothing(catalog, pages):
+    clock = URL + "/clock"
+    assert "warning 5 min before the end, full screen offered" in pages.text(URL, "grader")
+    assert "Save the clock" not in pages.text(URL, "teacher")  # the lead's, and admins'
+    form = {"warn_before_min": "10", "fullscreen": "required"}
+    answer = pages.post_form(clock, "lead", form, form_page=URL)
+    assert answer.status_code == 302
+    page = html.unescape(pages.text(URL, "lead"))
+    assert "warning 10 min before the end, full screen required" in page
+    assert "warn_before_min: 10 min; fullscreen: required" in page  # the flash message
+    index = pages.text("/courses/mlmeca-2025/exams", "grader")
+    assert '<td class="num">10</td><td>required</td>' in index
+    for bad, words in (
+        ({"warn_before_min": "61"}, "warn_before_min: must be 0 to 60 minutes"),
+        ({"warn_before_min": "-2"}, "warn_before_min: must be 0 to 60 minutes"),
+        ({"fullscreen": "kiosk"}, "fullscreen: must be offered or required, got 'kiosk'"),
+        ({"warn_before_min": ""}, "warn_before_min: must be a whole number of minutes, got ''"),
+    ):
+        answer = pages.post_form(clock, "lead", form | bad, form_page=URL)
+        assert answer.status_code == 302
+        page = html.unescape(pages.text(URL, "lead"))
+        assert "Nothing changed: " + words in page, page
+        assert "warning 10 min before the end, full screen required" in page
+    refused = pages.post_form(clock, "teacher", form, form_page=URL)
+    assert refused.status_code == 403

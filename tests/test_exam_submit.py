@@ -410,6 +410,35 @@ def test_the_update_command_changes_what_it_is_given_and_names_a_bad_option(cata
     assert (listed["allowed_imports"], listed["start_code"]) == ("numpy", False)
     status, _, err = run(capsys, catalog, "update", COURSE, EXAM, "--allowed-networks", "nope")
     assert status == 2 and err.startswith("coursehub: error: --allowed-networks: ")
+    status, out, _ = run(capsys, catalog, "update", COURSE, EXAM, "--warn-before", "10",
+                         "--fullscreen", "required")  # fmt: skip
+    assert status == 0 and out.endswith(": warn_before_min: 10 min; fullscreen: required\n"), out
+    for option, value, words in (
+        ("--warn-before", "-1", "--warn-before: must be 0 to 60 minutes"),
+        ("--warn-before", "61", "(the exam's duration; 0: no warning), got 61"),
+        ("--warn-before", "soon", "--warn-before: must be a whole number of minutes, got 'soon'"),
+        ("--fullscreen", "yes", "--fullscreen: must be offered or required, got 'yes'"),
+    ):
+        status, _, err = run(capsys, catalog, "update", COURSE, EXAM, option, value,
+                             "--allowed-imports", "scipy")  # fmt: skip
+        assert status == 2 and words in err, err
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    [listed] = json.loads(out)
+    assert (listed["warn_before_min"], listed["fullscreen"]) == (10, "required")
+    assert listed["allowed_imports"] == "numpy"  # the refused updates changed nothing
+
+
+def test_the_create_command_takes_the_clocks_settings_and_names_a_bad_one(catalog, capsys):
+    window = ("--opens", "2026-01-12T10:00", "--duration", "30", "--hard-end", "2026-01-12T13:00")
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, *window, "--warn-before", "45")
+    assert status == 2 and "--warn-before: must be 0 to 30 minutes" in err, err
+    status, _, err = run(capsys, catalog, "create", COURSE, EXAM, *window, "--fullscreen", "on")
+    assert status == 2 and "--fullscreen: must be offered or required, got 'on'" in err, err
+    status, out, _ = run(capsys, catalog, "list", COURSE, "--json")
+    assert json.loads(out) == []
+    status, out, _ = run(capsys, catalog, "create", COURSE, EXAM, *window,
+                         "--warn-before", "0", "--fullscreen", "required")  # fmt: skip
+    assert status == 0 and out.endswith(", no warning, full screen required\n"), out
     status, _, err = run(capsys, catalog, "update", COURSE, EXAM)
     assert status == 2 and "nothing to change" in err
     status, _, err = run(capsys, catalog, "update", COURSE, "midterm", "--start-code", "")

@@ -283,3 +283,36 @@ def test_upgrade_to_the_budgets_keeps_the_memberships_and_gives_no_budget(blank_
     assert not columns & {"budget_cpu_hours", "budget_gpu_hours"}
     with blank_engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM memberships")).scalar_one() == 1
+
+
+def test_upgrade_to_the_exam_clock_settings_keeps_each_exam_and_sitting_as_it_was(blank_engine):
+    config = schema.alembic_config(blank_engine)
+    command.upgrade(config, "0016")
+    rows = (
+        "INSERT INTO academic_years (id, label, start_year, is_active, is_current)"
+        " VALUES (1, '2025-2026', 2025, true, true)",
+        "INSERT INTO portals (id, code, name) VALUES (1, 'MECA', 'M')",
+        "INSERT INTO courses (id, code, title, description, course_id, archived, year_pk,"
+        " portal_pk, created_at, updated_at) VALUES (1, 'UE', 'T', '', 'ue-2025', false,"
+        " 1, 1, '2026-01-01', '2026-01-01')",
+        "INSERT INTO people (id, username, first_name, last_name, created_at, updated_at)"
+        " VALUES (1, 'p2501001', '', '', '2026-01-01', '2026-01-01')",
+        "INSERT INTO exams (id, course_pk, assignment, opens_at, duration_min, hard_end,"
+        " timezone, created_by, created_at) VALUES (1, 1, 'final', '2026-01-12 09:00:00',"
+        " 60, '2026-01-12 12:00:00', 'UTC', 'mbuffat', '2026-01-01')",
+        "INSERT INTO exam_sessions (id, exam_pk, person_pk, started_at, added_minutes, final)"
+        " VALUES (1, 1, 1, '2026-01-12 09:05:00', 0, false)",
+    )
+    with blank_engine.begin() as connection:
+        for row in rows:
+            connection.execute(text(row))
+    command.upgrade(config, "0017")
+    with blank_engine.connect() as connection:
+        exam = connection.execute(text("SELECT warn_before_min, fullscreen FROM exams"))
+        assert tuple(exam.one()) == (5, "offered")  # the warning every exam had, a button
+        assert connection.execute(text("SELECT count(*) FROM exam_sessions")).scalar_one() == 1
+    command.downgrade(config, "0016")
+    columns = {c["name"] for c in inspect(blank_engine).get_columns("exams")}
+    assert not columns & {"warn_before_min", "fullscreen"}
+    with blank_engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM exam_sessions")).scalar_one() == 1

@@ -670,6 +670,13 @@ MATRIX: list[tuple[str, str, str, dict | None, tuple[int, ...]]] = [
         {"username": "p2500001"},
         (302, 403, 403, 403, 404, 404, 403, 404, 404),
     ),
+    (  # the exam clock's settings: the lead, admins
+        "POST",
+        "/courses/<course_id>/exams/<assignment>/clock",
+        f"{C}/exams/final/clock",
+        {"warn_before_min": "10", "fullscreen": "required"},
+        (302, 403, 403, 403, 403, 404, 403, 404, 403),
+    ),
     (
         "GET",
         f"{A}/courses/<course_id>/exams",

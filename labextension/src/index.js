@@ -6,13 +6,21 @@
  * route (404) is no exam server and the plugin adds nothing. Between two
  * answers the clock ticks once a second from the seconds left the server
  * gave, measured against performance.now(), so a wrong clock on the student's
- * computer changes nothing. warn_before_s before the end it raises a
- * JupyterLab notification (Notification.warning, @jupyterlab/apputils); at
- * the end the clock says that time is up and whether the work was submitted
- * (the receipt's time and the first characters of its SHA-256).
+ * computer changes nothing. warn_before_s before the end (the exam's
+ * warn_before_min; 0: never) it raises a JupyterLab notification
+ * (Notification.warning, @jupyterlab/apputils); at the end the clock says
+ * that time is up and whether the work was submitted (the receipt's time and
+ * the first characters of its SHA-256).
  *
  * The clock's "Full screen" button asks the browser for full screen
- * (Element.requestFullscreen, MDN "Fullscreen API"). Leaving it
+ * (Element.requestFullscreen, MDN "Fullscreen API"). When the exam's
+ * fullscreen is "required", an overlay covers the workspace while the exam
+ * runs and the page is not in full screen (document.fullscreenElement null):
+ * a browser enters full screen only from a user gesture (MDN
+ * "Element: requestFullscreen() method", transient activation), so the
+ * overlay's one button is that gesture; the workspace under it is inert
+ * (HTMLElement.inert), so neither the mouse nor the keyboard reaches it.
+ * Leaving full screen brings the overlay back. Leaving it
  * (fullscreenchange), hiding the tab (visibilitychange, MDN "Page Visibility
  * API") and the window losing the focus (blur) are posted, while the exam
  * runs, to POST <base_url>/coursehub/exam/events {"kind": ...}; the server
@@ -28,6 +36,7 @@ const POLL_MS = 15000;
 const TICK_MS = 1000;
 const STATUS_PATH = 'coursehub/exam/status';
 const EVENTS_PATH = 'coursehub/exam/events';
+const OVERLAY_ID = 'coursehub-exam-fullscreen-overlay';
 
 /** "1:02:03" or "12:03" for a number of seconds (>= 0). */
 export function formatLeft(seconds) {
@@ -51,8 +60,42 @@ export function describe(status, left) {
   return 'Time is up: your work is being submitted';
 }
 
+/** Whether the exam covers the workspace now: full screen required, the exam running,
+ * the page not in full screen. */
+export function mustCover(status, left, fullscreenElement) {
+  return status !== null && status.fullscreen === 'required' && left > 0 && !fullscreenElement;
+}
+
+/** The overlay of an exam that must be taken in full screen, with its one button. */
+function makeOverlay(onEnter) {
+  const overlay = document.createElement('div');
+  overlay.id = OVERLAY_ID;
+  overlay.className = 'coursehub-ExamOverlay';
+  overlay.setAttribute('role', 'dialog');
+  overlay.setAttribute('aria-modal', 'true');
+  const box = document.createElement('div');
+  box.className = 'coursehub-ExamOverlay-box';
+  const title = document.createElement('p');
+  title.className = 'coursehub-ExamOverlay-title';
+  title.textContent = 'This exam must be taken in full screen.';
+  const note = document.createElement('p');
+  note.className = 'coursehub-ExamOverlay-note';
+  note.textContent = document.fullscreenEnabled
+    ? 'Your time runs meanwhile. Leaving full screen brings this back and is recorded.'
+    : 'This browser does not allow full screen here: ask the proctor.';
+  const button = document.createElement('button');
+  button.className = 'coursehub-ExamOverlay-enter jp-Button';
+  button.textContent = 'Enter full screen';
+  button.disabled = !document.fullscreenEnabled;
+  button.addEventListener('click', onEnter);
+  box.append(title, note, button);
+  overlay.append(box);
+  return overlay;
+}
+
 class ExamClock {
   constructor(app, settings) {
+    this.app = app;
     this.settings = settings;
     this.status = null;
     this.endsAtMs = null; // performance.now() at the end
@@ -70,6 +113,7 @@ class ExamClock {
     this.widget.node.append(this.text, this.button);
     app.shell.add(this.widget, 'top', { rank: 1000 });
     this.wasFullscreen = false;
+    this.overlay = null;
     document.addEventListener('fullscreenchange', () => this.onFullscreenChange());
     document.addEventListener('visibilitychange', () =>
       this.post(document.hidden ? 'tab-hidden' : 'tab-visible', document.visibilityState)
@@ -97,6 +141,7 @@ class ExamClock {
     this.widget.toggleClass('coursehub-mod-warning', left > 0 && left <= this.status.warn_before_s);
     this.widget.toggleClass('coursehub-mod-ended', left <= 0);
     this.button.style.display = left <= 0 ? 'none' : '';
+    this.cover(mustCover(this.status, left, document.fullscreenElement));
     if (left > 0 && left <= this.status.warn_before_s && this.warnedFor !== end) {
       this.warnedFor = end;
       Notification.warning(
@@ -118,6 +163,20 @@ class ExamClock {
     return this.status !== null && this.secondsLeft() > 0;
   }
 
+  /** Show or hide the full-screen overlay; the workspace is inert while it shows. */
+  cover(shown) {
+    if (shown && this.overlay === null) {
+      this.overlay = makeOverlay(() => this.enterFullscreen());
+      document.body.append(this.overlay);
+      this.app.shell.node.inert = true;
+      this.overlay.querySelector('button').focus();
+    } else if (!shown && this.overlay !== null) {
+      this.overlay.remove();
+      this.overlay = null;
+      this.app.shell.node.inert = false;
+    }
+  }
+
   enterFullscreen() {
     const root = document.documentElement;
     if (root.requestFullscreen && !document.fullscreenElement) {
@@ -126,6 +185,7 @@ class ExamClock {
   }
 
   onFullscreenChange() {
+    this.cover(mustCover(this.status, this.secondsLeft(), document.fullscreenElement));
     if (document.fullscreenElement) {
       this.wasFullscreen = true;
       this.post('fullscreen-enter', 'the student entered full screen');

@@ -114,8 +114,15 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
+def exam_clock_json(exam: Exam) -> dict[str, Any]:
+    """The exam clock's settings (:mod:`coursehub.catalog.examsettings`):
+    ``{"warn_before_min": 5, "fullscreen": "offered"}``, minutes and ``offered``/``required``."""
+    return {"warn_before_min": exam.warn_before_min, "fullscreen": exam.fullscreen}
+
+
 def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
-    """An exam's JSON: times in aware UTC ISO 8601, the zone, whether there is a start code."""
+    """An exam's JSON: times in aware UTC ISO 8601, the zone, whether there is a start code,
+    the clock's settings (:func:`exam_clock_json`)."""
     return {
         "course_id": course_id,
         "assignment": exam.assignment,
@@ -127,6 +134,7 @@ def exam_to_json(exam: Exam, course_id: str) -> dict[str, Any]:
         "allowed_imports": exam.allowed_imports,
         "allowed_networks": exam.allowed_networks,
         "release_at": _iso(exam.release_at),
+        **exam_clock_json(exam),
         "created_by": exam.created_by,
         "created_at": _iso(exam.created_at),
         "summary": describe_exam(exam),

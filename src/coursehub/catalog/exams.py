@@ -29,6 +29,7 @@ from coursehub.catalog.examcodes import (
 )
 from coursehub.catalog.examimports import parse_import_list
 from coursehub.catalog.examnetworks import parse_networks
+from coursehub.catalog.examsettings import parse_fullscreen, parse_warn_before, settings_note
 from coursehub.catalog.examtime import (
     MAX_EXTRA_MIN,
     Allowance,
@@ -64,6 +65,8 @@ def create_exam(
     now: datetime | None = None,
     allowed_imports: str | None = None,
     allowed_networks: str | None = None,
+    warn_before_min: int | str | None = None,
+    fullscreen: str | None = None,
 ) -> Exam:
     """Make the nbgrader assignment ``assignment`` of ``course`` an exam sat in ``window``.
 
@@ -71,6 +74,8 @@ def create_exam(
     besides the standard library (``"numpy, pandas"``; None or "": no list).
     ``allowed_networks``: the address ranges students may start it from
     (``"192.0.2.0/24"``; None or "": anywhere, :mod:`coursehub.catalog.examnetworks`).
+    ``warn_before_min``, ``fullscreen``: the exam clock's settings (None: the
+    defaults, 5 minutes and ``offered``; :mod:`coursehub.catalog.examsettings`).
 
     Raises
     ------
@@ -78,7 +83,8 @@ def create_exam(
         ``assignment``: not a valid name; the window's fields
         (:func:`coursehub.catalog.examtime.check_window`); ``start_code``: blank;
         ``allowed_imports``: a name that is not a module name;
-        ``allowed_networks``: an entry that is not a network.
+        ``allowed_networks``: an entry that is not a network; ``warn_before_min``:
+        not 0 to ``duration_min``; ``fullscreen``: not ``offered`` or ``required``.
     ConflictError
         If the course already has an exam of that assignment.
     """
@@ -90,6 +96,8 @@ def create_exam(
     check_window(window)
     if start_code is not None and not start_code.strip():
         raise UsageError("start_code: must not be blank (leave it out for no code)")
+    warn_before_min = parse_warn_before(warn_before_min, window.duration_min)
+    fullscreen = parse_fullscreen(fullscreen)
     if find_exam(session, course, assignment) is not None:
         raise ConflictError(f"course {course.course_id} already has an exam {assignment}")
     exam = Exam(
@@ -102,6 +110,8 @@ def create_exam(
         start_code_sha256=hash_code(start_code) if start_code else None,
         allowed_imports=parse_import_list(allowed_imports),
         allowed_networks=parse_networks(allowed_networks),
+        warn_before_min=warn_before_min,
+        fullscreen=fullscreen,
         created_by=created_by,
         created_at=now or datetime.now(UTC),
     )
@@ -372,8 +382,10 @@ def list_sittings(session: Session, course: Course, exam: Exam) -> list[Sitting]
 
 
 def describe_exam(exam: Exam) -> str:
-    """One line: ``ps-final: opens 2026-01-12 10:00 CET (Europe/Paris), 120 min, hard end ...``."""
+    """One line: ``ps-final: opens 2026-01-12 10:00 CET (Europe/Paris), 120 min, hard end ...``,
+    with the clock's settings when they are not the defaults (``..., full screen required``)."""
     code = ", start code" if exam.start_code_sha256 else ""
+    code += settings_note(exam.warn_before_min, exam.fullscreen)
     return (
         f"{exam.assignment}: opens {format_moment(exam.opens_at, exam.timezone)}, "
         f"{exam.duration_min} min, hard end {format_moment(exam.hard_end, exam.timezone)}{code}"

@@ -11,10 +11,12 @@ jupyter-server API (``tornado.web.authenticated``: the server's owner):
     ``course_id``, ``assignment``, ``started_at``, ``ends_at`` (aware UTC ISO
     8601), ``seconds_left`` (seconds, counted down from the course app's
     answer), ``receipt`` (None: nothing submitted), ``warn_before_s``
-    (seconds before the end when the clock warns) and ``stale`` (true when
-    the course app did not answer and the last answer is shown). An answer
-    is reused :data:`CACHE_S` seconds and one call is made at a time, so a
-    hundred open tabs make one call.
+    (seconds before the end when the clock warns, the exam's
+    ``warn_before_min``; 0: no warning), ``fullscreen`` (``offered`` or
+    ``required``: the clock covers the workspace until full screen) and
+    ``stale`` (true when the course app did not answer and the last answer
+    is shown). An answer is reused :data:`CACHE_S` seconds and one call is
+    made at a time, so a hundred open tabs make one call.
     502 when the course app never answered.
 ``POST /coursehub/exam/events``
     ``{"kind": ..., "detail": ...}`` from the exam clock (leaving full screen,
@@ -71,8 +73,11 @@ STATUS_ROUTE = "/coursehub/exam/status"
 EVENTS_ROUTE = "/coursehub/exam/events"
 #: Seconds an answer of the course app is reused.
 CACHE_S = 5.0
-#: Seconds before the end when the clock warns (JupyterLab notification).
-WARN_BEFORE_S = 300
+#: Minutes before the end when the clock warns, for a course app that does not say
+#: (its sitting's ``warn_before_min``, :mod:`coursehub.catalog.examsettings`).
+DEFAULT_WARN_BEFORE_MIN = 5
+#: Full screen ``offered`` or ``required``, for a course app that does not say.
+DEFAULT_FULLSCREEN = "offered"
 #: Seconds the course app has to answer.
 TIMEOUT_S = 10.0
 #: The course app's root URL in the server's environment (the hub's own variable).
@@ -108,8 +113,14 @@ def plan_status(
     """Return the status JSON of a sitting answered ``elapsed_s`` seconds ago (pure).
 
     ``seconds_left`` is the course app's, less ``elapsed_s``, never below 0.
+    ``warn_before_s`` is the exam's ``warn_before_min`` x 60 and ``fullscreen``
+    the exam's, both sent with the sitting by the course app
+    (:func:`coursehub.catalog.examjson.exam_clock_json`); a course app that
+    leaves them out gets :data:`DEFAULT_WARN_BEFORE_MIN` and ``offered``.
     """
     left = sitting.get("seconds_left")
+    warn_min = sitting.get("warn_before_min")
+    fullscreen = sitting.get("fullscreen")
     return {
         "course_id": config.course_id,
         "assignment": config.assignment,
@@ -117,7 +128,8 @@ def plan_status(
         "ends_at": sitting.get("ends_at"),
         "seconds_left": None if left is None else max(0.0, float(left) - elapsed_s),
         "receipt": sitting.get("receipt"),
-        "warn_before_s": WARN_BEFORE_S,
+        "warn_before_s": 60 * (DEFAULT_WARN_BEFORE_MIN if warn_min is None else int(warn_min)),
+        "fullscreen": "required" if fullscreen == "required" else DEFAULT_FULLSCREEN,
         "stale": stale,
     }
 

@@ -74,11 +74,12 @@ def register(subparsers: Any) -> None:
         metavar="CIDRS",
         help="address ranges students may start it from: 192.0.2.0/24,2001:db8::/32",
     )
+    updatecommand.add_clock_arguments(sub)
     sub.add_argument("--by", metavar="USER", help="who creates it (default: you)")
     sub = _command(
         commands,
         "update",
-        "change an exam's allowed imports, address ranges or start code ('' clears one)",
+        "change an exam's allowed imports, address ranges, start code ('' clears one) or clock",
         updatecommand.update,
     )
     updatecommand.add_update_arguments(sub)

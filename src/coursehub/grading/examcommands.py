@@ -60,6 +60,8 @@ OPTION_OF = {
     "start_code": "--start-code",
     "allowed_imports": "--allowed-imports",
     "allowed_networks": "--allowed-networks",
+    "warn_before_min": "--warn-before",
+    "fullscreen": "--fullscreen",
     "by": "--by",
     "extra_minutes": "--extra-minutes",
     "extra_percent": "--extra-percent",
@@ -129,6 +131,8 @@ def create(args: argparse.Namespace) -> int:
             args.start_code,
             allowed_imports=args.allowed_imports,
             allowed_networks=args.allowed_networks,
+            warn_before_min=args.warn_before,
+            fullscreen=args.fullscreen,
         )
         print(f"course {course.course_id}: exam {describe_exam(exam)}")
     from coursehub.grading.layout import assignment_warnings, layout_from_env

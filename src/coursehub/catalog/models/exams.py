@@ -9,7 +9,11 @@
     comma-separated; None: no list, migration ``0014``), the address ranges
     students may sign in from (``allowed_networks``, comma-separated CIDR;
     None: anywhere) and when scores and feedback are released
-    (``release_at``; None: by hand), migration ``0015``.
+    (``release_at``; None: by hand), migration ``0015``; the exam clock's
+    settings, migration ``0017`` (:mod:`coursehub.catalog.examsettings`):
+    minutes before the end when it warns (``warn_before_min``, default 5;
+    0: no warning) and whether full screen is ``offered`` or ``required``
+    (``fullscreen``).
 ``exam_overrides``
     Extra time for one student (``person_pk``) or one group (``group_pk``),
     exactly one of the two: minutes, percent of the duration, and
@@ -78,6 +82,8 @@ class Exam(Base):
     allowed_imports: Mapped[str | None] = mapped_column(Text, nullable=True)
     allowed_networks: Mapped[str | None] = mapped_column(Text, nullable=True)
     release_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    warn_before_min: Mapped[int] = mapped_column(Integer, default=5, server_default="5")
+    fullscreen: Mapped[str] = mapped_column(String(16), default="offered", server_default="offered")
 
 
 class ExamOverride(Base):

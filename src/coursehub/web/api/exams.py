@@ -51,6 +51,7 @@ from coursehub.catalog.examcodes import WrongStartCodeError
 from coursehub.catalog.examevents import EventLimitError, list_events, record_browser_event
 from coursehub.catalog.examjson import (
     allowance_from_fields,
+    exam_clock_json,
     exam_to_json,
     field_of,
     integer_field,
@@ -121,7 +122,8 @@ def post_exam(course_id: str) -> tuple[Response, int]:
     session, course, access = api_course(course_id, Access.MANAGE)
     require_lead(session, course, access)
     optional: dict[str, type] = {name: object for name in WINDOW_FIELDS}
-    more = {"start_code": str, "allowed_imports": str, "allowed_networks": str}
+    more: dict[str, type] = {"start_code": str, "allowed_imports": str, "allowed_networks": str}
+    more |= {"warn_before_min": object, "fullscreen": str}
     data = read_body({"assignment": str}, optional | more)
     try:
         window = window_from_fields(data, default_timezone())
@@ -135,6 +137,8 @@ def post_exam(course_id: str) -> tuple[Response, int]:
                 data.get("start_code"),
                 allowed_imports=data.get("allowed_imports"),
                 allowed_networks=data.get("allowed_networks"),
+                warn_before_min=data.get("warn_before_min"),
+                fullscreen=data.get("fullscreen"),
             )
     except UsageError as exc:
         raise refused(exc) from None
@@ -154,13 +158,13 @@ def get_one_exam(course_id: str, assignment: str) -> Response:
 
 @bp.patch(EXAM)
 def patch_exam(course_id: str, assignment: str) -> Response:
-    """Change an exam's allowed imports, address ranges or start code (a lead, an admin)."""
+    """Change an exam's allowed imports, address ranges, start code or clock (a lead, an admin)."""
     from coursehub.catalog.examupdate import UPDATABLE, update_exam
 
     session, course, access = api_course(course_id, Access.MANAGE)
     require_lead(session, course, access)
     exam = get_exam(session, course, assignment)
-    data = read_body({}, dict.fromkeys(UPDATABLE, str))
+    data = read_body({}, dict.fromkeys(UPDATABLE, str) | {"warn_before_min": object})
     try:
         with committing(session):
             changed = update_exam(session, exam, data)
@@ -282,7 +286,7 @@ def get_sitting(course_id: str, assignment: str, username: str) -> Response:
         sitting = sitting_of(session, course, exam, username)
     except UsageError as exc:
         abort(404, description=str(exc).split(": ", 1)[-1])
-    return jsonify(sitting_to_json(sitting, now()))
+    return jsonify(sitting_to_json(sitting, now()) | exam_clock_json(exam))
 
 
 @bp.post(EXAM + "/sittings/<username>/end")

@@ -9,7 +9,12 @@
     var active = document.activeElement;
     if (active && active.form) { return true; }
     var fields = document.querySelectorAll("form input[type='text'], form input[type='number']");
-    return Array.prototype.some.call(fields, function (f) { return f.value !== ""; });
+    // a form that shows saved values (data-shows-saved: the exam clock's) holds the page only
+    // once one of them is changed
+    return Array.prototype.some.call(fields, function (f) {
+      var saved = f.form && f.form.hasAttribute("data-shows-saved") ? f.defaultValue : "";
+      return f.value !== saved;
+    });
   }
   window.setInterval(function () {
     if (!typing()) { window.location.reload(); }

@@ -14,7 +14,11 @@ starts it again, the end is not moved). The table shows each student's last
 autosave and reloads itself every :data:`REFRESH_S` seconds unless a form is being
 typed in, with each student's exam events (left full screen or the tab,
 started from outside the allowed networks: the count and the last one).
-A refused value is named in the form and nothing is saved.
+The page shows the exam clock's settings, which the lead (and admins)
+change there: minutes before the end when the clock warns, full screen
+offered or required (:mod:`coursehub.catalog.examsettings`; a running clock
+takes them at its next poll). A refused value is named in the form (or, for the
+clock's settings, in the message above the table) and nothing is saved.
 Students never see this page (403).
 """
 
@@ -26,17 +30,20 @@ from typing import Any
 from flask import Blueprint, flash, g, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import IntegerField, StringField
+from wtforms import IntegerField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange
 
 from coursehub.catalog.examevents import ReportedEvent, list_events
 from coursehub.catalog.examproctor import end_sitting
 from coursehub.catalog.exams import add_time, get_exam, list_exams, list_sittings
+from coursehub.catalog.examsettings import FULLSCREEN_MODES, describe_settings
 from coursehub.catalog.examtime import MAX_EXTRA_MIN, format_moment
+from coursehub.catalog.models.courses import Role
+from coursehub.catalog.queries import role_in_course
 from coursehub.errors import UsageError
 from coursehub.hub.hubclient import HubError, HubUnreachableError
 from coursehub.web.access import Access, require
-from coursehub.web.api.exams import reopen_server
+from coursehub.web.api.exams import reopen_server, require_lead
 from coursehub.web.database import get_session
 from coursehub.web.saving import commit_or_show, committing
 from coursehub.web.views.base import form_status, load_course
@@ -56,6 +63,21 @@ class AddTimeForm(FlaskForm):
     )
 
 
+class ClockForm(FlaskForm):
+    """The exam clock's settings: the warning's minutes before the end, the full-screen rule.
+
+    Checked by :func:`coursehub.catalog.examupdate.update_exam`, so that the
+    page refuses what the command line and the API refuse, in the same words.
+    """
+
+    warn_before_min = StringField("Warning, minutes before the end (0: none)")
+    fullscreen = SelectField(
+        "Full screen",
+        choices=[SelectChoice(mode) for mode in FULLSCREEN_MODES],
+        validate_choice=False,
+    )
+
+
 @bp.get("/courses/<course_id>/exams")
 def index(course_id: str) -> str:
     """The course's exams (the team, admins)."""
@@ -71,6 +93,9 @@ def proctor(course_id: str, assignment: str) -> tuple[str, int] | Response:
     session = get_session()
     exam = get_exam(session, course, assignment)
     form = AddTimeForm()
+    clock_form = ClockForm(
+        formdata=None, warn_before_min=str(exam.warn_before_min), fullscreen=exam.fullscreen
+    )
     if form.is_submitted():
         require(access, Access.MANAGE)
         if form.validate():
@@ -88,6 +113,10 @@ def proctor(course_id: str, assignment: str) -> tuple[str, int] | Response:
         access=access,
         Access=Access,
         form=form,
+        clock_form=clock_form,
+        can_set_clock=access >= Access.ADMIN
+        or role_in_course(session, g.identity.name, course) == Role.LEAD,
+        clock=describe_settings(exam.warn_before_min, exam.fullscreen),
         sittings=list_sittings(session, course, exam),
         events=events_by_student(list_events(session, exam)),
         now=datetime.now(UTC),
@@ -159,4 +188,30 @@ def reopen(course_id: str, assignment: str) -> Response:
         flash(f"The hub did not reopen {username}'s server: {exc}", "error")
         return redirect(here)
     flash(f"{username}'s exam server reopened by {g.identity.name}: {done.outcome}.", "success")
+    return redirect(here)
+
+
+@bp.post("/courses/<course_id>/exams/<assignment>/clock")
+def clock(course_id: str, assignment: str) -> Response:
+    """Change the exam clock's settings (the lead, admins); a bad value is named, nothing saved."""
+    from coursehub.catalog.examupdate import update_exam
+
+    course, access = load_course(course_id, Access.READ_ROSTER)
+    require(access, Access.MANAGE)
+    session = get_session()
+    require_lead(session, course, access)
+    exam = get_exam(session, course, assignment)
+    here = url_for("exams.proctor", course_id=course_id, assignment=assignment)
+    form = ClockForm()
+    if not form.validate():
+        flash("The clock form was not accepted (expired page?): reload and try again.", "error")
+        return redirect(here)
+    changes = {"warn_before_min": form.warn_before_min.data, "fullscreen": form.fullscreen.data}
+    try:
+        with committing(session):
+            done = update_exam(session, exam, changes)
+    except UsageError as exc:
+        flash(f"Nothing changed: {exc}", "error")
+        return redirect(here)
+    flash(f"Exam clock of {assignment} set by {g.identity.name}: {'; '.join(done)}.", "success")
     return redirect(here)
