@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -180,9 +180,24 @@ class Container:
         return said
 
 
+#: Options of a container whose systemd can filter a unit's IP traffic (``IPAddressDeny=``):
+#: the unified cgroup hierarchy (systemd-nspawn(1), ``$SYSTEMD_NSPAWN_UNIFIED_HIERARCHY``; on a
+#: host with the hybrid hierarchy it has no controllers) and the ``bpf()`` system call with the
+#: capabilities systemd loads its cgroup programs with (``--system-call-filter``, ``--capability``).
+IP_FILTER = {
+    "env": {"SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "1"},
+    "options": ("--system-call-filter=bpf", "--capability=CAP_BPF,CAP_NET_ADMIN,CAP_SYS_ADMIN"),
+}
+
+
 @contextlib.contextmanager
-def boot(log: Path) -> Iterator[Container]:
+def boot(
+    log: Path, options: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> Iterator[Container]:
     """Boot a fresh container (about 10 s), its console in ``log``; power it off after.
+
+    ``options``: more systemd-nspawn options; ``env``: more variables of its
+    environment (e.g. :data:`IP_FILTER`'s).
 
     Raises
     ------
@@ -193,10 +208,11 @@ def boot(log: Path) -> Iterator[Container]:
     """
     root = root_fs()
     preflight(root)
-    argv = [*_nspawn_argv(root, f"coursehub-{uuid.uuid4().hex[:6]}"), "--boot",
+    argv = [*_nspawn_argv(root, f"coursehub-{uuid.uuid4().hex[:6]}"), "--boot", *options,
             f"--bind-ro={REPO}", f"--bind-ro={Path(sys.base_prefix).resolve()}"]  # fmt: skip
     with open(log, "w") as console:
-        nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=console)
+        nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=console,
+                                  env={**os.environ, **(env or {})})  # fmt: skip
     try:
         box = Container(_leader(nspawn.pid, time.monotonic() + 30))
         said = box.booted(time.monotonic() + 90)

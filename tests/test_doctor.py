@@ -321,6 +321,7 @@ def test_the_command_prints_every_check_and_exits_1_on_a_pending_migration(
         "clock",
         "sandbox",
         "cgroups",
+        "jupyter start",
         "hub",
         "slurm",
         "slurm-watch",
