@@ -39,23 +39,25 @@ Run: ``.venv/bin/python benchmarks/bench_exam_spawn.py [--students 60]
 [--repeats 3] [--spawn-limit N] [--timeout 900] [--log FILE]``, as root
 (the servers run as the hub's account, as in the demo).
 
-Measured (2026-12-05, 2 CPUs, as root, load average 0.43 before, at most
-2.8 during; ``bench_exam_spawn.py --students 60 --repeats 3``):
-concurrent_spawn_limit 4, 132-145 HTTP 429 answers a repeat; all 60 servers
-ready and all 60 exam servers in every repeat, no failure, no process left;
-first ready median 5.21 s [5.18, 6.24], median ready 48.4 s [46.4, 49.6],
-last ready 113 s [101, 114], ready within 60 s: 37 [36, 41] of 60 (95 %
-intervals, n=3). The target (60 within the first minute) is not met on
-this machine. Where the time goes: each exam server uses 2.0-2.3 s of CPU
-to start (121-133 CPU seconds for 60, the hub 5-6 s, the course app's exam
-checks 0.3-0.4 s), so 2 CPUs need over 60 s for the 60 servers whatever the
-limit; and with at most 4 spawns at once (each 4.4-4.8 s median in the
-hub's log) a refused student retries only after the hub's Retry-After
-(10-30 s), which leaves spawn slots idle. In that run every server's
-``HOME`` was still the course home (JupyterHub's local spawners set ``HOME``
-after the spawner's environment), which the check did not count then; the
-servers keep the exam home since (:mod:`coursehub.spawn.examhome`), and the
-check counts a server without it as not an exam server.
+Measured (2026-12-06, 2 CPUs, as root, load average 0.31 before, at most
+2.2 during; ``bench_exam_spawn.py --students 60 --repeats 3``), with exam
+servers loading only JupyterLab and the clock among the server extensions,
+without rfc3987-syntax (``make setup``) and the hub's Retry-After range
+(4, 12) s: concurrent_spawn_limit 4, 143-159 HTTP 429 answers a repeat; all
+60 servers ready and all 60 exam servers in every repeat, no failure, no
+process left; first ready median 3.14 s [3.14, 3.17], median ready 21.7 s
+[20.1, 23.2], last ready 47.3 s [45.2, 50.3], **ready within 60 s: 60 of 60
+in each repeat** (95 % intervals, n=3). Each exam server used 0.6-0.7 s of
+CPU to start (39-41 s for the 60), the hub 3.9-4.0 s, the course app's exam
+checks 0.3-0.4 s. Before (2026-12-05, same command): 2.0-2.3 s of CPU a
+server, last ready 113 s [101, 114], 37 [36, 41] of 60 within the first
+minute. The three changes: the exam's server extensions alone, 3 repeats
+with other work on the machine, 1.5-1.6 s of CPU a server, 31-39 within
+60 s; the next two each against the one before it, one repeat of each
+variant interleaved, twice: without rfc3987-syntax 52 and 57 within 60 s
+against 28 and 43 with it (0.7-0.8 s against 1.6 s of CPU a server); then
+Retry-After (4, 12) 60 and 60 within 60 s (last 46.3 and 43.2 s) against
+59 and 56 with (10, 30) (last 64.6 and 68.8 s).
 """
 
 from __future__ import annotations

@@ -43,10 +43,14 @@ SERVICE_PORT = 10101
 SPAWNS_PER_CPU = 2
 #: Seconds a server may take to answer once launched (JupyterHub's default is 30).
 HTTP_TIMEOUT_S = 180
-#: Retry-After range (s) with a 429. Median spawn measured by benchmarks/bench_spawn.py:
-#: 10-11 s with 4 spawns on 2 CPUs; JupyterHub's (30, 60) left slots idle (286 s to the
-#: last of 30 servers, against 104-130 s with this range).
-SPAWN_RETRY_RANGE_S = (10, 30)
+#: Retry-After range (s) with a 429; JupyterHub's documentation ("Spawner throttling") asks
+#: for a lower bound near the median spawn. Spawns take 2-5 s here since servers start
+#: without rfc3987-syntax (0.7-0.8 s of CPU each). benchmarks/bench_spawn.py, 30 servers on
+#: 2 CPUs, interleaved: last ready 35.0 and 39.1 s with (4, 12), 57.2 and 53.2 s with
+#: (10, 30); bench_exam_spawn.py, 60 exam servers: last 46.3 and 43.2 s (all 60 within the
+#: first minute) against 64.6 and 68.8 s. JupyterHub's (30, 60) left slots idle (286 s to
+#: the last of 30, when a spawn took 10-11 s).
+SPAWN_RETRY_RANGE_S = (4, 12)
 #: Seconds between two passes of jupyterhub-idle-culler and of the kernel culler
 #: (z2jh's ``cull.every`` default; the culler's own default is half its timeout).
 CULL_EVERY_S = 300
