@@ -144,19 +144,25 @@ def open_lab(browser, port: int):
     return context, page
 
 
-@pytest.mark.parametrize("database_backend", ["sqlite"])
-def test_the_exam_clock_counts_down_warns_and_says_time_is_up(
-    app, client, database_url, browser, tmp_path
-):
+def create_and_start(client, **settings) -> None:
+    """Create the exam (open 5 minutes ago, 60 minutes, with ``settings``); the student starts."""
     now = datetime.now(UTC)
     body = {
         "assignment": EXAM,
         "opens_at": (now - timedelta(minutes=5)).isoformat(timespec="seconds"),
         "duration_min": 60,
         "hard_end": (now + timedelta(hours=2)).isoformat(timespec="seconds"),
+        **settings,
     }
     assert client.post(EXAMS, json=body, headers=api_headers("lead")).status_code == 201
     assert client.post(f"{EXAMS}/{EXAM}/start", headers=api_headers("student")).status_code == 200
+
+
+@pytest.mark.parametrize("database_backend", ["sqlite"])
+def test_the_exam_clock_counts_down_warns_and_says_time_is_up(
+    app, client, database_url, browser, tmp_path
+):
+    create_and_start(client)
     with live_server(app) as course_app:
         run_the_exam(client, database_url, browser, tmp_path, course_app)
 
@@ -240,17 +246,7 @@ OVERLAY = "#coursehub-exam-fullscreen-overlay"
 def test_full_screen_required_covers_the_workspace_and_the_exams_warning_time_is_kept(
     app, client, database_url, browser, tmp_path
 ):
-    now = datetime.now(UTC)
-    body = {
-        "assignment": EXAM,
-        "opens_at": (now - timedelta(minutes=5)).isoformat(timespec="seconds"),
-        "duration_min": 60,
-        "hard_end": (now + timedelta(hours=2)).isoformat(timespec="seconds"),
-        "warn_before_min": 20,
-        "fullscreen": "required",
-    }
-    assert client.post(EXAMS, json=body, headers=api_headers("lead")).status_code == 201
-    assert client.post(f"{EXAMS}/{EXAM}/start", headers=api_headers("student")).status_code == 200
+    create_and_start(client, warn_before_min=20, fullscreen="required")
     with live_server(app) as course_app:
         server, port, _ = start_lab(tmp_path, course_app)
         try:
