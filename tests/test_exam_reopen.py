@@ -1,4 +1,5 @@
-"""A proctor reopens a student's exam server after a crash: page, API, command line, refusals.
+"""A proctor reopens a student's exam server after a crash: page, API, command line, refusals;
+the bell stops the exam server of the work it submitted.
 
 The hub is a real JupyterHub (``tests/hubfixture.py``): the student's server
 is started, its process killed (the crash), then reopened through the
@@ -32,10 +33,12 @@ from coursehub.catalog.exams import (
 from coursehub.catalog.examtime import Window
 from coursehub.cli import main
 from coursehub.errors import UsageError
+from coursehub.grading.bellstop import stop_exam_servers
 from coursehub.grading.examreopen import NO_HUB, restart_exam_server
 from coursehub.hub.hubclient import HubClient
 from coursehub.web.testing import api_headers, dispose_app, make_test_app
 from helpers import PageActions, free_port, wait_until
+from test_exam_submit import released_exam, write_answer
 
 COURSE, EXAM, STUDENT = "mlmeca-2025", "final", "p2500001"
 PAGE = f"/courses/{COURSE}/exams/{EXAM}"
@@ -267,3 +270,42 @@ def test_the_command_reopens_a_crashed_server_and_names_each_refusal(
     status, _, err = run(capsys, url, "reopen", COURSE, EXAM, "--student", "p2500003")
     assert status == 1 and "the hub did not reopen p2500003's server" in err
     assert len(reopen_events(url)) == 1
+
+
+@pytest.mark.integration
+def test_the_bell_submits_a_students_work_then_the_hub_stops_their_exam_server(
+    cli_catalog, live_hub, hub_student, capsys, monkeypatch, tmp_path
+):
+    layout = released_exam(tmp_path)
+    monkeypatch.setenv("COURSEHUB_GRADING_COURSES", str(tmp_path / "courses"))
+    monkeypatch.setenv("COURSEHUB_GRADING_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("COURSEHUB_GRADING_SINGLE_USER", "1")
+    homes = tmp_path / "homes"
+    write_answer(layout, STUDENT, homes / STUDENT, "at the bell")
+    assert hub_student.start_server(STUDENT) in (201, 202)
+    wait_until(lambda: server_pid(hub_student), 60, 0.25, f"{STUDENT}'s server")
+    assert run(capsys, cli_catalog, "end", COURSE, EXAM, "--student", STUDENT)[0] == 0
+    pattern = str(homes / "{student}")
+    # without a hub: submitted all the same, the servers left, one line says why
+    monkeypatch.delenv("COURSEHUB_HUB_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_URL", raising=False)
+    assert run(capsys, cli_catalog, "end", COURSE, EXAM, "--student", "p2500003")[0] == 0
+    write_answer(layout, "p2500003", homes / "p2500003", "at the bell too")
+    monkeypatch.setenv("COURSEHUB_HUB_API_URL", live_hub.api_url)
+    monkeypatch.setenv("COURSEHUB_HUB_API_TOKEN", live_hub.admin_token)
+    status, out, _ = run(capsys, cli_catalog, "bell", COURSE, EXAM, "--work-dir", pattern)
+    assert status == 0 and f"{STUDENT}: submitted" in out, out
+    assert "2 submitted, 0 failed" in out
+    assert f"{STUDENT}: exam server stopped (default)" in out, out
+    assert "p2500003: exam server" not in out  # no server on the hub: nothing to stop
+    wait_until(lambda: not hub_student.get_user(STUDENT).get("servers"), 60, 0.25, "the stop")
+
+
+def test_the_bell_without_a_hub_submits_and_says_the_servers_were_not_stopped():
+    said = stop_exam_servers(["p2500001"], environ={})
+    assert said == ["exam servers not stopped: no hub URL: pass --hub-url or set "
+                    "COURSEHUB_HUB_API_URL"]  # fmt: skip
+    assert stop_exam_servers([], environ={}) == []
+    hub = f"http://127.0.0.1:{free_port()}/hub/api"  # nothing listens there
+    (line,) = stop_exam_servers(["p2500001"], hub, environ={"COURSEHUB_HUB_API_TOKEN": "t"})
+    assert line.startswith("p2500001: exam server not stopped: "), line

@@ -136,6 +136,12 @@ def _add_student_commands(commands: Any) -> None:
     sub.add_argument(
         "--work-dir", required=True, metavar="PATTERN", help="a student's, {student} replaced"
     )
+    sub.add_argument(
+        "--hub-url", help="hub that stops the exam servers (default: $COURSEHUB_HUB_API_URL)"
+    )
+    sub.add_argument(
+        "--token-env", metavar="VAR", help="environment variable holding the hub API token"
+    )
     sub = _command(
         commands, "collect", "collect each student's receipted submission", examcommands.collect
     )

@@ -320,8 +320,13 @@ def submit(args: argparse.Namespace) -> int:
 
 @cli_options
 def bell(args: argparse.Namespace) -> int:
-    """``coursehub exam bell``: submit the work of each student whose time is up (1: one failed)."""
+    """``coursehub exam bell``: submit the work of each student whose time is up (1: one failed).
+
+    Then the hub stops the exam server of each student submitted
+    (:func:`coursehub.grading.bellstop.stop_exam_servers`, best effort).
+    """
     from coursehub.catalog.exams import list_sittings, record_receipt
+    from coursehub.grading.bellstop import stop_exam_servers
     from coursehub.grading.examsubmit import submit_exam
     from coursehub.grading.layout import layout_from_env
 
@@ -331,7 +336,7 @@ def bell(args: argparse.Namespace) -> int:
             "the same folder (e.g. '/home/{student}')"
         )
     layout = layout_from_env(args.course_id)
-    failed = 0
+    failed, submitted = 0, []
     with exam_transaction(args) as session:
         course, exam = course_exam(session, args)
         now = datetime.now(UTC)
@@ -352,7 +357,10 @@ def bell(args: argparse.Namespace) -> int:
                 continue
             record_receipt(session, course, exam, sitting.username, receipt, final=True)
             _print_receipt(sitting.username, receipt, exam.timezone)
+            submitted.append(sitting.username)
         print(f"bell of {exam.assignment}: {len(due) - failed} submitted, {failed} failed")
+    for line in stop_exam_servers(submitted, args.hub_url, args.token_env):
+        print(line)
     return 1 if failed else 0
 
 
