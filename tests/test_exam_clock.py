@@ -11,16 +11,20 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
 
 from coursehub.examroom.clock import (
+    CACHE_S,
     ClockConfig,
     config_from_env,
     plan_status,
+    save_refusal,
 )
 from coursehub.examroom.server import LABEXTENSIONS, ExamSeat, plan_exam_args, plan_exam_traits
 from helpers import free_port
@@ -181,3 +185,64 @@ def test_the_clock_posts_only_kinds_the_course_app_takes():
     source = (ROOT / "labextension/src/index.js").read_text()
     posted = set(re.findall(r"'([a-z]+-[a-z]+)'", " ".join(re.findall(r"post\([^)]*", source))))
     assert posted == set(BROWSER_EVENT_KINDS)
+
+
+def test_a_save_is_refused_once_the_last_answer_says_the_time_is_up():
+    sitting = {"seconds_left": 30, "ends_at": "2026-01-12T11:00:00+00:00"}
+    assert save_refusal(None, 0.0) == ""  # no answer yet: the work is saved
+    assert save_refusal({"seconds_left": None}, 99.0) == ""  # not started
+    assert save_refusal(sitting, 29.0) == ""
+    why = save_refusal(sitting, 30.0)
+    assert why.startswith("your exam time ended (2026-01-12T11:00:00+00:00): this save is refused")
+
+
+class CourseAppStandIn(BaseHTTPRequestHandler):
+    """The course app's sitting answer, ``seconds_left`` as the test sets it (class attribute)."""
+
+    seconds_left = 600.0
+
+    def do_GET(self) -> None:
+        ends = "2026-01-12T11:00:00+00:00"
+        left = self.seconds_left
+        body = {"started_at": ends, "receipt": None, "ends_at": ends, "seconds_left": left}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def put(port: int, path: str, text: str) -> requests.Response:
+    body = {"type": "file", "format": "text", "content": text}
+    return requests.put(f"http://127.0.0.1:{port}/api/contents/{path}", json=body,
+                        headers={"Authorization": f"token {TOKEN}"}, timeout=30)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_exam_server_refuses_a_save_after_the_students_end_and_says_why(tmp_path):
+    app = ThreadingHTTPServer(("127.0.0.1", 0), CourseAppStandIn)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    environ = {**ENV, "COURSEHUB_EXAM_URL": f"http://127.0.0.1:{app.server_address[1]}"}
+    server, port = start_server(tmp_path, environ)
+    try:
+        assert put(port, "answer.txt", "before the clock asked").status_code == 201
+        assert get(port, "/coursehub/exam/status").json()["seconds_left"] > 0
+        assert put(port, "answer.txt", "during the exam").status_code == 200
+        CourseAppStandIn.seconds_left = 0.0  # the student's end (a proctor ended it)
+        time.sleep(CACHE_S + 0.5)
+        assert get(port, "/coursehub/exam/status").json()["seconds_left"] == 0
+        late = put(port, "answer.txt", "after the end")
+        assert late.status_code == 403, late.text
+        assert "your exam time ended (2026-01-12T11:00:00+00:00)" in late.json()["message"]
+        assert (tmp_path / "answer.txt").read_text() == "during the exam"
+        assert put(port, "new.txt", "a new file after the end").status_code == 403
+    finally:
+        CourseAppStandIn.seconds_left = 600.0
+        server.terminate()
+        server.wait(timeout=30)
+        app.shutdown()
+        app.server_close()

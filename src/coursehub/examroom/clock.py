@@ -24,6 +24,14 @@ jupyter-server API (``tornado.web.authenticated``: the server's owner):
     ``POST /api/v1/courses/<course_id>/exams/<assignment>/events``; the
     course app's status and JSON come back as they are.
 
+Once the last answer says the student's time is up, the server refuses
+every save through its contents API (a pre-save hook, jupyter-server's
+``ContentsManager.register_pre_save_hook``, whose ``HTTPError`` rejects the
+save with its message): HTTP 403 naming the end, which JupyterLab shows in
+its "File Save Error" dialog (:func:`save_refusal`). Before any answer, or
+while time is left, saves go through: a course app that does not answer
+never costs a student their work.
+
 The browser names nothing: the exam is the server's (``COURSEHUB_EXAM``,
 ``<course_id>/<assignment>``, set at spawn), the student is the server's
 owner (``JUPYTERHUB_USER``), and the course app takes the identity from the
@@ -134,6 +142,24 @@ def plan_status(
     }
 
 
+def save_refusal(sitting: Mapping[str, Any] | None, elapsed_s: float) -> str:
+    """Return why a save is refused, "" when it is not (pure).
+
+    ``sitting``: the course app's last answer (None: none yet), received
+    ``elapsed_s`` seconds ago. Refused once its ``seconds_left``, less
+    ``elapsed_s``, is 0 or below; a sitting not started (``seconds_left``
+    None) saves.
+    """
+    left = None if sitting is None else sitting.get("seconds_left")
+    if left is None or float(left) - elapsed_s > 0:
+        return ""
+    ends = sitting.get("ends_at") if sitting else None
+    return (
+        f"your exam time ended ({ends or 'time up'}): this save is refused; "
+        "the bell submits the work saved before your end"
+    )
+
+
 class ClockSource:
     """The course app's answers for one exam server, each reused :data:`CACHE_S` seconds."""
 
@@ -230,6 +256,18 @@ def _make_handlers(source: ClockSource) -> tuple[type, type]:
     return StatusHandler, EventsHandler
 
 
+def _save_hook(source: ClockSource) -> Any:
+    """Return the pre-save hook refusing a save after the end (:func:`save_refusal`)."""
+    from tornado import web
+
+    def refuse_late_save(model: Any, path: str, **kwargs: Any) -> None:
+        why = save_refusal(source.sitting, time.monotonic() - source.fetched_at)
+        if why:
+            raise web.HTTPError(403, why)
+
+    return refuse_late_save
+
+
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """The module is its own extension (jupyter_server ``extension/manager.py``)."""
     return [{"module": "coursehub.examroom.clock"}]
@@ -243,7 +281,9 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         return
     from jupyter_server.utils import url_path_join
 
-    status, events = _make_handlers(ClockSource(config))
+    source = ClockSource(config)
+    status, events = _make_handlers(source)
+    serverapp.contents_manager.register_pre_save_hook(_save_hook(source))
     base = serverapp.web_app.settings["base_url"]
     serverapp.web_app.add_handlers(
         ".*",
