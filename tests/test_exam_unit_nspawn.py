@@ -57,6 +57,13 @@ def test_an_exam_servers_unit_connects_to_the_hubs_address_and_to_no_other(conta
     properties = plan_unit_network(("127.0.0.1",))
     container.sh(LISTEN)
     container.path("/root/probe.py").write_text(PROBE)
+    # the listener started in the background: wait until it answers, outside any unit
+    waited = container.sh(
+        "for i in $(seq 100); do python3 /root/probe.py 127.0.0.1 | grep -q connected && "
+        "exit 0; sleep 0.1; done; exit 1",
+        timeout=60,
+    )
+    assert waited.returncode == 0, "the listener did not answer on 127.0.0.1:8999"
     unit = f"jupyter-examnet-{uuid.uuid4().hex[:6]}-singleuser"
     options = " ".join(f"--property={k}={v!r}" for k, v in properties.items())
     ran = container.sh(

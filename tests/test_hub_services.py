@@ -11,6 +11,7 @@ killed with SIGKILL, and starts again on the same ports.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -74,11 +75,22 @@ def _services(hub_pid: int) -> dict[str, psutil.Process]:
     return found
 
 
-def _cullers() -> list[psutil.Process]:
+def _cullers(hub_port: int) -> list[psutil.Process]:
+    """Every idle culler on this machine that talks to the hub listening on ``hub_port``.
+
+    Other tests' hubs (other workers) run cullers of their own: those are left out
+    by the hub API URL in the culler's environment (JupyterHub sets it for services).
+    """
+    port = f":{hub_port}/"
     cullers = []
     for process in psutil.process_iter(["cmdline"]):
-        if "-m jupyterhub_idle_culler --timeout=3600" in " ".join(process.info["cmdline"] or []):
-            cullers.append(process)
+        if "-m jupyterhub_idle_culler --timeout=3600" not in " ".join(
+            process.info["cmdline"] or []
+        ):
+            continue
+        with contextlib.suppress(psutil.Error):
+            if port in process.environ().get("JUPYTERHUB_API_URL", ""):
+                cullers.append(process)
     return cullers
 
 
@@ -105,7 +117,7 @@ def test_services_end_with_a_hub_killed_with_sigkill(services_hub: tuple[Running
     wait_until(lambda: len(_services(hub.process.pid)) == 2, timeout_s=60, what="both services")
     new = _services(hub.process.pid)
     assert new["http.server"].is_running() and new["http.server"].pid != old["http.server"].pid
-    assert [p.pid for p in _cullers()] == [new["jupyterhub_idle_culler"].pid]
+    assert [p.pid for p in _cullers(hub.ports["hub"])] == [new["jupyterhub_idle_culler"].pid]
     assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok
 
 
