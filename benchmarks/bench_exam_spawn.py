@@ -66,13 +66,18 @@ import argparse
 import os
 import shutil
 import tempfile
-import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
 
-from bench_spawn import failure_lines, leftovers, run_processes, run_storm, stop_servers
+from bench_spawn import failure_lines, run_storm, stop_servers
+from coursehub.bench.demohub import (
+    create_demo_exam,
+    hub_processes,
+    leftovers,
+    server_processes,
+    start_exams,
+)
 from coursehub.bench.examspawn import (
     ExamRound,
     exam_server_problem,
@@ -81,68 +86,11 @@ from coursehub.bench.examspawn import (
     summarise_round,
     summarise_rounds,
 )
-from coursehub.catalog.connect import open_catalog
-from coursehub.catalog.courses import get_course
-from coursehub.catalog.db import session_scope
-from coursehub.catalog.exams import create_exam, get_exam, list_sittings, start_exam
-from coursehub.catalog.examtime import Window
 from coursehub.demo.hub import DemoHub
 from coursehub.demo.ports import free_port
 from coursehub.demo.setup import grading_layouts, prepare_catalog
 from coursehub.examroom.home import plan_exam_home
 from coursehub.grading.demo import DEMO_ASSIGNMENT
-from coursehub.web.testing import add_students
-
-ZONE = "Europe/Paris"
-#: The demo course's lead, who creates the exam.
-LEAD = "mbuffat"
-
-
-def enrol(database_url: str, course_id: str, n_students: int) -> list[str]:
-    """Create the exam of ``course_id``; return ``n_students`` of its students (topped up).
-
-    The exam opened 5 minutes ago, lasts 3 hours, ends in 4 hours.
-    """
-    now = datetime.now(UTC)
-    window = Window(now - timedelta(minutes=5), 180, now + timedelta(hours=4), ZONE)
-    with open_catalog(database_url) as engine, session_scope(engine) as session:
-        course = get_course(session, course_id)
-        exam = create_exam(session, course, DEMO_ASSIGNMENT, window, LEAD)
-        students = [s.username for s in list_sittings(session, course, exam)]
-        if len(students) < n_students:
-            add_students(session, course, n_students - len(students), groups=4)
-            students = [s.username for s in list_sittings(session, course, exam)]
-    return students[:n_students]
-
-
-def start_all(database_url: str, course_id: str, usernames: list[str]) -> float:
-    """Record every student's exam start (each at its own now); return the seconds it took."""
-    began = time.monotonic()
-    with open_catalog(database_url) as engine, session_scope(engine) as session:
-        course = get_course(session, course_id)
-        exam = get_exam(session, course, DEMO_ASSIGNMENT)
-        for username in usernames:
-            start_exam(session, course, exam, username, datetime.now(UTC))
-    return time.monotonic() - began
-
-
-def server_processes(processes: list[psutil.Process]) -> dict[str, psutil.Process]:
-    """``{username: process}`` of the single-user servers among the hub's descendants.
-
-    A server is a process with ``JUPYTERHUB_USER`` in its environment whose
-    parent has none (its kernels and helpers have the parent's).
-    """
-    users: dict[int, tuple[str, int]] = {}
-    for proc in processes:
-        try:
-            users[proc.pid] = (proc.environ().get("JUPYTERHUB_USER", ""), proc.ppid())
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return {
-        user: psutil.Process(pid)
-        for pid, (user, parent) in users.items()
-        if user and users.get(parent, ("", 0))[0] != user
-    }
 
 
 def cpu_s(proc: psutil.Process, tree: bool = True) -> float:
@@ -163,7 +111,7 @@ def check_servers(
 ) -> tuple[dict[str, str], list[float], int]:
     """Check the ready servers; return ``{username: problem}`` for those not exam servers,
     each server's CPU seconds, and how many have a ``HOME`` other than their exam home."""
-    servers = server_processes(run_processes(hub))
+    servers = server_processes(hub_processes(hub))
     exam = f"{course_id}/{DEMO_ASSIGNMENT}"
     problems, cpu, home_elsewhere = {}, [], 0
     for username in ready:
@@ -188,7 +136,7 @@ def one_round(args: argparse.Namespace, repeat: int) -> ExamRound:
         data_dir = Path(tmp)
         database_url, _ = prepare_catalog(data_dir)
         course_id = grading_layouts(data_dir)[0].course_id
-        usernames = enrol(database_url, course_id, args.students)
+        usernames = create_demo_exam(database_url, course_id, args.students)
         hub = DemoHub(
             data_dir, free_port(), "127.0.0.1", spawn_limit=args.spawn_limit, exam_servers=True
         )
@@ -196,8 +144,8 @@ def one_round(args: argparse.Namespace, repeat: int) -> ExamRound:
         try:
             hub.sync(database_url)
             api, token = f"{hub.url}/hub/api", hub.secrets.service_token
-            started_s = start_all(database_url, course_id, usernames)
-            processes = run_processes(hub)
+            started_s = start_exams(database_url, course_id, usernames)
+            processes = hub_processes(hub)
             app = [p for p in processes if "web" in p.cmdline() and "serve" in p.cmdline()]
             cpu_before = (cpu_s(processes[0], tree=False), sum(cpu_s(p) for p in app))
             storm = run_storm(api, token, usernames, args.timeout)
@@ -206,7 +154,7 @@ def one_round(args: argparse.Namespace, repeat: int) -> ExamRound:
                 hub, course_id, sorted(storm.ready)
             )
             n_left = stop_servers(api, token, usernames)
-            processes = run_processes(hub)
+            processes = hub_processes(hub)
         finally:
             hub.stop()
         left = leftovers(processes, data_dir)

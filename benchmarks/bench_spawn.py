@@ -34,9 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 import requests
 
+from coursehub.bench.demohub import hub_processes, leftovers
 from coursehub.demo.hub import DemoHub
 from coursehub.demo.ports import free_port
 from coursehub.demo.setup import prepare_catalog
@@ -146,29 +146,6 @@ def stop_servers(api: str, token: str, usernames: list[str], timeout_s: float = 
         time.sleep(POLL_S)
 
 
-def run_processes(hub: DemoHub) -> list[psutil.Process]:
-    """The hub process and all its descendants (proxy, services, single-user servers)."""
-    assert hub.process is not None
-    root = psutil.Process(hub.process.pid)
-    return [root, *root.children(recursive=True)]
-
-
-def leftovers(processes: list[psutil.Process], data_dir: Path) -> list[str]:
-    """Processes of the run still alive: recorded ones, or any working under ``data_dir``."""
-    alive = {p.pid: p for p in processes if p.is_running()}
-    for proc in psutil.process_iter(["pid", "cwd"]):
-        if (proc.info["cwd"] or "").startswith(str(data_dir)):
-            alive[proc.pid] = proc
-    found = []
-    for pid, proc in sorted(alive.items()):
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(f"{pid} {' '.join(proc.cmdline()[:3])}")
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
 def failure_lines(log_path: Path, n_lines: int = 20) -> list[str]:
     """The last hub log lines that explain failed spawns."""
     lines = log_path.read_text(errors="replace").splitlines()
@@ -221,7 +198,7 @@ def main() -> int:
             storm = run_storm(api, token, usernames, args.timeout)
             load_after = os.getloadavg()[0]
             n_left = stop_servers(api, token, usernames)
-            processes = run_processes(hub)
+            processes = hub_processes(hub)
         finally:
             hub.stop()
         print_report(storm, len(usernames), hub.spawn_limit, [load_before, load_after])
