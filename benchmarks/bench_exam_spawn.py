@@ -71,13 +71,6 @@ from pathlib import Path
 import psutil
 
 from bench_spawn import failure_lines, run_storm, stop_servers
-from coursehub.bench.demohub import (
-    create_demo_exam,
-    hub_processes,
-    leftovers,
-    server_processes,
-    start_exams,
-)
 from coursehub.bench.examspawn import (
     ExamRound,
     exam_server_problem,
@@ -85,6 +78,13 @@ from coursehub.bench.examspawn import (
     start_times_of_log,
     summarise_round,
     summarise_rounds,
+)
+from coursehub.demo.examhub import (
+    create_demo_exam,
+    hub_processes,
+    leftovers,
+    server_processes,
+    start_exams,
 )
 from coursehub.demo.hub import DemoHub
 from coursehub.demo.ports import free_port

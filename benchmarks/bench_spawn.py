@@ -36,7 +36,7 @@ from pathlib import Path
 
 import requests
 
-from coursehub.bench.demohub import hub_processes, leftovers
+from coursehub.demo.examhub import hub_processes, leftovers
 from coursehub.demo.hub import DemoHub
 from coursehub.demo.ports import free_port
 from coursehub.demo.setup import prepare_catalog

@@ -5,7 +5,7 @@ Real: the hub of ``coursehub demo --exam-servers`` in a temporary data
 directory (:class:`coursehub.demo.hub.DemoHub` with ``exam_servers=True``:
 JupyterHub, configurable-http-proxy, the course app as the hub service, the
 demo's shared password), the demo course's released assignment as the exam
-(:func:`coursehub.bench.demohub.create_demo_exam`, as
+(:func:`coursehub.demo.examhub.create_demo_exam`, as
 ``benchmarks/bench_exam_spawn.py`` makes it), the student's exam start in
 the catalog, the spawn that makes the server an exam server in its exam home,
 Debian's Chromium through Playwright, the commands ``coursehub exam end``,
@@ -35,16 +35,16 @@ import pytest
 import requests
 
 from appbrowser import BROWSER_MARKS
-from coursehub.bench.demohub import (
+from coursehub.bench.examspawn import exam_server_problem
+from coursehub.catalog.exams import Receipt
+from coursehub.cli import main
+from coursehub.demo.examhub import (
     create_demo_exam,
     hub_processes,
     leftovers,
     server_processes,
     start_exams,
 )
-from coursehub.bench.examspawn import exam_server_problem
-from coursehub.catalog.exams import Receipt
-from coursehub.cli import main
 from coursehub.errors import UsageError
 from coursehub.examroom.home import plan_exam_home
 from coursehub.grading.demo import DEMO_ASSIGNMENT

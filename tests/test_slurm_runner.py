@@ -43,7 +43,11 @@ def backend(slurm_cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("COURSEHUB_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.chdir(tmp_path)
     yield SlurmBackend(SlurmPlacement(partition=slurm_cluster.partition), tmp_path / "runs")
-    wait_until(lambda: queued_jobs() == [], timeout_s=20, what="the queue to empty")
+    try:
+        wait_until(lambda: queued_jobs() == [], timeout_s=20, what="the queue to empty")
+    finally:  # a job left by a failed test must not hold the node for the next ones
+        for job_id in queued_jobs():
+            subprocess.run(["scancel", job_id], capture_output=True, timeout=30)
 
 
 def test_threads_inside_a_slurm_job_equal_threads(backend, tmp_path):
@@ -125,12 +129,17 @@ def test_two_jobs_that_each_need_every_cpu_run_one_after_the_other(
 
 def test_ctrl_c_on_coursehub_run_cancels_the_slurm_job(backend, tmp_path):
     sleeper = script(tmp_path, "sleeper.py", SLEEPER)
+    # Ctrl-C at a terminal: SIGINT at its default, whatever this test's launcher did
+    # (a background job of a non-interactive shell starts with SIGINT ignored, and a
+    # child keeps an ignored signal ignored: signal(7); Python then raises no
+    # KeyboardInterrupt)
     proc = subprocess.Popen(
         [sys.executable, "-m", "coursehub", "run", "--backend", "slurm", "--", str(sleeper)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=dict(os.environ),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "up"
